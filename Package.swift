@@ -1,0 +1,102 @@
+// swift-tools-version:6.1
+// Ferry: background transfers for Swift on Linux. See README.md and docs/ARCHITECTURE.md.
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "Ferry",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "Ferry", targets: ["Ferry"]),
+        .library(name: "FerryCore", targets: ["FerryCore"]),
+        .library(name: "FerryTestServer", targets: ["FerryTestServer"]),
+        .executable(name: "ferry", targets: ["FerryTool"]),
+        .executable(name: "ferryd", targets: ["FerrydTool"]),
+        .executable(name: "ferry-testserver", targets: ["FerryTestServerTool"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
+        .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/vapor/multipart-kit.git", from: "4.7.1"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+    ],
+    targets: [
+        // MARK: Layers (docs/ARCHITECTURE.md). Thin until their issue lands; their places exist.
+        .target(
+            name: "FerryCore",
+            dependencies: [.product(name: "HTTPTypes", package: "swift-http-types")],
+            swiftSettings: swiftSettings
+        ),
+        .target(name: "FerryEngine", dependencies: ["FerryCore"], swiftSettings: swiftSettings),
+        .target(name: "FerryStore", dependencies: ["FerryCore"], swiftSettings: swiftSettings),
+        .target(name: "FerryDaemon", dependencies: ["FerryEngine", "FerryStore"], swiftSettings: swiftSettings),
+        .target(name: "Ferry", dependencies: ["FerryEngine"], swiftSettings: swiftSettings),
+        .target(
+            name: "FerryCLI",
+            dependencies: ["Ferry", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: Test server (a public library; also the ferry-testserver executable)
+        .systemLibrary(name: "CFerryZlib", path: "Sources/CFerryZlib"),
+        .target(
+            name: "FerryTestServer",
+            dependencies: [
+                "CFerryZlib",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
+                .product(name: "NIOHTTPTypesHTTP2", package: "swift-nio-extras"),
+                .product(name: "NIOResumableUpload", package: "swift-nio-extras"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "MultipartKit", package: "multipart-kit"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: Executables: thin mains over the libraries
+        .executableTarget(name: "FerryTool", dependencies: ["FerryCLI"], path: "Sources/ferry", swiftSettings: swiftSettings),
+        .executableTarget(name: "FerrydTool", dependencies: ["FerryDaemon"], path: "Sources/ferryd", swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "FerryTestServerTool",
+            dependencies: ["FerryTestServer", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Sources/ferry-testserver",
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: Tests (mirror Sources/)
+        .testTarget(name: "FerryCoreTests", dependencies: ["FerryCore"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "FerryTestServerTests",
+            dependencies: [
+                "FerryTestServer",
+                "CFerryZlib",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

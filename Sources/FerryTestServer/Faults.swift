@@ -1,0 +1,96 @@
+public import HTTPTypes
+
+/// The fault-injection and response-shaping knobs of one request.
+///
+/// Each knob can be given as a query parameter (`?throttle=1000`) or as a request header named
+/// `X-Ferry-` plus the knob with `-` for `_` (`X-Ferry-Throttle: 1000`); the query wins when both are
+/// present. docs/TESTSERVER.md lists them with examples.
+public struct Faults: Sendable, Hashable {
+    /// `throttle=B`: send the body at no more than B bytes a second.
+    public var throttle: Int64?
+    /// `close_after=N`: close the connection after N body bytes (the response stays incomplete).
+    public var closeAfter: Int64?
+    /// `stall_ms=T`: send nothing for T milliseconds, after the headers or after `stall_after` body bytes.
+    public var stallMilliseconds: Int64?
+    /// `stall_after=N`: where a stall begins, in body bytes (default 0: right after the headers).
+    public var stallAfter: Int64 = 0
+    /// `delay_ms=T`: wait T milliseconds before sending the response headers.
+    public var delayMilliseconds: Int64?
+    /// `fail=K`: the first K requests with this request's key get `fail_status` with `Retry-After`.
+    public var failCount: Int = 0
+    /// `fail_status=S`: the status of those failures (default 503).
+    public var failStatus: Int = 503
+    /// `retry_after=S`: the Retry-After seconds sent with them (default 1; a negative value sends none).
+    public var retryAfter: Int = 1
+    /// `change_after=N`: the resource gets a new version (new content, ETag and Last-Modified) every N
+    /// requests with this key: requests 1…N see version 0, N+1…2N version 1, and so on.
+    public var changeAfter: Int?
+    /// `key=K`: the name under which `fail` and `change_after` count requests (default: the request target).
+    public var key: String?
+    /// `ignore_range=1`: answer 200 with the whole body whatever the Range header says.
+    public var ignoreRange = false
+    /// `bad_content_range=D`: answer a range request with the requested bytes but a Content-Range whose
+    /// first and last byte are shifted by D.
+    public var badContentRangeShift: Int64?
+    /// `short_by=N`: declare the full Content-Length, send N bytes fewer, then close the connection.
+    public var shortBy: Int64?
+    /// `chunked=1`: no Content-Length; HTTP/1.1 chunked transfer encoding (HTTP/2: plain DATA frames).
+    public var chunked = false
+    /// `gzip=1`: `Content-Encoding: gzip` with the whole body compressed (Range is then ignored).
+    public var gzip = false
+    /// `set_cookie=V` (repeatable): a `Set-Cookie: V` header per value.
+    public var setCookies: [String] = []
+    /// `cache_control=V`: a `Cache-Control: V` header.
+    public var cacheControl: String?
+    /// `expires=S`: an `Expires` header S seconds from now (may be negative).
+    public var expiresIn: Int64?
+    /// `vary=V`: a `Vary: V` header.
+    public var vary: String?
+
+    /// No faults.
+    public init() {}
+
+    /// Reads the knobs of a request from its query and headers.
+    public init(query: Query, headers: HTTPFields) {
+        func value(_ name: String) -> String? {
+            if let fromQuery = query[name] { return fromQuery }
+            let headerName = "x-ferry-" + name.replacingUnderscores
+            return HTTPField.Name(headerName).flatMap { headers[$0] }
+        }
+        func values(_ name: String) -> [String] {
+            let fromQuery = query.all(name)
+            if !fromQuery.isEmpty { return fromQuery }
+            guard let headerName = HTTPField.Name("x-ferry-" + name.replacingUnderscores) else { return [] }
+            return headers[values: headerName]
+        }
+        func flag(_ name: String) -> Bool {
+            guard let text = value(name) else { return false }
+            return text.isEmpty || text == "1" || text == "true" || text == "yes"
+        }
+        self.throttle = value("throttle").flatMap { Int64($0) }.flatMap { $0 > 0 ? $0 : nil }
+        self.closeAfter = value("close_after").flatMap { Int64($0) }.flatMap { $0 >= 0 ? $0 : nil }
+        self.stallMilliseconds = value("stall_ms").flatMap { Int64($0) }.flatMap { $0 > 0 ? $0 : nil }
+        self.stallAfter = value("stall_after").flatMap { Int64($0) }.map { max(0, $0) } ?? 0
+        self.delayMilliseconds = value("delay_ms").flatMap { Int64($0) }.flatMap { $0 > 0 ? $0 : nil }
+        self.failCount = value("fail").flatMap { Int($0) }.map { max(0, $0) } ?? 0
+        self.failStatus = value("fail_status").flatMap { Int($0) }.flatMap { (100...599).contains($0) ? $0 : nil } ?? 503
+        self.retryAfter = value("retry_after").flatMap { Int($0) } ?? 1
+        self.changeAfter = value("change_after").flatMap { Int($0) }.flatMap { $0 > 0 ? $0 : nil }
+        self.key = value("key")
+        self.ignoreRange = flag("ignore_range")
+        self.badContentRangeShift = value("bad_content_range").flatMap { Int64($0) }.flatMap { $0 != 0 ? $0 : nil }
+        self.shortBy = value("short_by").flatMap { Int64($0) }.flatMap { $0 > 0 ? $0 : nil }
+        self.chunked = flag("chunked")
+        self.gzip = flag("gzip")
+        self.setCookies = values("set_cookie")
+        self.cacheControl = value("cache_control")
+        self.expiresIn = value("expires").flatMap { Int64($0) }
+        self.vary = value("vary")
+    }
+}
+
+extension String {
+    fileprivate var replacingUnderscores: String {
+        String(self.map { $0 == "_" ? "-" : $0 })
+    }
+}

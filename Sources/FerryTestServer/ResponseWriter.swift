@@ -1,0 +1,189 @@
+import HTTPTypes
+import NIOCore
+import NIOHTTPTypes
+import NIOPosix
+
+/// Sends one ``ResponsePlan`` on a channel: the optional delay, the head, then the body in large chunks
+/// with backpressure (it writes only while the channel is writable), applying the plan's faults: throttle,
+/// stall, close after N bytes, short body.
+///
+/// Lives on the channel's event loop, owned by ``RequestHandler``; its timers are cancelled when the
+/// channel goes away.
+final class ResponseWriter {
+    /// Chunk size for unthrottled bodies: large writes keep syscalls and wake-ups per byte low.
+    static let chunkSize = 512 * 1024
+
+    private let plan: ResponsePlan
+    private let context: ChannelHandlerContext
+    private let state: TestServerState
+    private let pool: NIOThreadPool
+    private let counterPath: String
+    /// The TCP connection: the channel itself for HTTP/1.1, the parent of an HTTP/2 stream.
+    private let connection: any Channel
+    private let onFinish: (_ keepConnection: Bool) -> Void
+
+    /// Body bytes written so far.
+    private var sent: Int64 = 0
+    /// Where sending stops: the end of the range, less `short_by`, capped by `close_after`.
+    private let limit: Int64
+    private var stallPending: Bool
+    private var started: NIODeadline = .now()
+    private var busy = false
+    private var finished = false
+    private var timer: Scheduled<Void>?
+
+    init(
+        plan: ResponsePlan, context: ChannelHandlerContext, state: TestServerState, pool: NIOThreadPool,
+        counterPath: String, connection: any Channel, onFinish: @escaping (_ keepConnection: Bool) -> Void
+    ) {
+        self.plan = plan
+        self.context = context
+        self.state = state
+        self.pool = pool
+        self.counterPath = counterPath
+        self.connection = connection
+        self.onFinish = onFinish
+        var limit = plan.omitsBody ? 0 : plan.range.count
+        if let shortBy = plan.faults.shortBy { limit = max(0, limit - shortBy) }
+        if let closeAfter = plan.faults.closeAfter { limit = min(limit, closeAfter) }
+        self.limit = limit
+        self.stallPending = plan.faults.stallMilliseconds != nil && !plan.omitsBody
+    }
+
+    /// Starts sending.
+    func start() {
+        if let delay = plan.faults.delayMilliseconds {
+            schedule(after: .milliseconds(delay)) { $0.writeHead() }
+        } else {
+            writeHead()
+        }
+    }
+
+    /// The channel became writable again.
+    func writabilityChanged() {
+        if context.channel.isWritable { pump() }
+    }
+
+    /// The channel closed: stop timers, send nothing more.
+    func cancel() {
+        finished = true
+        timer?.cancel()
+        timer = nil
+    }
+
+    private func schedule(after delay: TimeAmount, _ body: @escaping (ResponseWriter) -> Void) {
+        timer = context.eventLoop.assumeIsolated().scheduleTask(in: delay) { [self] in
+            self.timer = nil
+            guard !self.finished else { return }
+            body(self)
+        }
+    }
+
+    private func writeHead() {
+        var response = HTTPResponse(status: plan.status)
+        response.headerFields = plan.headers
+        if plan.declaresLength {
+            if plan.status != .notModified && plan.status.code >= 200 && plan.status.code != 204 {
+                response.headerFields[.contentLength] = String(plan.range.count)
+            }
+        }
+        context.write(NIOAny(HTTPResponsePart.head(response)), promise: nil)
+        context.flush()
+        started = .now()
+        pump()
+    }
+
+    private func pump() {
+        guard !busy, !finished, timer == nil else { return }
+        let faults = plan.faults
+        while context.channel.isWritable {
+            if sent >= limit {
+                finishBody()
+                return
+            }
+            if stallPending, sent >= faults.stallAfter, let stall = faults.stallMilliseconds {
+                stallPending = false
+                context.flush()
+                schedule(after: .milliseconds(stall)) { $0.pump() }
+                return
+            }
+            var count = min(Int64(Self.chunkSize), limit - sent)
+            if stallPending { count = min(count, faults.stallAfter - sent) }
+            if let rate = faults.throttle {
+                // Pace against the clock since the head went out: at most `rate` bytes a second, in
+                // quanta of a twentieth of a second so the flow looks steady to the client.
+                let quantum = max(1, min(Int64(Self.chunkSize), rate / 20))
+                count = min(count, quantum)
+                let elapsed = NIODeadline.now() - started
+                let allowed = rate * elapsed.nanoseconds / 1_000_000_000 - sent
+                if allowed < count {
+                    let wait = (sent + count) * 1_000_000_000 / rate - elapsed.nanoseconds
+                    context.flush()
+                    schedule(after: .nanoseconds(max(1_000_000, wait))) { $0.pump() }
+                    return
+                }
+            }
+            let offset = plan.range.start + sent
+            switch plan.source {
+            case .buffer(let buffer):
+                let slice = buffer.getSlice(at: buffer.readerIndex + Int(offset), length: Int(count))!
+                write(slice)
+            case .generated(let generator):
+                var chunk = context.channel.allocator.buffer(capacity: Int(count))
+                chunk.writeWithUnsafeMutableBytes(minimumWritableBytes: Int(count)) { pointer in
+                    generator.fill(UnsafeMutableRawBufferPointer(rebasing: pointer[0..<Int(count)]), offset: offset)
+                    return Int(count)
+                }
+                write(chunk)
+            case .file(let file):
+                busy = true
+                context.flush()
+                file.read(offset: offset, count: Int(count), pool: pool, eventLoop: context.eventLoop)
+                    .assumeIsolated().whenComplete { [self] result in
+                        self.busy = false
+                        guard !self.finished else { return }
+                        switch result {
+                        case .success(let chunk):
+                            self.write(chunk)
+                            self.pump()
+                        case .failure:
+                            // The file vanished or shrank mid-response: the only honest signal is a cut.
+                            self.finished = true
+                            self.closeConnection()
+                        }
+                    }
+                return
+            }
+        }
+        context.flush()
+    }
+
+    private func write(_ chunk: ByteBuffer) {
+        sent += Int64(chunk.readableBytes)
+        state.bodyBytesSent(chunk.readableBytes, path: counterPath)
+        context.write(NIOAny(HTTPResponsePart.body(chunk)), promise: nil)
+        if !context.channel.isWritable { context.flush() }
+    }
+
+    private func finishBody() {
+        let faults = plan.faults
+        let bodyLength = plan.omitsBody ? 0 : plan.range.count
+        let cutShort = sent < bodyLength
+        finished = true
+        if cutShort {
+            // close_after or short_by: the response stays incomplete and the connection ends.
+            context.flush()
+            closeConnection()
+            return
+        }
+        let closeAfterwards = faults.closeAfter != nil
+        context.writeAndFlush(NIOAny(HTTPResponsePart.end(nil))).assumeIsolated().whenComplete { [self] _ in
+            if closeAfterwards { self.closeConnection() }
+        }
+        onFinish(!closeAfterwards)
+    }
+
+    private func closeConnection() {
+        connection.close(promise: nil)
+    }
+}

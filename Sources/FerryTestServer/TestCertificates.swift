@@ -1,0 +1,79 @@
+public import Foundation
+public import NIOSSL
+import Crypto
+import SwiftASN1
+import X509
+
+/// The TLS identity of the HTTPS listener: a certificate chain and key, and the root a client must trust.
+public struct TestCertificates: Sendable {
+    /// The server's chain, leaf first.
+    public var chain: [NIOSSLCertificate]
+    /// The leaf's private key.
+    public var privateKey: NIOSSLPrivateKey
+    /// The certificate a client adds to its trust roots, in PEM (for a generated identity: the test CA).
+    public var trustRootPEM: String
+
+    /// A trust root for clients, ready for `TLSConfiguration.trustRoots = .certificates(...)`.
+    public var trustRoot: NIOSSLCertificate {
+        get throws { try NIOSSLCertificate(bytes: Array(trustRootPEM.utf8), format: .pem) }
+    }
+
+    /// Loads a PEM certificate chain and a PEM private key from files; the chain's last certificate is
+    /// reported as the trust root.
+    public static func load(certificateFile: String, keyFile: String) throws -> TestCertificates {
+        let chain = try NIOSSLCertificate.fromPEMFile(certificateFile)
+        guard let last = chain.last else {
+            throw TestServerError("no certificate in \(certificateFile): expected PEM 'BEGIN CERTIFICATE' blocks")
+        }
+        let key = try NIOSSLPrivateKey(file: keyFile, format: .pem)
+        let pem = try Certificate(derEncoded: try last.toDERBytes()).serializeAsPEM().pemString
+        return TestCertificates(chain: chain, privateKey: key, trustRootPEM: pem)
+    }
+
+    /// Generates a throw-away certificate authority and a leaf it signs for `localhost` and `127.0.0.1`,
+    /// valid from an hour ago for 30 days. P-256 keys keep generation fast (milliseconds).
+    public static func generate(now: Date = Date()) throws -> TestCertificates {
+        let caKey = P256.Signing.PrivateKey()
+        let caName = try DistinguishedName {
+            CommonName("ferry-testserver test CA")
+            OrganizationName("Ferry")
+        }
+        let ca = try Certificate(
+            version: .v3, serialNumber: Certificate.SerialNumber(),
+            publicKey: Certificate.PublicKey(caKey.publicKey),
+            notValidBefore: now.addingTimeInterval(-3600), notValidAfter: now.addingTimeInterval(30 * 86_400),
+            issuer: caName, subject: caName, signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: try Certificate.Extensions {
+                Critical(BasicConstraints.isCertificateAuthority(maxPathLength: 0))
+                Critical(KeyUsage(keyCertSign: true, cRLSign: true))
+            },
+            issuerPrivateKey: Certificate.PrivateKey(caKey))
+
+        let leafKey = P256.Signing.PrivateKey()
+        let leafName = try DistinguishedName { CommonName("localhost") }
+        let leaf = try Certificate(
+            version: .v3, serialNumber: Certificate.SerialNumber(),
+            publicKey: Certificate.PublicKey(leafKey.publicKey),
+            notValidBefore: now.addingTimeInterval(-3600), notValidAfter: now.addingTimeInterval(30 * 86_400),
+            issuer: caName, subject: leafName, signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: try Certificate.Extensions {
+                Critical(BasicConstraints.notCertificateAuthority)
+                Critical(KeyUsage(digitalSignature: true))
+                try ExtendedKeyUsage([.serverAuth])
+                SubjectAlternativeNames([
+                    .dnsName("localhost"), .ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1])),
+                ])
+            },
+            issuerPrivateKey: Certificate.PrivateKey(caKey))
+
+        let leafPEM = try leaf.serializeAsPEM().pemString
+        let caPEM = try ca.serializeAsPEM().pemString
+        return TestCertificates(
+            chain: [
+                try NIOSSLCertificate(bytes: Array(leafPEM.utf8), format: .pem),
+                try NIOSSLCertificate(bytes: Array(caPEM.utf8), format: .pem),
+            ],
+            privateKey: try NIOSSLPrivateKey(bytes: Array(leafKey.pemRepresentation.utf8), format: .pem),
+            trustRootPEM: caPEM)
+    }
+}

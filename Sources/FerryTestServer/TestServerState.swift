@@ -1,0 +1,94 @@
+import NIOConcurrencyHelpers
+
+/// Counters a test can assert on, as one consistent snapshot.
+public struct TestServerCounters: Sendable, Hashable, Codable {
+    /// TCP connections accepted, over all listeners.
+    public var connectionsAccepted: Int = 0
+    /// Requests whose head was received (HTTP/2 streams count one each).
+    public var requestsServed: Int = 0
+    /// Requests per path (the path without its query).
+    public var requestsByPath: [String: Int] = [:]
+    /// Response body bytes written per path (what left the server, before any cut-off by a fault).
+    public var bodyBytesSentByPath: [String: Int64] = [:]
+    /// Requests per HTTP version seen (`HTTP/1.1`, `HTTP/2`).
+    public var requestsByProtocol: [String: Int] = [:]
+
+    /// The requests served for `path`.
+    public func requests(path: String) -> Int { requestsByPath[path] ?? 0 }
+    /// The body bytes sent for `path`.
+    public func bodyBytesSent(path: String) -> Int64 { bodyBytesSentByPath[path] ?? 0 }
+}
+
+/// An upload the sink kept because the request asked for it (`keep=KEY`).
+public struct StoredUpload: Sendable, Hashable {
+    /// The request method.
+    public var method: String
+    /// The Content-Type of the request, if any.
+    public var contentType: String?
+    /// The body as received (for a resumable upload: the assembled body).
+    public var body: [UInt8]
+}
+
+/// The server's shared, thread-safe state: counters, per-key request counts, kept uploads, digest nonces.
+final class TestServerState: Sendable {
+    private struct Storage {
+        var counters = TestServerCounters()
+        var keyCounts: [String: Int] = [:]
+        var uploads: [String: StoredUpload] = [:]
+        var nonces: Set<String> = []
+    }
+
+    private let storage = NIOLockedValueBox(Storage())
+
+    func connectionAccepted() {
+        storage.withLockedValue { $0.counters.connectionsAccepted += 1 }
+    }
+
+    func requestReceived(path: String, protocolName: String) {
+        storage.withLockedValue {
+            $0.counters.requestsServed += 1
+            $0.counters.requestsByPath[path, default: 0] += 1
+            $0.counters.requestsByProtocol[protocolName, default: 0] += 1
+        }
+    }
+
+    func bodyBytesSent(_ count: Int, path: String) {
+        storage.withLockedValue { $0.counters.bodyBytesSentByPath[path, default: 0] += Int64(count) }
+    }
+
+    /// Counts one more request for `key`; returns how many came before it (0 for the first).
+    func nextRequestIndex(key: String) -> Int {
+        storage.withLockedValue { storage in
+            let index = storage.keyCounts[key, default: 0]
+            storage.keyCounts[key] = index + 1
+            return index
+        }
+    }
+
+    func store(_ upload: StoredUpload, key: String) {
+        storage.withLockedValue { $0.uploads[key] = upload }
+    }
+
+    func upload(key: String) -> StoredUpload? {
+        storage.withLockedValue { $0.uploads[key] }
+    }
+
+    func issueNonce() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let nonce = String(generator.next(), radix: 16) + String(generator.next(), radix: 16)
+        storage.withLockedValue { _ = $0.nonces.insert(nonce) }
+        return nonce
+    }
+
+    func isKnownNonce(_ nonce: String) -> Bool {
+        storage.withLockedValue { $0.nonces.contains(nonce) }
+    }
+
+    var counters: TestServerCounters {
+        storage.withLockedValue { $0.counters }
+    }
+
+    func resetCounters() {
+        storage.withLockedValue { $0.counters = TestServerCounters() }
+    }
+}

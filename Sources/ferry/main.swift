@@ -1,0 +1,3 @@
+import FerryCLI
+
+FerryCommand.main()

@@ -1,0 +1,48 @@
+@testable import FerryTestServer
+import HTTPTypes
+import Testing
+
+@Suite struct QueryTests {
+    @Test func decodesItems() {
+        let query = Query(target: "/a%20b/c?x=1&y=a+b&z=%3D%26&x=2&flag")
+        #expect(query.path == "/a b/c")
+        #expect(query["x"] == "1")
+        #expect(query.all("x") == ["1", "2"])
+        #expect(query["y"] == "a b")
+        #expect(query["z"] == "=&")
+        #expect(query["flag"] == "")
+        #expect(query["missing"] == nil)
+    }
+
+    @Test func keepsBrokenEscapes() {
+        #expect(Query.percentDecode("100%", plusIsSpace: false) == "100%")
+        #expect(Query.percentDecode("%zz", plusIsSpace: false) == "%zz")
+    }
+}
+
+@Suite struct FaultsTests {
+    @Test func readsQueryAndHeadersQueryFirst() {
+        var headers = HTTPFields()
+        headers[HTTPField.Name("X-Ferry-Throttle")!] = "500"
+        headers[HTTPField.Name("X-Ferry-Close-After")!] = "10"
+        headers.append(HTTPField(name: HTTPField.Name("X-Ferry-Set-Cookie")!, value: "a=1"))
+        headers.append(HTTPField(name: HTTPField.Name("X-Ferry-Set-Cookie")!, value: "b=2"))
+        let faults = Faults(query: Query(target: "/bytes/1?throttle=1000&ignore_range=1&fail=2"), headers: headers)
+        #expect(faults.throttle == 1000)
+        #expect(faults.closeAfter == 10)
+        #expect(faults.ignoreRange)
+        #expect(faults.failCount == 2)
+        #expect(faults.failStatus == 503)
+        #expect(faults.setCookies == ["a=1", "b=2"])
+        #expect(!faults.gzip)
+    }
+
+    @Test func ignoresNonsense() {
+        let faults = Faults(
+            query: Query(target: "/x?throttle=-5&fail_status=42&change_after=0&bad_content_range=zero"), headers: [:])
+        #expect(faults.throttle == nil)
+        #expect(faults.failStatus == 503)
+        #expect(faults.changeAfter == nil)
+        #expect(faults.badContentRangeShift == nil)
+    }
+}
