@@ -31,6 +31,8 @@ final class ResponseWriter {
     private var busy = false
     private var finished = false
     private var timer: Scheduled<Void>?
+    /// The last write handed to the channel; a cut waits for it so the bytes before the cut arrive.
+    private var lastWrite: EventLoopFuture<Void>?
 
     init(
         plan: ResponsePlan, context: ChannelHandlerContext, state: TestServerState, pool: NIOThreadPool,
@@ -87,7 +89,7 @@ final class ResponseWriter {
                 response.headerFields[.contentLength] = String(plan.range.count)
             }
         }
-        context.write(NIOAny(HTTPResponsePart.head(response)), promise: nil)
+        lastWrite = context.write(NIOAny(HTTPResponsePart.head(response)))
         context.flush()
         started = .now()
         pump()
@@ -161,7 +163,7 @@ final class ResponseWriter {
     private func write(_ chunk: ByteBuffer) {
         sent += Int64(chunk.readableBytes)
         state.bodyBytesSent(chunk.readableBytes, path: counterPath)
-        context.write(NIOAny(HTTPResponsePart.body(chunk)), promise: nil)
+        lastWrite = context.write(NIOAny(HTTPResponsePart.body(chunk)))
         if !context.channel.isWritable { context.flush() }
     }
 
@@ -171,9 +173,14 @@ final class ResponseWriter {
         let cutShort = sent < bodyLength
         finished = true
         if cutShort {
-            // close_after or short_by: the response stays incomplete and the connection ends.
+            // close_after or short_by: the response stays incomplete and the connection ends, once the
+            // bytes before the cut are on their way (for HTTP/2 the stream's frames go through the parent).
             context.flush()
-            closeConnection()
+            if let lastWrite {
+                lastWrite.assumeIsolated().whenComplete { [self] _ in self.closeConnection() }
+            } else {
+                closeConnection()
+            }
             return
         }
         let closeAfterwards = faults.closeAfter != nil
@@ -184,6 +191,7 @@ final class ResponseWriter {
     }
 
     private func closeConnection() {
+        connection.flush()
         connection.close(promise: nil)
     }
 }

@@ -61,6 +61,8 @@ struct FerryTestServerCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // Catch the signals before announcing the port: a script may stop the server right away.
+        let terminated = TerminationSignal()
         var configuration = TestServer.Configuration()
         configuration.port = port
         configuration.alternatePort = alternatePort
@@ -83,38 +85,49 @@ struct FerryTestServerCommand: AsyncParsableCommand {
         if let resumable = server.origin(.resumable) { lines.append("resumable uploads \(resumable)") }
         FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
 
-        await waitForTerminationSignal()
+        await terminated.wait()
         try await server.shutdown()
     }
-
-    /// Returns when SIGINT or SIGTERM arrives.
-    private func waitForTerminationSignal() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let queue = DispatchQueue(label: "ferry-testserver.signals")
-            let once = SignalOnce(continuation)
-            for signalNumber in [SIGINT, SIGTERM] {
-                signal(signalNumber, SIG_IGN)
-                let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: queue)
-                source.setEventHandler { once.fire() }
-                once.keep(source)
-                source.resume()
-            }
-        }
-    }
 }
-
-/// Resumes a continuation on the first signal only; keeps the signal sources alive until then.
-private final class SignalOnce: @unchecked Sendable {
-    // Safe: every access happens on the one serial signal queue, or before the sources are resumed.
+/// SIGINT and SIGTERM, caught from creation on, awaited with ``wait()``.
+private final class TerminationSignal: @unchecked Sendable {
+    // Safe: `arrived` and `continuation` are only touched under `lock`.
+    private let lock = NSLock()
+    private var arrived = false
     private var continuation: CheckedContinuation<Void, Never>?
     private var sources: [any DispatchSourceSignal] = []
+    private let queue = DispatchQueue(label: "ferry-testserver.signals")
 
-    init(_ continuation: CheckedContinuation<Void, Never>) { self.continuation = continuation }
+    init() {
+        for signalNumber in [SIGINT, SIGTERM] {
+            signal(signalNumber, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: queue)
+            source.setEventHandler { [weak self] in self?.fire() }
+            sources.append(source)
+            source.resume()
+        }
+    }
 
-    func keep(_ source: any DispatchSourceSignal) { sources.append(source) }
-
-    func fire() {
-        continuation?.resume()
+    private func fire() {
+        lock.lock()
+        arrived = true
+        let waiting = continuation
         continuation = nil
+        lock.unlock()
+        waiting?.resume()
+    }
+
+    /// Returns once a signal has arrived (at once if one already has).
+    func wait() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            lock.lock()
+            if arrived {
+                lock.unlock()
+                continuation.resume()
+            } else {
+                self.continuation = continuation
+                lock.unlock()
+            }
+        }
     }
 }

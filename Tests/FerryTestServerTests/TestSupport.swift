@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import FerryTestServer
 import Foundation
 import NIOCore
+import NIOPosix
 import NIOHTTP1
 import NIOSSL
 
@@ -25,6 +26,7 @@ struct Fetched {
 
 /// Runs `body` with a fresh server and an AsyncHTTPClient that trusts it, follows no redirect unless
 /// asked and does not decompress; both are shut down afterwards.
+@discardableResult
 func withServerAndClient<Result>(
     _ configuration: TestServer.Configuration = TestServer.Configuration(),
     followRedirects: Bool = false,
@@ -89,4 +91,66 @@ func makeTemporaryDirectory() throws -> URL {
     let url = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-tests-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     return url
+}
+
+/// Bytes compared in a test: equal when the bytes are, described by length and SHA-256 so a failure
+/// message stays short.
+struct Bytes: Equatable, CustomStringConvertible {
+    var bytes: [UInt8]
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+    init<S: Sequence>(_ bytes: S) where S.Element == UInt8 { self.bytes = Array(bytes) }
+    var description: String { "\(bytes.count) bytes, sha256 \(sha256Hex(bytes).prefix(16))…" }
+}
+
+/// A response read off the wire byte for byte, for the faults where an HTTP client would hide what the
+/// server really sent (AsyncHTTPClient drops body bytes it had buffered when the connection is cut).
+struct RawResponse {
+    var statusLine: String
+    var headers: [(name: String, value: String)]
+    /// Everything after the blank line that ends the headers, until the server closed the connection.
+    var body: [UInt8]
+
+    func header(_ name: String) -> String? {
+        headers.first(where: { $0.name.lowercased() == name.lowercased() })?.value
+    }
+}
+
+/// Sends `request` (raw HTTP/1.1 text) to 127.0.0.1:`port` and reads until the server closes.
+func rawExchange(port: Int, _ request: String) async throws -> RawResponse {
+    final class Collector: ChannelInboundHandler {
+        typealias InboundIn = ByteBuffer
+        var bytes: [UInt8] = []
+        let done: EventLoopPromise<[UInt8]>
+        init(done: EventLoopPromise<[UInt8]>) { self.done = done }
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            bytes += unwrapInboundIn(data).readableBytesView
+        }
+        func channelInactive(context: ChannelHandlerContext) { done.succeed(bytes) }
+        func errorCaught(context: ChannelHandlerContext, error: any Error) { context.close(promise: nil) }
+    }
+    let group = MultiThreadedEventLoopGroup.singleton
+    let done = group.next().makePromise(of: [UInt8].self)
+    let channel = try await ClientBootstrap(group: group)
+        .channelInitializer { channel in
+            channel.eventLoop.makeCompletedFuture {
+                try channel.pipeline.syncOperations.addHandler(Collector(done: done))
+            }
+        }
+        .connect(host: "127.0.0.1", port: port).get()
+    try await channel.writeAndFlush(ByteBuffer(string: request))
+    let bytes = try await done.futureResult.get()
+    guard let end = bytes.firstRange(of: Array("\r\n\r\n".utf8)) else {
+        return RawResponse(statusLine: "", headers: [], body: bytes)
+    }
+    let head = String(decoding: bytes[..<end.lowerBound], as: UTF8.self).components(separatedBy: "\r\n")
+    let headers = head.dropFirst().compactMap { line -> (String, String)? in
+        guard let colon = line.firstIndex(of: ":") else { return nil }
+        return (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+    }
+    return RawResponse(statusLine: head.first ?? "", headers: headers, body: Array(bytes[end.upperBound...]))
+}
+
+/// A GET for `target` that asks the server to close the connection afterwards.
+func rawGET(_ target: String) -> String {
+    "GET \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
 }

@@ -1,0 +1,94 @@
+import Foundation
+import Testing
+
+/// Runs the built `ferry-testserver` as people and scripts do.
+@Suite(.serialized) struct FerryTestServerExecutableTests {
+    /// The directory of the built products: the test bundle sits beside the executables.
+    static var productsDirectory: URL {
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+            ?? CommandLine.arguments[0]
+        var url = URL(fileURLWithPath: executable)
+        while url.pathExtension != "xctest", url.path != "/" { url.deleteLastPathComponent() }
+        return url.deletingLastPathComponent()
+    }
+
+    /// A running `ferry-testserver`, stopped with SIGTERM.
+    final class RunningServer {
+        let process = Process()
+        let output = Pipe()
+        var firstLine = ""
+        var startupSeconds = 0.0
+
+        init(arguments: [String]) throws {
+            process.executableURL = FerryTestServerExecutableTests.productsDirectory.appendingPathComponent("ferry-testserver")
+            process.arguments = arguments
+            process.standardOutput = output
+            let started = Date()
+            try process.run()
+            var buffer: [UInt8] = []
+            let handle = output.fileHandleForReading
+            while !buffer.contains(UInt8(ascii: "\n")) {
+                let data = handle.availableData
+                if data.isEmpty { break }
+                buffer += data
+            }
+            startupSeconds = Date().timeIntervalSince(started)
+            firstLine = String(decoding: buffer.prefix(while: { $0 != UInt8(ascii: "\n") }), as: UTF8.self)
+        }
+
+        var baseURL: String { firstLine.replacingOccurrences(of: "listening on ", with: "") }
+
+        func stop() -> Int32 {
+            process.terminate()
+            process.waitUntilExit()
+            return process.terminationStatus
+        }
+    }
+
+    static func curl(_ arguments: [String]) throws -> (status: Int32, output: [UInt8]) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["curl", "-s"] + arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, Array(data))
+    }
+
+    @Test func startsQuicklyAndServesRangesToCurl() throws {
+        let server = try RunningServer(arguments: ["--port", "0"])
+        defer { _ = server.stop() }
+        #expect(server.firstLine.hasPrefix("listening on http://127.0.0.1:"))
+        #expect(Int(server.baseURL.split(separator: ":").last ?? "") ?? 0 > 0)
+        #expect(server.startupSeconds < 2, "started in \(server.startupSeconds) s")
+
+        let whole = try Self.curl(["\(server.baseURL)/bytes/1000?seed=7"])
+        #expect(whole.status == 0, "curl must be installed (.ci/run installs it)")
+        #expect(whole.output.count == 1000)
+        let range = try Self.curl(["-r", "100-199", "\(server.baseURL)/bytes/1000?seed=7"])
+        #expect(Bytes(range.output) == Bytes(Array(whole.output[100..<200])))
+        let unsatisfiable = try Self.curl(["-o", "/dev/null", "-w", "%{http_code}", "-r", "2000-", "\(server.baseURL)/bytes/1000"])
+        #expect(String(decoding: unsatisfiable.output, as: UTF8.self) == "416")
+    }
+
+    @Test func stopsCleanlyOnSIGTERM() throws {
+        let server = try RunningServer(arguments: ["--port", "0", "--no-tls", "--no-resumable"])
+        #expect(server.firstLine.hasPrefix("listening on "))
+        #expect(server.stop() == 0)
+    }
+
+    @Test func refusesBadArguments() throws {
+        let process = Process()
+        process.executableURL = Self.productsDirectory.appendingPathComponent("ferry-testserver")
+        process.arguments = ["--root", "/definitely/not/here"]
+        let errors = Pipe()
+        process.standardError = errors
+        try process.run()
+        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus != 0)
+        #expect(message.contains("is not a directory"))
+    }
+}

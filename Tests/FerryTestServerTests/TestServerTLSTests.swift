@@ -1,0 +1,48 @@
+import AsyncHTTPClient
+import FerryTestServer
+import NIOCore
+import NIOSSL
+import Testing
+
+@Suite struct TestServerTLSTests {
+    @Test func httpsNegotiatesHTTP2() async throws {
+        try await withServerAndClient { server, client in
+            let response = try await client.fetch(server.url("/bytes/200000?seed=12", on: .tls))
+            #expect(response.version == .http2)
+            #expect(Bytes(response.body) == Bytes(expectedBytes(200_000, seed: 12)))
+            let echo = try await client.fetch(server.url("/echo", on: .tls))
+            #expect(try echo.json()["protocol"] as? String == "HTTP/2")
+            #expect(server.counters.requestsByProtocol["HTTP/2"] == 2)
+        }
+    }
+
+    @Test func rangesAndFaultsWorkOverHTTP2() async throws {
+        try await withServerAndClient { server, client in
+            let part = try await client.fetch(
+                server.url("/bytes/10000?seed=1", on: .tls), headers: [("Range", "bytes=9000-")])
+            #expect(part.status == 206)
+            #expect(Bytes(part.body) == Bytes(expectedBytes(1000, seed: 1, offset: 9000)))
+            let cut = try await client.fetch(server.url("/bytes/100000?close_after=1000", on: .tls))
+            #expect(cut.body.count <= 1000)
+            #expect(cut.bodyError != nil)
+            let posted = try await client.fetch(server.url("/upload", on: .tls), method: .POST, body: [1, 2, 3, 4])
+            #expect(try posted.json()["length"] as? Int == 4)
+        }
+    }
+
+    @Test func httpsServesHTTP1ToClientsThatAskForIt() async throws {
+        try await withServerAndClient(httpVersion: .http1Only) { server, client in
+            let response = try await client.fetch(server.url("/bytes/1000?seed=2", on: .tls))
+            #expect(response.version == .http1_1)
+            #expect(Bytes(response.body) == Bytes(expectedBytes(1000, seed: 2)))
+        }
+    }
+
+    @Test func anUntrustedClientIsRefused() async throws {
+        try await TestServer.withServer { server in
+            let client = HTTPClient(eventLoopGroupProvider: .singleton)
+            defer { _ = client.shutdown() }
+            await #expect(throws: (any Error).self) { _ = try await client.fetch(server.url("/bytes/1", on: .tls)) }
+        }
+    }
+}
