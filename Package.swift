@@ -72,8 +72,18 @@ let package = Package(
         ),
 
         // MARK: Executables: thin mains over the libraries
-        .executableTarget(name: "FerryTool", dependencies: ["FerryCLI"], path: "Sources/ferry", swiftSettings: swiftSettings),
-        .executableTarget(name: "FerrydTool", dependencies: ["FerryDaemon"], path: "Sources/ferryd", swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "FerryTool",
+            dependencies: ["FerryCLI"],
+            path: "Sources/ferry",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "FerrydTool",
+            dependencies: ["FerryDaemon"],
+            path: "Sources/ferryd",
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "FerryTestServerTool",
             dependencies: ["FerryTestServer", .product(name: "ArgumentParser", package: "swift-argument-parser")],

@@ -73,7 +73,8 @@ public struct Faults: Sendable, Hashable {
         self.stallAfter = value("stall_after").flatMap { Int64($0) }.map { max(0, $0) } ?? 0
         self.delayMilliseconds = value("delay_ms").flatMap { Int64($0) }.flatMap { $0 > 0 ? $0 : nil }
         self.failCount = value("fail").flatMap { Int($0) }.map { max(0, $0) } ?? 0
-        self.failStatus = value("fail_status").flatMap { Int($0) }.flatMap { (100...599).contains($0) ? $0 : nil } ?? 503
+        self.failStatus =
+            value("fail_status").flatMap { Int($0) }.flatMap { (100...599).contains($0) ? $0 : nil } ?? 503
         self.retryAfter = value("retry_after").flatMap { Int($0) } ?? 1
         self.changeAfter = value("change_after").flatMap { Int($0) }.flatMap { $0 > 0 ? $0 : nil }
         self.key = value("key")

@@ -16,8 +16,15 @@ public enum Gzip {
     public static func compress(_ input: [UInt8]) throws -> [UInt8] {
         var stream = z_stream()
         var status = deflateInit2_(
-            &stream, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY, zlibVersion(),
-            Int32(MemoryLayout<z_stream>.size))
+            &stream,
+            Z_DEFAULT_COMPRESSION,
+            Z_DEFLATED,
+            15 + 16,
+            8,
+            Z_DEFAULT_STRATEGY,
+            zlibVersion(),
+            Int32(MemoryLayout<z_stream>.size)
+        )
         guard status == Z_OK else { throw Failure(code: status) }
         defer { deflateEnd(&stream) }
         var output = [UInt8](repeating: 0, count: Int(deflateBound(&stream, uLong(input.count))) + 32)

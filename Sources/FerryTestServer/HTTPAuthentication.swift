@@ -76,7 +76,10 @@ enum HTTPAuthentication {
 
     /// The expected `response` of a Digest Authorization for the given request and credentials.
     static func digestResponse(
-        parameters: [String: String], method: String, password: String, algorithm: DigestAlgorithm,
+        parameters: [String: String],
+        method: String,
+        password: String,
+        algorithm: DigestAlgorithm,
         realm: String = HTTPAuthentication.realm
     ) -> String? {
         guard let user = parameters["username"], let nonce = parameters["nonce"], let uri = parameters["uri"] else {
@@ -108,4 +111,3 @@ extension Sequence where Element == UInt8 {
 extension Digest {
     var hexString: String { self.withUnsafeBytes { Array($0) }.hexString }
 }
-

@@ -101,8 +101,15 @@ final class MultipartSink: RequestBodySink {
         let text = prefix.count <= 1024 ? String(validating: prefix, as: UTF8.self) : nil
         parts.append(
             MultipartPartSummary(
-                name: disposition["name"], filename: disposition["filename"], contentType: fields["content-type"],
-                headers: fields, length: length, sha256: hasher.finalize().hexString, text: text))
+                name: disposition["name"],
+                filename: disposition["filename"],
+                contentType: fields["content-type"],
+                headers: fields,
+                length: length,
+                sha256: hasher.finalize().hexString,
+                text: text
+            )
+        )
         headers = []
         hasher = SHA256()
         length = 0

@@ -41,8 +41,12 @@ final class RequestHandler: ChannelDuplexHandler {
             self.sink = nil
             let plan = router.plan(body: sink.finish())
             let writer = ResponseWriter(
-                plan: plan, context: context, state: listener.state, pool: listener.pool,
-                counterPath: router.query.path, connection: connection
+                plan: plan,
+                context: context,
+                state: listener.state,
+                pool: listener.pool,
+                counterPath: router.query.path,
+                connection: connection
             ) { [weak self] _ in
                 self?.writer = nil
             }

@@ -37,8 +37,13 @@ struct ResponsePlan {
     }
 
     init(
-        status: HTTPResponse.Status, headers: HTTPFields, source: BodySource, range: ByteRange,
-        declaresLength: Bool, omitsBody: Bool, faults: Faults
+        status: HTTPResponse.Status,
+        headers: HTTPFields,
+        source: BodySource,
+        range: ByteRange,
+        declaresLength: Bool,
+        omitsBody: Bool,
+        faults: Faults
     ) {
         self.status = status
         self.headers = headers

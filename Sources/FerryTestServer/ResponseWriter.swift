@@ -35,8 +35,13 @@ final class ResponseWriter {
     private var lastWrite: EventLoopFuture<Void>?
 
     init(
-        plan: ResponsePlan, context: ChannelHandlerContext, state: TestServerState, pool: NIOThreadPool,
-        counterPath: String, connection: any Channel, onFinish: @escaping (_ keepConnection: Bool) -> Void
+        plan: ResponsePlan,
+        context: ChannelHandlerContext,
+        state: TestServerState,
+        pool: NIOThreadPool,
+        counterPath: String,
+        connection: any Channel,
+        onFinish: @escaping (_ keepConnection: Bool) -> Void
     ) {
         self.plan = plan
         self.context = context

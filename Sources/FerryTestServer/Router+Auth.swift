@@ -8,8 +8,10 @@ extension Router {
         }
         let user = String(segments[1])
         if HTTPAuthentication.basicAccepts(
-            request.headerFields[.authorization], user: user, password: String(segments[2]))
-        {
+            request.headerFields[.authorization],
+            user: user,
+            password: String(segments[2])
+        ) {
             return json(.ok, ["authenticated": user])
         }
         var headers = HTTPFields()
@@ -36,8 +38,11 @@ extension Router {
             if !listener.state.isKnownNonce(nonce) {
                 stale = true
             } else if let expected = HTTPAuthentication.digestResponse(
-                parameters: parameters, method: request.method.rawValue, password: String(segments[3]),
-                algorithm: algorithm),
+                parameters: parameters,
+                method: request.method.rawValue,
+                password: String(segments[3]),
+                algorithm: algorithm
+            ),
                 parameters["response"] == expected, qop == "none" || parameters["qop"] == qop
             {
                 return json(.ok, ["authenticated": user])
@@ -45,7 +50,11 @@ extension Router {
         }
         var headers = HTTPFields()
         headers[.wwwAuthenticate] = HTTPAuthentication.digestChallenge(
-            nonce: listener.state.issueNonce(), qop: qop, algorithm: algorithm, stale: stale)
+            nonce: listener.state.issueNonce(),
+            qop: qop,
+            algorithm: algorithm,
+            stale: stale
+        )
         return .text(.unauthorized, "Digest credentials required\n", headers: headers)
     }
 }

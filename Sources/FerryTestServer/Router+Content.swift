@@ -33,8 +33,10 @@ extension Router {
             source: .generated(DeterministicBytes(seed: seed, version: version)),
             validators: Validators(
                 etag: "\"bytes-\(length)-\(seed)-v\(version)\"",
-                lastModified: Self.bytesEpoch + Int64(version) * 3600),
-            contentType: "application/octet-stream")
+                lastModified: Self.bytesEpoch + Int64(version) * 3600
+            ),
+            contentType: "application/octet-stream"
+        )
         return content(representation)
     }
 
@@ -53,11 +55,14 @@ extension Router {
         }
         if let failure = injectedFailure() { return failure }
         let representation = Representation(
-            length: file.size, source: .file(file),
+            length: file.size,
+            source: .file(file),
             validators: Validators(
                 etag: "\"file-\(file.size)-\(file.modified)-\(file.modifiedNanoseconds)\"",
-                lastModified: file.modified),
-            contentType: "application/octet-stream")
+                lastModified: file.modified
+            ),
+            contentType: "application/octet-stream"
+        )
         return content(representation)
     }
 
@@ -69,8 +74,11 @@ extension Router {
         if let failure = injectedFailure() { return failure }
         let page = "<html><body><h1>\(code)</h1><p>ferry-testserver error page</p></body></html>\n"
         let representation = Representation(
-            length: Int64(page.utf8.count), source: .buffer(ByteBuffer(string: page)), validators: nil,
-            contentType: "text/html; charset=utf-8")
+            length: Int64(page.utf8.count),
+            source: .buffer(ByteBuffer(string: page)),
+            validators: nil,
+            contentType: "text/html; charset=utf-8"
+        )
         var plan = content(representation)
         if plan.status == .ok { plan.status = HTTPResponse.Status(code: code) }
         return plan
@@ -85,7 +93,9 @@ extension Router {
         if faults.retryAfter >= 0 { headers[.retryAfter] = String(faults.retryAfter) }
         var plan = ResponsePlan.text(
             HTTPResponse.Status(code: faults.failStatus),
-            "injected failure \(index + 1) of \(faults.failCount)\n", headers: headers)
+            "injected failure \(index + 1) of \(faults.failCount)\n",
+            headers: headers
+        )
         plan.faults = faults
         return plan
     }
@@ -110,9 +120,14 @@ extension Router {
         }
         let isHead = request.method == .head
         var plan = ResponsePlan(
-            status: .ok, headers: headers, source: representation.source,
-            range: ByteRange(start: 0, end: representation.length), declaresLength: !faults.chunked,
-            omitsBody: isHead, faults: faults)
+            status: .ok,
+            headers: headers,
+            source: representation.source,
+            range: ByteRange(start: 0, end: representation.length),
+            declaresLength: !faults.chunked,
+            omitsBody: isHead,
+            faults: faults
+        )
 
         if faults.gzip { return gzipped(representation, plan: plan) }
 
@@ -122,10 +137,15 @@ extension Router {
                 ifNoneMatch: request.headerFields[.ifNoneMatch],
                 ifModifiedSince: request.headerFields[.ifModifiedSince],
                 range: faults.ignoreRange ? nil : request.headerFields[.range],
-                ifRange: request.headerFields[.ifRange], validators: validators, length: representation.length)
+                ifRange: request.headerFields[.ifRange],
+                validators: validators,
+                length: representation.length
+            )
         } else {
             switch RangeRequest(
-                header: faults.ignoreRange ? nil : request.headerFields[.range], length: representation.length)
+                header: faults.ignoreRange ? nil : request.headerFields[.range],
+                length: representation.length
+            )
             {
             case .whole: outcome = .whole
             case .partial(let range): outcome = .partial(range)

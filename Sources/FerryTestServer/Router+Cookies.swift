@@ -24,7 +24,11 @@ extension Router {
         case "delete":
             for item in query.items {
                 headers.append(
-                    HTTPField(name: .setCookie, value: "\(item.name)=; Path=/; Max-Age=0; Expires=Thu, 01 Jan 1970 00:00:00 GMT"))
+                    HTTPField(
+                        name: .setCookie,
+                        value: "\(item.name)=; Path=/; Max-Age=0; Expires=Thu, 01 Jan 1970 00:00:00 GMT"
+                    )
+                )
             }
             return json(.ok, ["deleted": query.items.map(\.name)], headers: headers)
         default:

@@ -15,7 +15,8 @@ extension Router {
             return .text(.badRequest, "code must be one of 301, 302, 303, 307, 308\n")
         }
         if let failure = injectedFailure() { return failure }
-        let queryString = (request.path ?? "").split(separator: "?", maxSplits: 1).dropFirst().first.map { "?\($0)" } ?? ""
+        let queryString =
+            (request.path ?? "").split(separator: "?", maxSplits: 1).dropFirst().first.map { "?\($0)" } ?? ""
         let mode = query["mode"] ?? "relative"
         let location: String
         if hops == 0 {

@@ -30,10 +30,16 @@ extension Router {
         return json(
             .ok,
             Echo(
-                method: request.method.rawValue, path: query.path, query: queryItems,
+                method: request.method.rawValue,
+                path: query.path,
+                query: queryItems,
                 headers: request.headerFields.map { [$0.name.canonicalName, $0.value] },
-                bodyLength: body.length, bodySHA256: body.sha256, protocol: protocolName,
-                listener: listener.kind.rawValue))
+                bodyLength: body.length,
+                bodySHA256: body.sha256,
+                protocol: protocolName,
+                listener: listener.kind.rawValue
+            )
+        )
     }
 
     /// `/upload` (POST, PUT, PATCH): consumes the body; `keep=KEY` keeps it for `GET /uploads/KEY`.
@@ -46,14 +52,24 @@ extension Router {
                 return .text(.contentTooLarge, "keep=\(key): at most \(HashingSink.keepLimit) bytes are kept\n")
             }
             listener.state.store(
-                StoredUpload(method: request.method.rawValue, contentType: request.headerFields[.contentType], body: bytes),
-                key: key)
+                StoredUpload(
+                    method: request.method.rawValue,
+                    contentType: request.headerFields[.contentType],
+                    body: bytes
+                ),
+                key: key
+            )
         }
         return json(
             request.method == .put ? .created : .ok,
             UploadReport(
-                method: request.method.rawValue, length: body.length, sha256: body.sha256,
-                contentType: request.headerFields[.contentType], kept: key))
+                method: request.method.rawValue,
+                length: body.length,
+                sha256: body.sha256,
+                contentType: request.headerFields[.contentType],
+                kept: key
+            )
+        )
     }
 
     /// `GET /uploads/{key}`: the bytes kept by `/upload?keep=KEY`.
@@ -81,7 +97,12 @@ extension Router {
         return json(
             .ok,
             UploadReport(
-                method: request.method.rawValue, length: body.length, sha256: body.sha256,
-                contentType: contentType, parts: body.parts))
+                method: request.method.rawValue,
+                length: body.length,
+                sha256: body.sha256,
+                contentType: contentType,
+                parts: body.parts
+            )
+        )
     }
 }

@@ -77,7 +77,11 @@ struct Router {
     }
 
     /// A JSON response (sorted keys, so tests and people read stable output).
-    func json<Value: Encodable>(_ status: HTTPResponse.Status, _ value: Value, headers: HTTPFields = [:]) -> ResponsePlan {
+    func json<Value: Encodable>(
+        _ status: HTTPResponse.Status,
+        _ value: Value,
+        headers: HTTPFields = [:]
+    ) -> ResponsePlan {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let data = (try? encoder.encode(value)) ?? Data("{}".utf8)

@@ -1,6 +1,6 @@
+import Crypto
 public import Foundation
 public import NIOSSL
-import Crypto
 import SwiftASN1
 import X509
 
@@ -39,23 +39,32 @@ public struct TestCertificates: Sendable {
             OrganizationName("Ferry")
         }
         let ca = try Certificate(
-            version: .v3, serialNumber: Certificate.SerialNumber(),
+            version: .v3,
+            serialNumber: Certificate.SerialNumber(),
             publicKey: Certificate.PublicKey(caKey.publicKey),
-            notValidBefore: now.addingTimeInterval(-3600), notValidAfter: now.addingTimeInterval(30 * 86_400),
-            issuer: caName, subject: caName, signatureAlgorithm: .ecdsaWithSHA256,
+            notValidBefore: now.addingTimeInterval(-3600),
+            notValidAfter: now.addingTimeInterval(30 * 86_400),
+            issuer: caName,
+            subject: caName,
+            signatureAlgorithm: .ecdsaWithSHA256,
             extensions: try Certificate.Extensions {
                 Critical(BasicConstraints.isCertificateAuthority(maxPathLength: 0))
                 Critical(KeyUsage(keyCertSign: true, cRLSign: true))
             },
-            issuerPrivateKey: Certificate.PrivateKey(caKey))
+            issuerPrivateKey: Certificate.PrivateKey(caKey)
+        )
 
         let leafKey = P256.Signing.PrivateKey()
         let leafName = try DistinguishedName { CommonName("localhost") }
         let leaf = try Certificate(
-            version: .v3, serialNumber: Certificate.SerialNumber(),
+            version: .v3,
+            serialNumber: Certificate.SerialNumber(),
             publicKey: Certificate.PublicKey(leafKey.publicKey),
-            notValidBefore: now.addingTimeInterval(-3600), notValidAfter: now.addingTimeInterval(30 * 86_400),
-            issuer: caName, subject: leafName, signatureAlgorithm: .ecdsaWithSHA256,
+            notValidBefore: now.addingTimeInterval(-3600),
+            notValidAfter: now.addingTimeInterval(30 * 86_400),
+            issuer: caName,
+            subject: leafName,
+            signatureAlgorithm: .ecdsaWithSHA256,
             extensions: try Certificate.Extensions {
                 Critical(BasicConstraints.notCertificateAuthority)
                 Critical(KeyUsage(digitalSignature: true))
@@ -64,7 +73,8 @@ public struct TestCertificates: Sendable {
                     .dnsName("localhost"), .ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1])),
                 ])
             },
-            issuerPrivateKey: Certificate.PrivateKey(caKey))
+            issuerPrivateKey: Certificate.PrivateKey(caKey)
+        )
 
         let leafPEM = try leaf.serializeAsPEM().pemString
         let caPEM = try ca.serializeAsPEM().pemString
@@ -74,6 +84,7 @@ public struct TestCertificates: Sendable {
                 try NIOSSLCertificate(bytes: Array(caPEM.utf8), format: .pem),
             ],
             privateKey: try NIOSSLPrivateKey(bytes: Array(leafKey.pemRepresentation.utf8), format: .pem),
-            trustRootPEM: caPEM)
+            trustRootPEM: caPEM
+        )
     }
 }

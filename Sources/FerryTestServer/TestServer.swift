@@ -1,7 +1,6 @@
-import NIOCore
-import NIOSSL
 import HTTPTypes
 import NIOConcurrencyHelpers
+import NIOCore
 import NIOHTTP1
 import NIOHTTP2
 import NIOHTTPTypes
@@ -9,6 +8,7 @@ import NIOHTTPTypesHTTP1
 import NIOHTTPTypesHTTP2
 import NIOPosix
 import NIOResumableUpload
+import NIOSSL
 
 /// The HTTP test server that Ferry's tests and benchmarks run against: deterministic content, Range and
 /// validators, and fault injection per request. docs/TESTSERVER.md describes the routes and knobs.
@@ -59,8 +59,13 @@ public final class TestServer: Sendable {
     public func storedUpload(key: String) -> StoredUpload? { state.upload(key: key) }
 
     private init(
-        configuration: Configuration, certificates: TestCertificates, group: MultiThreadedEventLoopGroup,
-        pool: NIOThreadPool, state: TestServerState, origins: Origins, channels: [ListenerKind: any Channel]
+        configuration: Configuration,
+        certificates: TestCertificates,
+        group: MultiThreadedEventLoopGroup,
+        pool: NIOThreadPool,
+        state: TestServerState,
+        origins: Origins,
+        channels: [ListenerKind: any Channel]
     ) {
         self.configuration = configuration
         self.certificates = certificates
@@ -87,34 +92,52 @@ public final class TestServer: Sendable {
             }
             channels[.main] = try await bindPlain(group: group, port: configuration.port, context: context(.main))
             channels[.alternate] = try await bindPlain(
-                group: group, port: configuration.alternatePort, context: context(.alternate))
+                group: group,
+                port: configuration.alternatePort,
+                context: context(.alternate)
+            )
             if let tlsPort = configuration.tlsPort {
                 var tls = TLSConfiguration.makeServerConfiguration(
                     certificateChain: certificates.chain.map { .certificate($0) },
-                    privateKey: .privateKey(certificates.privateKey))
+                    privateKey: .privateKey(certificates.privateKey)
+                )
                 tls.applicationProtocols = ["h2", "http/1.1"]
                 channels[.tls] = try await bindTLS(
-                    group: group, port: tlsPort, sslContext: try NIOSSLContext(configuration: tls),
-                    context: context(.tls))
+                    group: group,
+                    port: tlsPort,
+                    sslContext: try NIOSSLContext(configuration: tls),
+                    context: context(.tls)
+                )
             }
             if let resumablePort = configuration.resumablePort {
                 channels[.resumable] = try await bindResumable(
-                    group: group, port: resumablePort, context: context(.resumable), origins: origins)
+                    group: group,
+                    port: resumablePort,
+                    context: context(.resumable),
+                    origins: origins
+                )
             }
         } catch {
             for channel in channels.values { try? await channel.close() }
             try? await group.shutdownGracefully()
             try? await pool.shutdownGracefully()
             throw TestServerError(
-                "could not start the test server on 127.0.0.1: \(error). Pick free ports (0 chooses one).")
+                "could not start the test server on 127.0.0.1: \(error). Pick free ports (0 chooses one)."
+            )
         }
         for (kind, channel) in channels {
             let scheme = kind == .tls ? "https" : "http"
             origins[kind] = "\(scheme)://127.0.0.1:\(channel.localAddress!.port!)"
         }
         return TestServer(
-            configuration: configuration, certificates: certificates, group: group, pool: pool, state: state,
-            origins: origins, channels: channels)
+            configuration: configuration,
+            certificates: certificates,
+            group: group,
+            pool: pool,
+            state: state,
+            origins: origins,
+            channels: channels
+        )
     }
 
     /// Runs `body` with a started server and shuts it down afterwards, whatever `body` does.
@@ -152,7 +175,9 @@ public final class TestServer: Sendable {
     }
 
     private static func addHTTP1Handlers(
-        to channel: any Channel, secure: Bool, context: ListenerContext
+        to channel: any Channel,
+        secure: Bool,
+        context: ListenerContext
     ) throws {
         let sync = channel.pipeline.syncOperations
         try sync.configureHTTPServerPipeline(withErrorHandling: true)
@@ -162,7 +187,9 @@ public final class TestServer: Sendable {
     }
 
     private static func bindPlain(
-        group: MultiThreadedEventLoopGroup, port: Int, context: ListenerContext
+        group: MultiThreadedEventLoopGroup,
+        port: Int,
+        context: ListenerContext
     ) async throws -> any Channel {
         try await serverBootstrap(group: group, state: context.state)
             .childChannelInitializer { channel in
@@ -175,7 +202,10 @@ public final class TestServer: Sendable {
     }
 
     private static func bindTLS(
-        group: MultiThreadedEventLoopGroup, port: Int, sslContext: NIOSSLContext, context: ListenerContext
+        group: MultiThreadedEventLoopGroup,
+        port: Int,
+        sslContext: NIOSSLContext,
+        context: ListenerContext
     ) async throws -> any Channel {
         try await serverBootstrap(group: group, state: context.state)
             .childChannelInitializer { channel in
@@ -189,7 +219,11 @@ public final class TestServer: Sendable {
                                 stream.eventLoop.makeCompletedFuture {
                                     try stream.pipeline.syncOperations.addHandlers([
                                         HTTP2FramePayloadToHTTPServerCodec(),
-                                        RequestHandler(listener: context, protocolName: "HTTP/2", connection: connection),
+                                        RequestHandler(
+                                            listener: context,
+                                            protocolName: "HTTP/2",
+                                            connection: connection
+                                        ),
                                     ])
                                 }
                             }.map { _ in () }
@@ -198,14 +232,18 @@ public final class TestServer: Sendable {
                             connection.eventLoop.makeCompletedFuture {
                                 try addHTTP1Handlers(to: connection, secure: true, context: context)
                             }
-                        })
+                        }
+                    )
                 }
             }
             .bind(host: "127.0.0.1", port: port).get()
     }
 
     private static func bindResumable(
-        group: MultiThreadedEventLoopGroup, port: Int, context: ListenerContext, origins: Origins
+        group: MultiThreadedEventLoopGroup,
+        port: Int,
+        context: ListenerContext,
+        origins: Origins
     ) async throws -> any Channel {
         // The upload context needs the listener's own origin, known once bound; no client can connect
         // before then, so the initializer reads it lazily.
@@ -222,8 +260,10 @@ public final class TestServer: Sendable {
                     try sync.addHandler(
                         HTTPResumableUploadHandler(context: resumable) { uploadChannel in
                             try? uploadChannel.pipeline.syncOperations.addHandler(
-                                RequestHandler(listener: context, protocolName: "HTTP/1.1", connection: channel))
-                        })
+                                RequestHandler(listener: context, protocolName: "HTTP/1.1", connection: channel)
+                            )
+                        }
+                    )
                 }
             }
             .bind(host: "127.0.0.1", port: port).get()

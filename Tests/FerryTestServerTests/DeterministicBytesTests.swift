@@ -1,5 +1,6 @@
-@testable import FerryTestServer
 import Testing
+
+@testable import FerryTestServer
 
 @Suite struct DeterministicBytesTests {
     @Test func everySliceEqualsTheWholeAtItsOffset() {

@@ -5,7 +5,8 @@ import Testing
 @Suite(.serialized) struct FerryTestServerExecutableTests {
     /// The directory of the built products: the test bundle sits beside the executables.
     static var productsDirectory: URL {
-        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+        let executable =
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
             ?? CommandLine.arguments[0]
         var url = URL(fileURLWithPath: executable)
         while url.pathExtension != "xctest", url.path != "/" { url.deleteLastPathComponent() }
@@ -17,23 +18,30 @@ import Testing
         let process = Process()
         let output = Pipe()
         var firstLine = ""
+        /// The lines after the first: the other listeners.
+        var otherLines: [String] = []
         var startupSeconds = 0.0
 
         init(arguments: [String]) throws {
-            process.executableURL = FerryTestServerExecutableTests.productsDirectory.appendingPathComponent("ferry-testserver")
+            process.executableURL = FerryTestServerExecutableTests.productsDirectory.appendingPathComponent(
+                "ferry-testserver"
+            )
             process.arguments = arguments
             process.standardOutput = output
             let started = Date()
             try process.run()
             var buffer: [UInt8] = []
             let handle = output.fileHandleForReading
+            // The server prints all its lines in one write (atomic on a pipe), so one read has them all.
             while !buffer.contains(UInt8(ascii: "\n")) {
                 let data = handle.availableData
                 if data.isEmpty { break }
                 buffer += data
             }
             startupSeconds = Date().timeIntervalSince(started)
-            firstLine = String(decoding: buffer.prefix(while: { $0 != UInt8(ascii: "\n") }), as: UTF8.self)
+            let lines = String(decoding: buffer, as: UTF8.self).split(separator: "\n").map(String.init)
+            firstLine = lines.first ?? ""
+            otherLines = Array(lines.dropFirst())
         }
 
         var baseURL: String { firstLine.replacingOccurrences(of: "listening on ", with: "") }
@@ -69,8 +77,28 @@ import Testing
         #expect(whole.output.count == 1000)
         let range = try Self.curl(["-r", "100-199", "\(server.baseURL)/bytes/1000?seed=7"])
         #expect(Bytes(range.output) == Bytes(Array(whole.output[100..<200])))
-        let unsatisfiable = try Self.curl(["-o", "/dev/null", "-w", "%{http_code}", "-r", "2000-", "\(server.baseURL)/bytes/1000"])
+        let unsatisfiable = try Self.curl([
+            "-o", "/dev/null", "-w", "%{http_code}", "-r", "2000-", "\(server.baseURL)/bytes/1000",
+        ])
         #expect(String(decoding: unsatisfiable.output, as: UTF8.self) == "416")
+    }
+
+    @Test func cutsAreExactOverHTTP2() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let trustRoot = directory.appendingPathComponent("ca.pem").path
+        let server = try RunningServer(arguments: ["--port", "0", "--ca-out", trustRoot])
+        defer { _ = server.stop() }
+        let tlsPort = try #require(
+            server.otherLines.first(where: { $0.hasPrefix("https") })?.split(separator: ":").last
+        )
+        .prefix(while: { $0.isNumber })
+        let result = try Self.curl([
+            "--http2", "--cacert", trustRoot, "-o", "/dev/null", "-w", "%{http_version} %{size_download}",
+            "https://127.0.0.1:\(tlsPort)/bytes/1000000?close_after=70000",
+        ])
+        #expect(result.status != 0, "curl reports the cut")
+        #expect(String(decoding: result.output, as: UTF8.self) == "2 70000")
     }
 
     @Test func stopsCleanlyOnSIGTERM() throws {

@@ -1,5 +1,6 @@
-@testable import FerryTestServer
 import Testing
+
+@testable import FerryTestServer
 
 @Suite struct HTTPAuthenticationTests {
     /// RFC 7616 §3.9.1.
@@ -21,13 +22,23 @@ import Testing
         let parameters = try #require(HTTPAuthentication.digestParameters(rfcAuthorization))
         #expect(
             HTTPAuthentication.digestResponse(
-                parameters: parameters, method: "GET", password: "Circle of Life", algorithm: .md5,
-                realm: "http-auth@example.org") == "8ca523f5e9506fed4657c9700eebdbec")
+                parameters: parameters,
+                method: "GET",
+                password: "Circle of Life",
+                algorithm: .md5,
+                realm: "http-auth@example.org"
+            ) == "8ca523f5e9506fed4657c9700eebdbec"
+        )
         #expect(
             HTTPAuthentication.digestResponse(
-                parameters: parameters, method: "GET", password: "Circle of Life", algorithm: .sha256,
-                realm: "http-auth@example.org")
-                == "753927fa0e85d155564e2e272a28d1802ca10daf4496794697cf8db5856cb6c1")
+                parameters: parameters,
+                method: "GET",
+                password: "Circle of Life",
+                algorithm: .sha256,
+                realm: "http-auth@example.org"
+            )
+                == "753927fa0e85d155564e2e272a28d1802ca10daf4496794697cf8db5856cb6c1"
+        )
     }
 
     @Test func checksBasicCredentials() {

@@ -1,6 +1,7 @@
-@testable import FerryTestServer
 import HTTPTypes
 import Testing
+
+@testable import FerryTestServer
 
 @Suite struct QueryTests {
     @Test func decodesItems() {
@@ -39,7 +40,9 @@ import Testing
 
     @Test func ignoresNonsense() {
         let faults = Faults(
-            query: Query(target: "/x?throttle=-5&fail_status=42&change_after=0&bad_content_range=zero"), headers: [:])
+            query: Query(target: "/x?throttle=-5&fail_status=42&change_after=0&bad_content_range=zero"),
+            headers: [:]
+        )
         #expect(faults.throttle == nil)
         #expect(faults.failStatus == 503)
         #expect(faults.changeAfter == nil)

@@ -90,7 +90,10 @@ import Testing
         let root = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: root) }
         let content = expectedBytes(1_500_000, seed: 11)
-        try FileManager.default.createDirectory(at: root.appendingPathComponent("sub"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: root.appendingPathComponent("sub"),
+            withIntermediateDirectories: true
+        )
         try Data(content).write(to: root.appendingPathComponent("sub/data.bin"))
         var configuration = TestServer.Configuration()
         configuration.root = root.path
@@ -100,7 +103,9 @@ import Testing
             #expect(Bytes(whole.body) == Bytes(content))
             let etag = try #require(whole.header("etag"))
             let part = try await client.fetch(
-                server.url("/files/sub/data.bin"), headers: [("Range", "bytes=1000000-"), ("If-Range", etag)])
+                server.url("/files/sub/data.bin"),
+                headers: [("Range", "bytes=1000000-"), ("If-Range", etag)]
+            )
             #expect(part.status == 206)
             #expect(Bytes(part.body) == Bytes(Array(content[1_000_000...])))
             #expect(try await client.fetch(server.url("/files/sub/missing")).status == 404)

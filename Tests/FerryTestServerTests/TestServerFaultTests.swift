@@ -26,7 +26,9 @@ import Testing
     @Test func closeAfterCutsTheConnection() async throws {
         try await TestServer.withServer { server in
             let response = try await rawExchange(
-                port: server.port, rawGET("/bytes/1000000?seed=4&close_after=70000"))
+                port: server.port,
+                rawGET("/bytes/1000000?seed=4&close_after=70000")
+            )
             #expect(response.statusLine == "HTTP/1.1 200 OK")
             #expect(response.header("content-length") == "1000000")
             #expect(Bytes(response.body) == Bytes(expectedBytes(70_000, seed: 4)))
@@ -41,7 +43,9 @@ import Testing
         try await TestServer.withServer { server in
             // Keep-alive asked for, yet the server closes once the complete response is out.
             let response = try await rawExchange(
-                port: server.port, "GET /bytes/100?close_after=100 HTTP/1.1\r\nHost: x\r\n\r\n")
+                port: server.port,
+                "GET /bytes/100?close_after=100 HTTP/1.1\r\nHost: x\r\n\r\n"
+            )
             #expect(Bytes(response.body) == Bytes(expectedBytes(100, seed: 0)))
         }
     }
@@ -125,7 +129,9 @@ import Testing
             #expect(Bytes(third.body) != Bytes(first.body))
             // A resumer holding the old ETag gets the whole new version, not a mixed file.
             let resumed = try await client.fetch(
-                url, headers: [("Range", "bytes=1000-"), ("If-Range", try #require(first.header("etag")))])
+                url,
+                headers: [("Range", "bytes=1000-"), ("If-Range", try #require(first.header("etag")))]
+            )
             #expect(resumed.status == 200)
             #expect(Bytes(resumed.body) == Bytes(expectedBytes(2000, seed: 9, version: 1)))
         }
@@ -134,7 +140,9 @@ import Testing
     @Test func ignoreRangeAnswersWithTheWhole() async throws {
         try await withServerAndClient { server, client in
             let response = try await client.fetch(
-                server.url("/bytes/1000?seed=6&ignore_range=1"), headers: [("Range", "bytes=500-")])
+                server.url("/bytes/1000?seed=6&ignore_range=1"),
+                headers: [("Range", "bytes=500-")]
+            )
             #expect(response.status == 200)
             #expect(response.header("content-range") == nil)
             #expect(Bytes(response.body) == Bytes(expectedBytes(1000, seed: 6)))
@@ -144,7 +152,9 @@ import Testing
     @Test func badContentRangeLiesAboutTheOffset() async throws {
         try await withServerAndClient { server, client in
             let response = try await client.fetch(
-                server.url("/bytes/1000?seed=6&bad_content_range=7"), headers: [("Range", "bytes=100-199")])
+                server.url("/bytes/1000?seed=6&bad_content_range=7"),
+                headers: [("Range", "bytes=100-199")]
+            )
             #expect(response.status == 206)
             #expect(response.header("content-range") == "bytes 107-206/1000")
             #expect(Bytes(response.body) == Bytes(expectedBytes(100, seed: 6, offset: 100)))
@@ -177,7 +187,9 @@ import Testing
             let response = try await client.fetch(
                 server.url(
                     "/bytes/10?cache_control=max-age%3D60%2C%20public&vary=Accept-Language&expires=3600"
-                        + "&set_cookie=a%3D1%3B%20Path%3D%2F&set_cookie=b%3D2"))
+                        + "&set_cookie=a%3D1%3B%20Path%3D%2F&set_cookie=b%3D2"
+                )
+            )
             #expect(response.header("cache-control") == "max-age=60, public")
             #expect(response.header("vary") == "Accept-Language")
             #expect(response.headers["set-cookie"] == ["a=1; Path=/", "b=2"])
@@ -187,7 +199,9 @@ import Testing
             formatter.locale = Locale(identifier: "en_US_POSIX")
             formatter.timeZone = TimeZone(identifier: "GMT")
             formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-            let gap = try #require(formatter.date(from: expires)).timeIntervalSince(try #require(formatter.date(from: date)))
+            let gap = try #require(formatter.date(from: expires)).timeIntervalSince(
+                try #require(formatter.date(from: date))
+            )
             #expect(abs(gap - 3600) <= 2)
         }
     }

@@ -30,8 +30,11 @@ func sha256Hex(_ bytes: [UInt8]) -> String {
         try await withServerAndClient { server, client in
             let body = expectedBytes(100_000, seed: 2)
             _ = try await client.fetch(
-                server.url("/upload?keep=k"), method: .PUT, headers: [("Content-Type", "application/x-test")],
-                body: body)
+                server.url("/upload?keep=k"),
+                method: .PUT,
+                headers: [("Content-Type", "application/x-test")],
+                body: body
+            )
             #expect(Bytes(server.storedUpload(key: "k")?.body ?? []) == Bytes(body))
             #expect(server.storedUpload(key: "k")?.contentType == "application/x-test")
             let fetched = try await client.fetch(server.url("/uploads/k"))
@@ -44,15 +47,21 @@ func sha256Hex(_ bytes: [UInt8]) -> String {
         try await withServerAndClient { server, client in
             let file = expectedBytes(50_000, seed: 5)
             let boundary = "ferry-boundary-1234"
-            var body = Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"title\"\r\n\r\nhello world\r\n".utf8)
+            var body = Array(
+                "--\(boundary)\r\nContent-Disposition: form-data; name=\"title\"\r\n\r\nhello world\r\n".utf8
+            )
             body += Array(
                 ("--\(boundary)\r\nContent-Disposition: form-data; name=\"file\"; filename=\"data.bin\"\r\n"
-                    + "Content-Type: application/octet-stream\r\n\r\n").utf8)
+                    + "Content-Type: application/octet-stream\r\n\r\n").utf8
+            )
             body += file
             body += Array("\r\n--\(boundary)--\r\n".utf8)
             let response = try await client.fetch(
-                server.url("/multipart"), method: .POST,
-                headers: [("Content-Type", "multipart/form-data; boundary=\(boundary)")], body: body)
+                server.url("/multipart"),
+                method: .POST,
+                headers: [("Content-Type", "multipart/form-data; boundary=\(boundary)")],
+                body: body
+            )
             #expect(response.status == 200)
             let parts = try #require(try response.json()["parts"] as? [[String: Any]])
             #expect(parts.count == 2)
@@ -71,8 +80,11 @@ func sha256Hex(_ bytes: [UInt8]) -> String {
             let notMultipart = try await client.fetch(server.url("/multipart"), method: .POST, body: [1, 2])
             #expect(notMultipart.status == 415)
             let broken = try await client.fetch(
-                server.url("/multipart"), method: .POST,
-                headers: [("Content-Type", "multipart/form-data; boundary=xyz")], body: Array("garbage".utf8))
+                server.url("/multipart"),
+                method: .POST,
+                headers: [("Content-Type", "multipart/form-data; boundary=xyz")],
+                body: Array("garbage".utf8)
+            )
             #expect(broken.status == 400)
         }
     }
@@ -80,7 +92,11 @@ func sha256Hex(_ bytes: [UInt8]) -> String {
     @Test func echoReportsTheRequest() async throws {
         try await withServerAndClient { server, client in
             let response = try await client.fetch(
-                server.url("/echo?a=1&a=2"), method: .PATCH, headers: [("X-Custom", "yes")], body: [9, 9])
+                server.url("/echo?a=1&a=2"),
+                method: .PATCH,
+                headers: [("X-Custom", "yes")],
+                body: [9, 9]
+            )
             let echo = try response.json()
             #expect(echo["method"] as? String == "PATCH")
             #expect((echo["query"] as? [String: [String]])?["a"] == ["1", "2"])
@@ -128,12 +144,20 @@ func sha256Hex(_ bytes: [UInt8]) -> String {
                 return "Digest username=\"bob\", realm=\"ferry-testserver\", nonce=\"\(nonce)\", uri=\"\(path)\", "
                     + "algorithm=\(algorithm), qop=auth, nc=00000001, cnonce=\"abcdef\", response=\"\(response)\""
             }
-            let good = try await client.fetch(server.url(path), headers: [("Authorization", authorization(password: "pw", nonce: nonce))])
+            let good = try await client.fetch(
+                server.url(path),
+                headers: [("Authorization", authorization(password: "pw", nonce: nonce))]
+            )
             #expect(good.status == 200)
-            let bad = try await client.fetch(server.url(path), headers: [("Authorization", authorization(password: "no", nonce: nonce))])
+            let bad = try await client.fetch(
+                server.url(path),
+                headers: [("Authorization", authorization(password: "no", nonce: nonce))]
+            )
             #expect(bad.status == 401)
             let unknown = try await client.fetch(
-                server.url(path), headers: [("Authorization", authorization(password: "pw", nonce: "madeup"))])
+                server.url(path),
+                headers: [("Authorization", authorization(password: "pw", nonce: "madeup"))]
+            )
             #expect(unknown.status == 401)
             #expect(unknown.header("www-authenticate")?.contains("stale=true") == true)
         }
@@ -143,7 +167,10 @@ func sha256Hex(_ bytes: [UInt8]) -> String {
         try await withServerAndClient { server, client in
             let set = try await client.fetch(server.url("/cookies/set?session=abc&theme=dark"))
             #expect(set.headers["set-cookie"] == ["session=abc; Path=/", "theme=dark; Path=/"])
-            let echoed = try await client.fetch(server.url("/cookies"), headers: [("Cookie", "session=abc; theme=dark")])
+            let echoed = try await client.fetch(
+                server.url("/cookies"),
+                headers: [("Cookie", "session=abc; theme=dark")]
+            )
             #expect(try echoed.json()["cookies"] as? [String: String] == ["session": "abc", "theme": "dark"])
             let deleted = try await client.fetch(server.url("/cookies/delete?session"))
             #expect(deleted.header("set-cookie")?.contains("Max-Age=0") == true)

@@ -2,8 +2,8 @@ import AsyncHTTPClient
 import FerryTestServer
 import Foundation
 import NIOCore
-import NIOPosix
 import NIOHTTP1
+import NIOPosix
 import NIOSSL
 
 /// A response as a test sees it, including an error that cut the body short.
@@ -58,7 +58,10 @@ extension HTTPClient {
     /// Sends a request and collects the response; a failure while reading the body is kept in
     /// ``Fetched/bodyError`` with the bytes received until then.
     func fetch(
-        _ url: String, method: HTTPMethod = .GET, headers: [(String, String)] = [], body: [UInt8]? = nil
+        _ url: String,
+        method: HTTPMethod = .GET,
+        headers: [(String, String)] = [],
+        body: [UInt8]? = nil
     ) async throws -> Fetched {
         var request = HTTPClientRequest(url: url)
         request.method = method
@@ -75,9 +78,13 @@ extension HTTPClient {
         }
         let elapsed = ContinuousClock.now - started
         return Fetched(
-            status: Int(response.status.code), headers: response.headers, body: received, version: response.version,
+            status: Int(response.status.code),
+            headers: response.headers,
+            body: received,
+            version: response.version,
             bodyError: bodyError,
-            seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+            seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        )
     }
 }
 
@@ -117,6 +124,11 @@ struct RawResponse {
 
 /// Sends `request` (raw HTTP/1.1 text) to 127.0.0.1:`port` and reads until the server closes.
 func rawExchange(port: Int, _ request: String) async throws -> RawResponse {
+    try await rawExchange(port: port, Array(request.utf8))
+}
+
+/// Sends `request` (raw HTTP/1.1 bytes) to 127.0.0.1:`port` and reads until the server closes.
+func rawExchange(port: Int, _ request: [UInt8]) async throws -> RawResponse {
     final class Collector: ChannelInboundHandler {
         typealias InboundIn = ByteBuffer
         var bytes: [UInt8] = []
@@ -137,7 +149,7 @@ func rawExchange(port: Int, _ request: String) async throws -> RawResponse {
             }
         }
         .connect(host: "127.0.0.1", port: port).get()
-    try await channel.writeAndFlush(ByteBuffer(string: request))
+    try await channel.writeAndFlush(ByteBuffer(bytes: request))
     let bytes = try await done.futureResult.get()
     guard let end = bytes.firstRange(of: Array("\r\n\r\n".utf8)) else {
         return RawResponse(statusLine: "", headers: [], body: bytes)

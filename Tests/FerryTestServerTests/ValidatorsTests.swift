@@ -1,16 +1,25 @@
-@testable import FerryTestServer
 import Testing
+
+@testable import FerryTestServer
 
 @Suite struct ValidatorsTests {
     let validators = Validators(etag: "\"v1\"", lastModified: 1_704_067_200)
     var lastModified: String { HTTPDate.format(validators.lastModified) }
 
     func outcome(
-        ifNoneMatch: String? = nil, ifModifiedSince: String? = nil, range: String? = nil, ifRange: String? = nil
+        ifNoneMatch: String? = nil,
+        ifModifiedSince: String? = nil,
+        range: String? = nil,
+        ifRange: String? = nil
     ) -> ConditionalOutcome {
         ConditionalOutcome(
-            ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince, range: range, ifRange: ifRange,
-            validators: validators, length: 1000)
+            ifNoneMatch: ifNoneMatch,
+            ifModifiedSince: ifModifiedSince,
+            range: range,
+            ifRange: ifRange,
+            validators: validators,
+            length: 1000
+        )
     }
 
     @Test func ifNoneMatchComparesWeakly() {
