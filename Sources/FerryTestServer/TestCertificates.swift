@@ -38,33 +38,24 @@ public struct TestCertificates: Sendable {
             CommonName("ferry-testserver test CA")
             OrganizationName("Ferry")
         }
-        let ca = try Certificate(
-            version: .v3,
-            serialNumber: Certificate.SerialNumber(),
-            publicKey: Certificate.PublicKey(caKey.publicKey),
-            notValidBefore: now.addingTimeInterval(-3600),
-            notValidAfter: now.addingTimeInterval(30 * 86_400),
-            issuer: caName,
+        let ca = try issue(
+            key: caKey,
             subject: caName,
-            signatureAlgorithm: .ecdsaWithSHA256,
+            issuer: caName,
+            signer: caKey,
+            now: now,
             extensions: try Certificate.Extensions {
                 Critical(BasicConstraints.isCertificateAuthority(maxPathLength: 0))
                 Critical(KeyUsage(keyCertSign: true, cRLSign: true))
-            },
-            issuerPrivateKey: Certificate.PrivateKey(caKey)
+            }
         )
-
         let leafKey = P256.Signing.PrivateKey()
-        let leafName = try DistinguishedName { CommonName("localhost") }
-        let leaf = try Certificate(
-            version: .v3,
-            serialNumber: Certificate.SerialNumber(),
-            publicKey: Certificate.PublicKey(leafKey.publicKey),
-            notValidBefore: now.addingTimeInterval(-3600),
-            notValidAfter: now.addingTimeInterval(30 * 86_400),
+        let leaf = try issue(
+            key: leafKey,
+            subject: try DistinguishedName { CommonName("localhost") },
             issuer: caName,
-            subject: leafName,
-            signatureAlgorithm: .ecdsaWithSHA256,
+            signer: caKey,
+            now: now,
             extensions: try Certificate.Extensions {
                 Critical(BasicConstraints.notCertificateAuthority)
                 Critical(KeyUsage(digitalSignature: true))
@@ -72,10 +63,8 @@ public struct TestCertificates: Sendable {
                 SubjectAlternativeNames([
                     .dnsName("localhost"), .ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1])),
                 ])
-            },
-            issuerPrivateKey: Certificate.PrivateKey(caKey)
+            }
         )
-
         let leafPEM = try leaf.serializeAsPEM().pemString
         let caPEM = try ca.serializeAsPEM().pemString
         return TestCertificates(
@@ -85,6 +74,29 @@ public struct TestCertificates: Sendable {
             ],
             privateKey: try NIOSSLPrivateKey(bytes: Array(leafKey.pemRepresentation.utf8), format: .pem),
             trustRootPEM: caPEM
+        )
+    }
+
+    /// A certificate for `key`, signed by `signer`, valid from an hour before `now` for 30 days.
+    private static func issue(
+        key: P256.Signing.PrivateKey,
+        subject: DistinguishedName,
+        issuer: DistinguishedName,
+        signer: P256.Signing.PrivateKey,
+        now: Date,
+        extensions: Certificate.Extensions
+    ) throws -> Certificate {
+        try Certificate(
+            version: .v3,
+            serialNumber: Certificate.SerialNumber(),
+            publicKey: Certificate.PublicKey(key.publicKey),
+            notValidBefore: now.addingTimeInterval(-3600),
+            notValidAfter: now.addingTimeInterval(30 * 86_400),
+            issuer: issuer,
+            subject: subject,
+            signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: extensions,
+            issuerPrivateKey: Certificate.PrivateKey(signer)
         )
     }
 }

@@ -113,8 +113,7 @@ public final class TestServer: Sendable {
                 channels[.resumable] = try await bindResumable(
                     group: group,
                     port: resumablePort,
-                    context: context(.resumable),
-                    origins: origins
+                    context: context(.resumable)
                 )
             }
         } catch {
@@ -165,25 +164,39 @@ public final class TestServer: Sendable {
 
     // MARK: Listeners
 
-    private static func serverBootstrap(group: MultiThreadedEventLoopGroup, state: TestServerState) -> ServerBootstrap {
-        ServerBootstrap(group: group)
+    /// Binds a listener on 127.0.0.1; `initializer` sets up each accepted connection's pipeline.
+    private static func bind(
+        group: MultiThreadedEventLoopGroup,
+        port: Int,
+        context: ListenerContext,
+        initializer: @escaping @Sendable (any Channel) -> EventLoopFuture<Void>
+    ) async throws -> any Channel {
+        try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 512)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelOption(.writeBufferWaterMark, value: .init(low: 1 << 20, high: 4 << 20))
             .childChannelOption(.maxMessagesPerRead, value: 16)
+            .childChannelInitializer { channel in
+                context.state.connectionAccepted()
+                return initializer(channel)
+            }
+            .bind(host: "127.0.0.1", port: port).get()
     }
 
-    private static func addHTTP1Handlers(
-        to channel: any Channel,
-        secure: Bool,
-        context: ListenerContext
-    ) throws {
+    /// HTTP/1.1 framing and the conversion to swift-http-types parts.
+    private static func addHTTP1Codec(to channel: any Channel, secure: Bool) throws {
         let sync = channel.pipeline.syncOperations
         try sync.configureHTTPServerPipeline(withErrorHandling: true)
         try sync.addHandler(KeepAliveHandler())
         try sync.addHandler(HTTP1ToHTTPServerCodec(secure: secure))
-        try sync.addHandler(RequestHandler(listener: context, protocolName: "HTTP/1.1", connection: channel))
+    }
+
+    private static func addHTTP1Handlers(to channel: any Channel, secure: Bool, context: ListenerContext) throws {
+        try addHTTP1Codec(to: channel, secure: secure)
+        try channel.pipeline.syncOperations.addHandler(
+            RequestHandler(listener: context, protocolName: "HTTP/1.1", connection: channel)
+        )
     }
 
     private static func bindPlain(
@@ -191,14 +204,11 @@ public final class TestServer: Sendable {
         port: Int,
         context: ListenerContext
     ) async throws -> any Channel {
-        try await serverBootstrap(group: group, state: context.state)
-            .childChannelInitializer { channel in
-                context.state.connectionAccepted()
-                return channel.eventLoop.makeCompletedFuture {
-                    try addHTTP1Handlers(to: channel, secure: false, context: context)
-                }
+        try await bind(group: group, port: port, context: context) { channel in
+            channel.eventLoop.makeCompletedFuture {
+                try addHTTP1Handlers(to: channel, secure: false, context: context)
             }
-            .bind(host: "127.0.0.1", port: port).get()
+        }
     }
 
     private static func bindTLS(
@@ -207,66 +217,52 @@ public final class TestServer: Sendable {
         sslContext: NIOSSLContext,
         context: ListenerContext
     ) async throws -> any Channel {
-        try await serverBootstrap(group: group, state: context.state)
-            .childChannelInitializer { channel in
-                context.state.connectionAccepted()
-                return channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
-                }.flatMap {
-                    channel.configureHTTP2SecureUpgrade(
-                        h2ChannelConfigurator: { connection in
-                            connection.configureHTTP2Pipeline(mode: .server) { stream in
-                                stream.eventLoop.makeCompletedFuture {
-                                    try stream.pipeline.syncOperations.addHandlers([
-                                        HTTP2FramePayloadToHTTPServerCodec(),
-                                        RequestHandler(
-                                            listener: context,
-                                            protocolName: "HTTP/2",
-                                            connection: connection
-                                        ),
-                                    ])
-                                }
-                            }.map { _ in () }
-                        },
-                        http1ChannelConfigurator: { connection in
-                            connection.eventLoop.makeCompletedFuture {
-                                try addHTTP1Handlers(to: connection, secure: true, context: context)
+        try await bind(group: group, port: port, context: context) { channel in
+            channel.eventLoop.makeCompletedFuture {
+                try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
+            }.flatMap {
+                channel.configureHTTP2SecureUpgrade(
+                    h2ChannelConfigurator: { connection in
+                        connection.configureHTTP2Pipeline(mode: .server) { stream in
+                            stream.eventLoop.makeCompletedFuture {
+                                try stream.pipeline.syncOperations.addHandlers([
+                                    HTTP2FramePayloadToHTTPServerCodec(),
+                                    RequestHandler(listener: context, protocolName: "HTTP/2", connection: connection),
+                                ])
                             }
+                        }.map { _ in () }
+                    },
+                    http1ChannelConfigurator: { connection in
+                        connection.eventLoop.makeCompletedFuture {
+                            try addHTTP1Handlers(to: connection, secure: true, context: context)
                         }
-                    )
-                }
+                    }
+                )
             }
-            .bind(host: "127.0.0.1", port: port).get()
+        }
     }
 
     private static func bindResumable(
         group: MultiThreadedEventLoopGroup,
         port: Int,
-        context: ListenerContext,
-        origins: Origins
+        context: ListenerContext
     ) async throws -> any Channel {
         // The upload context needs the listener's own origin, known once bound; no client can connect
         // before then, so the initializer reads it lazily.
         let uploadContext = NIOLockedValueBox<HTTPResumableUploadContext?>(nil)
-        let channel = try await serverBootstrap(group: group, state: context.state)
-            .childChannelInitializer { channel in
-                context.state.connectionAccepted()
-                return channel.eventLoop.makeCompletedFuture {
-                    let sync = channel.pipeline.syncOperations
-                    try sync.configureHTTPServerPipeline(withErrorHandling: true)
-                    try sync.addHandler(KeepAliveHandler())
-                    try sync.addHandler(HTTP1ToHTTPServerCodec(secure: false))
-                    let resumable = uploadContext.withLockedValue { $0 }!
-                    try sync.addHandler(
-                        HTTPResumableUploadHandler(context: resumable) { uploadChannel in
-                            try? uploadChannel.pipeline.syncOperations.addHandler(
-                                RequestHandler(listener: context, protocolName: "HTTP/1.1", connection: channel)
-                            )
-                        }
-                    )
-                }
+        let channel = try await bind(group: group, port: port, context: context) { channel in
+            channel.eventLoop.makeCompletedFuture {
+                try addHTTP1Codec(to: channel, secure: false)
+                let resumable = uploadContext.withLockedValue { $0 }!
+                try channel.pipeline.syncOperations.addHandler(
+                    HTTPResumableUploadHandler(context: resumable) { uploadChannel in
+                        try? uploadChannel.pipeline.syncOperations.addHandler(
+                            RequestHandler(listener: context, protocolName: "HTTP/1.1", connection: channel)
+                        )
+                    }
+                )
             }
-            .bind(host: "127.0.0.1", port: port).get()
+        }
         let origin = "http://127.0.0.1:\(channel.localAddress!.port!)"
         uploadContext.withLockedValue { $0 = HTTPResumableUploadContext(origin: origin, path: "/resumable/") }
         return channel
