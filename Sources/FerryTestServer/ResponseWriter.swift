@@ -29,6 +29,10 @@ final class ResponseWriter {
     private var stallPending: Bool
     private var started: NIODeadline = .now()
     private var busy = false
+    /// `pump` is running: a flush inside it can report writability at once and call back in.
+    private var pumping = false
+    /// Someone asked to pump while `pump` was running; it goes round once more.
+    private var pumpAgain = false
     private var finished = false
     private var timer: Scheduled<Void>?
     /// The last write handed to the channel; a cut waits for it so the bytes before the cut arrive.
@@ -100,7 +104,23 @@ final class ResponseWriter {
         pump()
     }
 
+    /// Writes body chunks while the channel is writable. Never re-entered: a flush inside can fire
+    /// `channelWritabilityChanged` synchronously, which must not start a second pass that writes the end
+    /// twice; it only asks the running pass to go round again.
     private func pump() {
+        if pumping {
+            pumpAgain = true
+            return
+        }
+        pumping = true
+        defer { pumping = false }
+        repeat {
+            pumpAgain = false
+            pumpOnce()
+        } while pumpAgain
+    }
+
+    private func pumpOnce() {
         guard !busy, !finished, timer == nil else { return }
         let faults = plan.faults
         while context.channel.isWritable {

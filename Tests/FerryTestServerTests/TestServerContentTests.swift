@@ -19,6 +19,21 @@ import Testing
         }
     }
 
+    /// Bodies far above the write buffer's high-water mark make the channel unwritable and writable
+    /// again mid-write; the writer must neither stop early nor write the end twice (it once did).
+    @Test func largeBodiesStreamWithBackpressure() async throws {
+        try await withServerAndClient { server, client in
+            let expected = Bytes(expectedBytes(24_000_000, seed: 5))
+            for _ in 0..<2 {
+                let response = try await client.fetch(server.url("/bytes/24000000?seed=5"))
+                #expect(Bytes(response.body) == expected)
+            }
+            let raw = try await rawExchange(port: server.port, rawGET("/bytes/24000000?seed=5"))
+            #expect(Bytes(raw.body) == expected)
+            #expect(server.counters.bodyBytesSent(path: "/bytes/24000000") == 3 * 24_000_000)
+        }
+    }
+
     @Test func aRangePlusTheRestEqualsTheWhole() async throws {
         try await withServerAndClient { server, client in
             let url = server.url("/bytes/100000?seed=3")
