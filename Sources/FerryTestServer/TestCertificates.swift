@@ -6,12 +6,22 @@ import X509
 
 /// The TLS identity of the HTTPS listener: a certificate chain and key, and the root a client must trust.
 public struct TestCertificates: Sendable {
-    /// The server's chain, leaf first.
-    public var chain: [NIOSSLCertificate]
-    /// The leaf's private key.
-    public var privateKey: NIOSSLPrivateKey
+    /// The server's chain in PEM, leaf first.
+    public var chainPEM: String
+    /// The leaf's private key in PEM.
+    public var privateKeyPEM: String
     /// The certificate a client adds to its trust roots, in PEM (for a generated identity: the test CA).
     public var trustRootPEM: String
+
+    /// The server's chain, leaf first.
+    public var chain: [NIOSSLCertificate] {
+        get throws { try NIOSSLCertificate.fromPEMBytes(Array(chainPEM.utf8)) }
+    }
+
+    /// The leaf's private key.
+    public var privateKey: NIOSSLPrivateKey {
+        get throws { try NIOSSLPrivateKey(bytes: Array(privateKeyPEM.utf8), format: .pem) }
+    }
 
     /// A trust root for clients, ready for `TLSConfiguration.trustRoots = .certificates(...)`.
     public var trustRoot: NIOSSLCertificate {
@@ -20,14 +30,28 @@ public struct TestCertificates: Sendable {
 
     /// Loads a PEM certificate chain and a PEM private key from files; the chain's last certificate is
     /// reported as the trust root.
+    /// - Throws: ``TestServerError`` naming the file that is missing or not PEM.
     public static func load(certificateFile: String, keyFile: String) throws -> TestCertificates {
-        let chain = try NIOSSLCertificate.fromPEMFile(certificateFile)
-        guard let last = chain.last else {
+        func read(_ path: String, _ what: String) throws -> String {
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+                throw TestServerError("cannot read the \(what) file \(path)")
+            }
+            return text
+        }
+        let identity = TestCertificates(
+            chainPEM: try read(certificateFile, "certificate"),
+            privateKeyPEM: try read(keyFile, "private key"),
+            trustRootPEM: ""
+        )
+        guard let last = (try? identity.chain)?.last else {
             throw TestServerError("no certificate in \(certificateFile): expected PEM 'BEGIN CERTIFICATE' blocks")
         }
-        let key = try NIOSSLPrivateKey(file: keyFile, format: .pem)
-        let pem = try Certificate(derEncoded: try last.toDERBytes()).serializeAsPEM().pemString
-        return TestCertificates(chain: chain, privateKey: key, trustRootPEM: pem)
+        guard (try? identity.privateKey) != nil else {
+            throw TestServerError("no private key in \(keyFile): expected a PEM 'PRIVATE KEY' block")
+        }
+        var loaded = identity
+        loaded.trustRootPEM = try Certificate(derEncoded: try last.toDERBytes()).serializeAsPEM().pemString
+        return loaded
     }
 
     /// Generates a throw-away certificate authority and a leaf it signs for `localhost` and `127.0.0.1`,
@@ -68,11 +92,8 @@ public struct TestCertificates: Sendable {
         let leafPEM = try leaf.serializeAsPEM().pemString
         let caPEM = try ca.serializeAsPEM().pemString
         return TestCertificates(
-            chain: [
-                try NIOSSLCertificate(bytes: Array(leafPEM.utf8), format: .pem),
-                try NIOSSLCertificate(bytes: Array(caPEM.utf8), format: .pem),
-            ],
-            privateKey: try NIOSSLPrivateKey(bytes: Array(leafKey.pemRepresentation.utf8), format: .pem),
+            chainPEM: leafPEM + "\n" + caPEM,
+            privateKeyPEM: leafKey.pemRepresentation,
             trustRootPEM: caPEM
         )
     }

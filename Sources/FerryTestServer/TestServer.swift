@@ -98,8 +98,8 @@ public final class TestServer: Sendable {
             )
             if let tlsPort = configuration.tlsPort {
                 var tls = TLSConfiguration.makeServerConfiguration(
-                    certificateChain: certificates.chain.map { .certificate($0) },
-                    privateKey: .privateKey(certificates.privateKey)
+                    certificateChain: try certificates.chain.map { .certificate($0) },
+                    privateKey: .privateKey(try certificates.privateKey)
                 )
                 tls.applicationProtocols = ["h2", "http/1.1"]
                 channels[.tls] = try await bindTLS(
@@ -120,8 +120,10 @@ public final class TestServer: Sendable {
             for channel in channels.values { try? await channel.close() }
             try? await group.shutdownGracefully()
             try? await pool.shutdownGracefully()
+            if let error = error as? TestServerError { throw error }
             throw TestServerError(
-                "could not start the test server on 127.0.0.1: \(error). Pick free ports (0 chooses one)."
+                "could not start the test server on 127.0.0.1: \(error). "
+                    + "If a port is taken, pick another or 0 for a free one."
             )
         }
         for (kind, channel) in channels {

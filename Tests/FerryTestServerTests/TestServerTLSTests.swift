@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import FerryTestServer
+import Foundation
 import NIOCore
 import NIOSSL
 import Testing
@@ -39,6 +40,32 @@ import Testing
             let response = try await client.fetch(server.url("/bytes/1000?seed=2", on: .tls))
             #expect(response.version == .http1_1)
             #expect(Bytes(response.body) == Bytes(expectedBytes(1000, seed: 2)))
+        }
+    }
+
+    @Test func aLoadedIdentityIsServed() async throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let generated = try TestCertificates.generate()
+        let chainFile = directory.appendingPathComponent("chain.pem")
+        let keyFile = directory.appendingPathComponent("key.pem")
+        try Data(generated.chainPEM.utf8).write(to: chainFile)
+        try Data(generated.privateKeyPEM.utf8).write(to: keyFile)
+        var configuration = TestServer.Configuration()
+        configuration.certificates = try TestCertificates.load(certificateFile: chainFile.path, keyFile: keyFile.path)
+        #expect(configuration.certificates?.trustRootPEM == generated.trustRootPEM)
+        try await withServerAndClient(configuration) { server, client in
+            let response = try await client.fetch(server.url("/bytes/10", on: .tls))
+            #expect(response.status == 200)
+        }
+        #expect(throws: TestServerError.self) {
+            try TestCertificates.load(certificateFile: keyFile.path, keyFile: keyFile.path)
+        }
+        #expect(throws: TestServerError.self) {
+            try TestCertificates.load(
+                certificateFile: chainFile.path,
+                keyFile: directory.appendingPathComponent("none").path
+            )
         }
     }
 

@@ -142,13 +142,19 @@ func rawExchange(port: Int, _ request: [UInt8]) async throws -> RawResponse {
     }
     let group = MultiThreadedEventLoopGroup.singleton
     let done = group.next().makePromise(of: [UInt8].self)
-    let channel = try await ClientBootstrap(group: group)
-        .channelInitializer { channel in
-            channel.eventLoop.makeCompletedFuture {
-                try channel.pipeline.syncOperations.addHandler(Collector(done: done))
+    let channel: any Channel
+    do {
+        channel = try await ClientBootstrap(group: group)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(Collector(done: done))
+                }
             }
-        }
-        .connect(host: "127.0.0.1", port: port).get()
+            .connect(host: "127.0.0.1", port: port).get()
+    } catch {
+        done.fail(error)
+        throw error
+    }
     try await channel.writeAndFlush(ByteBuffer(bytes: request))
     let bytes = try await done.futureResult.get()
     guard let end = bytes.firstRange(of: Array("\r\n\r\n".utf8)) else {
