@@ -47,7 +47,7 @@ final class RequestHandler: ChannelDuplexHandler {
                 pool: listener.pool,
                 counterPath: router.query.path,
                 connection: connection
-            ) { [weak self] _ in
+            ) { [weak self] in
                 self?.writer = nil
             }
             self.writer = writer

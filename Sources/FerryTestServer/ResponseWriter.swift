@@ -20,7 +20,7 @@ final class ResponseWriter {
     private let counterPath: String
     /// The TCP connection: the channel itself for HTTP/1.1, the parent of an HTTP/2 stream.
     private let connection: any Channel
-    private let onFinish: (_ keepConnection: Bool) -> Void
+    private let onFinish: () -> Void
 
     /// Body bytes written so far.
     private var sent: Int64 = 0
@@ -45,7 +45,7 @@ final class ResponseWriter {
         pool: NIOThreadPool,
         counterPath: String,
         connection: any Channel,
-        onFinish: @escaping (_ keepConnection: Bool) -> Void
+        onFinish: @escaping () -> Void
     ) {
         self.plan = plan
         self.context = context
@@ -212,7 +212,7 @@ final class ResponseWriter {
         context.writeAndFlush(NIOAny(HTTPResponsePart.end(nil))).assumeIsolated().whenComplete { [self] _ in
             if closeAfterwards { self.closeConnection() }
         }
-        onFinish(!closeAfterwards)
+        onFinish()
     }
 
     private func closeConnection() {

@@ -80,7 +80,14 @@ extension Router {
             contentType: "text/html; charset=utf-8"
         )
         var plan = content(representation)
-        if plan.status == .ok { plan.status = HTTPResponse.Status(code: code) }
+        if plan.status == .ok {
+            plan.status = HTTPResponse.Status(code: code)
+            // 204 and 304 never carry a body (RFC 9110 §15.3.5, §15.4.5).
+            if code == 204 || code == 304 {
+                plan.omitsBody = true
+                plan.range = ByteRange(start: 0, end: 0)
+            }
+        }
         return plan
     }
 

@@ -134,6 +134,10 @@ import Testing
             let response = try await client.fetch(server.url("/status/404"))
             #expect(response.status == 404)
             #expect(String(decoding: response.body, as: UTF8.self).contains("error page"))
+            let noContent = try await client.fetch(server.url("/status/204"))
+            #expect(noContent.status == 204)
+            #expect(noContent.body.isEmpty)
+            #expect(try await client.fetch(server.url("/status/503")).status == 503)
             #expect(try await client.fetch(server.url("/nowhere")).status == 404)
             #expect(try await client.fetch(server.url("/bytes/10"), method: .DELETE).status == 405)
         }
