@@ -137,16 +137,13 @@ final class ResponseWriter {
             var count = min(Int64(Self.chunkSize), limit - sent)
             if stallPending { count = min(count, faults.stallAfter - sent) }
             if let rate = faults.throttle {
-                // Pace against the clock since the head went out: at most `rate` bytes a second, in
-                // quanta of a twentieth of a second so the flow looks steady to the client.
-                let quantum = max(1, min(Int64(Self.chunkSize), rate / 20))
-                count = min(count, quantum)
-                let elapsed = NIODeadline.now() - started
-                let allowed = rate * elapsed.nanoseconds / 1_000_000_000 - sent
-                if allowed < count {
-                    let wait = (sent + count) * 1_000_000_000 / rate - elapsed.nanoseconds
+                // Pace against the clock since the head went out.
+                let pacer = Pacer(rate: rate)
+                count = min(count, pacer.quantum(chunkSize: Int64(Self.chunkSize)))
+                let elapsed = Double((NIODeadline.now() - started).nanoseconds) / 1e9
+                if let wait = pacer.delay(sent: sent, count: count, elapsed: elapsed) {
                     context.flush()
-                    schedule(after: .nanoseconds(max(1_000_000, wait))) { $0.pump() }
+                    schedule(after: .nanoseconds(max(1_000_000, Int64(wait * 1e9)))) { $0.pump() }
                     return
                 }
             }
