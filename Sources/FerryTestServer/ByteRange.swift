@@ -71,7 +71,7 @@ public enum RangeRequest: Sendable, Hashable {
                 self = .whole
                 return
             }
-            end = min(length, lastByte + 1)
+            end = lastByte >= length - 1 ? length : lastByte + 1  // no `lastByte + 1`: it may be Int64.max
         }
         guard start < length else {
             self = .unsatisfiable

@@ -47,6 +47,13 @@ public struct Faults: Sendable, Hashable {
     /// `vary=V`: a `Vary: V` header.
     public var vary: String?
 
+    /// The longest stall or delay, and the furthest `expires`: a day and ten years (larger values would
+    /// overflow time arithmetic; no test needs them).
+    static let longestWaitMilliseconds: Int64 = 86_400_000
+    static let furthestExpiry: Int64 = 10 * 366 * 86_400
+    /// The largest `bad_content_range` shift (2^40), for the same reason.
+    static let largestShift: Int64 = 1 << 40
+
     /// No faults.
     public init() {}
 
@@ -69,9 +76,13 @@ public struct Faults: Sendable, Hashable {
         }
         self.throttle = value("throttle").flatMap { Int64($0) }.flatMap { $0 > 0 ? $0 : nil }
         self.closeAfter = value("close_after").flatMap { Int64($0) }.flatMap { $0 >= 0 ? $0 : nil }
-        self.stallMilliseconds = value("stall_ms").flatMap { Int64($0) }.flatMap { $0 > 0 ? $0 : nil }
+        self.stallMilliseconds = value("stall_ms").flatMap { Int64($0) }.flatMap {
+            $0 > 0 ? min($0, Self.longestWaitMilliseconds) : nil
+        }
         self.stallAfter = value("stall_after").flatMap { Int64($0) }.map { max(0, $0) } ?? 0
-        self.delayMilliseconds = value("delay_ms").flatMap { Int64($0) }.flatMap { $0 > 0 ? $0 : nil }
+        self.delayMilliseconds = value("delay_ms").flatMap { Int64($0) }.flatMap {
+            $0 > 0 ? min($0, Self.longestWaitMilliseconds) : nil
+        }
         self.failCount = value("fail").flatMap { Int($0) }.map { max(0, $0) } ?? 0
         self.failStatus =
             value("fail_status").flatMap { Int($0) }.flatMap { (100...599).contains($0) ? $0 : nil } ?? 503
@@ -79,13 +90,17 @@ public struct Faults: Sendable, Hashable {
         self.changeAfter = value("change_after").flatMap { Int($0) }.flatMap { $0 > 0 ? $0 : nil }
         self.key = value("key")
         self.ignoreRange = flag("ignore_range")
-        self.badContentRangeShift = value("bad_content_range").flatMap { Int64($0) }.flatMap { $0 != 0 ? $0 : nil }
+        self.badContentRangeShift = value("bad_content_range").flatMap { Int64($0) }.flatMap {
+            $0 != 0 ? max(-Self.largestShift, min($0, Self.largestShift)) : nil
+        }
         self.shortBy = value("short_by").flatMap { Int64($0) }.flatMap { $0 > 0 ? $0 : nil }
         self.chunked = flag("chunked")
         self.gzip = flag("gzip")
         self.setCookies = values("set_cookie")
         self.cacheControl = value("cache_control")
-        self.expiresIn = value("expires").flatMap { Int64($0) }
+        self.expiresIn = value("expires").flatMap { Int64($0) }.map {
+            max(-Self.furthestExpiry, min($0, Self.furthestExpiry))
+        }
         self.vary = value("vary")
     }
 }

@@ -24,7 +24,7 @@ public enum HTTPDate {
         else { return nil }
         let clock = parts[4].split(separator: ":")
         guard clock.count == 3, let hour = Int64(clock[0]), let minute = Int64(clock[1]),
-            let second = Int64(clock[2]), (1...31).contains(day), (0..<24).contains(hour),
+            let second = Int64(clock[2]), (1...9999).contains(year), (1...31).contains(day), (0..<24).contains(hour),
             (0..<60).contains(minute), (0...60).contains(second)
         else { return nil }
         let dayNumber = days(fromCivil: year, month: Int64(monthIndex + 1), day: day)

@@ -19,6 +19,9 @@ import Testing
         ("items=0-5", 1000, .whole),
         ("bytes=a-b", 1000, .whole),
         ("bytes=0-", 0, .unsatisfiable),
+        ("bytes=10-9223372036854775807", 1000, .partial(ByteRange(start: 10, end: 1000))),
+        ("bytes=-9223372036854775807", 1000, .partial(ByteRange(start: 0, end: 1000))),
+        ("bytes=99999999999999999999-", 1000, .whole),
     ])
     func parses(header: String, length: Int64, expected: RangeRequest) {
         #expect(RangeRequest(header: header, length: length) == expected)

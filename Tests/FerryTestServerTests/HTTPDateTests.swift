@@ -20,5 +20,6 @@ import Testing
         #expect(HTTPDate.parse("Sun Nov  6 08:49:37 1994") == nil)
         #expect(HTTPDate.parse("Sun, 06 Nov 1994 25:49:37 GMT") == nil)
         #expect(HTTPDate.parse("") == nil)
+        #expect(HTTPDate.parse("Sun, 06 Nov 9223372036854775807 08:49:37 GMT") == nil)
     }
 }

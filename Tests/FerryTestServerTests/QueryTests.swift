@@ -48,4 +48,16 @@ import Testing
         #expect(faults.changeAfter == nil)
         #expect(faults.badContentRangeShift == nil)
     }
+
+    @Test func clampsWhatWouldOverflow() {
+        let huge = Int64.max
+        let faults = Faults(
+            query: Query(target: "/x?stall_ms=\(huge)&delay_ms=\(huge)&expires=-\(huge)&bad_content_range=\(huge)"),
+            headers: [:]
+        )
+        #expect(faults.stallMilliseconds == 86_400_000)
+        #expect(faults.delayMilliseconds == 86_400_000)
+        #expect(faults.expiresIn == -10 * 366 * 86_400)
+        #expect(faults.badContentRangeShift == 1 << 40)
+    }
 }
