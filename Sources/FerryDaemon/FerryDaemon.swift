@@ -1,7 +1,7 @@
 // FerryDaemon is the daemon as a library: a Service, the scheduler, the control API over a unix socket,
 // event delivery and client launches. It lands with the issue "Background sessions: ferryd runs
 // transfers durably out of process" (docs/ARCHITECTURE.md).
-public import FerryCore
+import FerryCore
 import FerryEngine
 import FerryStore
 

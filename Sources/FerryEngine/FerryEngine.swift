@@ -1,7 +1,7 @@
 // FerryEngine performs transfers: the HTTP transport adapter over AsyncHTTPClient, file sinks,
 // Range/If-Range resume, retries, segmented downloads, resumable uploads, cache, cookies, auth and
 // metrics. It lands with the issue "Engine and in-process sessions" (docs/ARCHITECTURE.md).
-public import FerryCore
+import FerryCore
 
 /// Facts about the engine module itself.
 public enum FerryEngineInfo {
