@@ -1,0 +1,101 @@
+/// The one error type of Ferry: what failed, in words that say what to do, with a code that mirrors
+/// Foundation's `URLError` where one exists, and the resume data of a download that can continue.
+///
+/// Compare errors by ``code``: `if error.code == .timedOut { ... }`, or `switch error.code`.
+public struct FerryError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The kind of failure. ``rawValue`` is `URLError.Code`'s value where Foundation has the same code
+    /// (`cancelled` is -999, `timedOut` -1001, ...); Ferry's own codes are positive.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        /// The numeric code: URLError's where it exists, else Ferry's own (positive).
+        public let rawValue: Int
+        /// A stable name, e.g. `timedOut`; fit for logs and metric labels.
+        public let name: String
+
+        private init(_ rawValue: Int, _ name: String) {
+            self.rawValue = rawValue
+            self.name = name
+        }
+
+        public var description: String { name }
+
+        // Mirrors of URLError.Code.
+        /// The task was cancelled (URLError -999).
+        public static let cancelled = Code(-999, "cancelled")
+        /// The URL is malformed (URLError -1000).
+        public static let badURL = Code(-1000, "badURL")
+        /// No data arrived within the request timeout, or the resource timeout passed (URLError -1001).
+        public static let timedOut = Code(-1001, "timedOut")
+        /// The scheme is not supported (URLError -1002).
+        public static let unsupportedURL = Code(-1002, "unsupportedURL")
+        /// The host name did not resolve (URLError -1003).
+        public static let cannotFindHost = Code(-1003, "cannotFindHost")
+        /// The connection could not be made (URLError -1004).
+        public static let cannotConnectToHost = Code(-1004, "cannotConnectToHost")
+        /// The connection dropped during the transfer (URLError -1005).
+        public static let networkConnectionLost = Code(-1005, "networkConnectionLost")
+        /// Too many redirects, or a redirect loop (URLError -1007).
+        public static let httpTooManyRedirects = Code(-1007, "httpTooManyRedirects")
+        /// The server's response breaks the protocol or contradicts the request (URLError -1011).
+        public static let badServerResponse = Code(-1011, "badServerResponse")
+        /// The content could not be decoded, e.g. broken gzip (URLError -1016).
+        public static let cannotDecodeContentData = Code(-1016, "cannotDecodeContentData")
+        /// The response could not be parsed (URLError -1017).
+        public static let cannotParseResponse = Code(-1017, "cannotParseResponse")
+        /// A file to upload does not exist (URLError -1100).
+        public static let fileDoesNotExist = Code(-1100, "fileDoesNotExist")
+        /// A file to upload is a directory (URLError -1101).
+        public static let fileIsDirectory = Code(-1101, "fileIsDirectory")
+        /// A file to upload cannot be read (URLError -1102).
+        public static let noPermissionsToReadFile = Code(-1102, "noPermissionsToReadFile")
+        /// TLS failed (URLError -1200).
+        public static let secureConnectionFailed = Code(-1200, "secureConnectionFailed")
+        /// The server's certificate is not trusted (URLError -1202).
+        public static let serverCertificateUntrusted = Code(-1202, "serverCertificateUntrusted")
+        /// A download's file could not be created (URLError -3000).
+        public static let cannotCreateFile = Code(-3000, "cannotCreateFile")
+        /// A download's file could not be written, e.g. the disk is full (URLError -3003).
+        public static let cannotWriteToFile = Code(-3003, "cannotWriteToFile")
+        /// A download's file could not be moved into place (URLError -3005).
+        public static let cannotMoveFile = Code(-3005, "cannotMoveFile")
+        /// Another process uses this background session identifier (URLError -996).
+        public static let backgroundSessionInUseByAnotherProcess = Code(-996, "backgroundSessionInUseByAnotherProcess")
+        /// The daemon of a background session went away (URLError -997).
+        public static let backgroundSessionWasDisconnected = Code(-997, "backgroundSessionWasDisconnected")
+
+        // Ferry's own.
+        /// A header name or value is not allowed (CR, LF or NUL in it, or an invalid name).
+        public static let invalidHeader = Code(1, "invalidHeader")
+        /// Resume data is damaged, of an unknown version, or its partial file is gone.
+        public static let invalidResumeData = Code(2, "invalidResumeData")
+        /// The downloaded bytes do not have the expected checksum.
+        public static let checksumMismatch = Code(3, "checksumMismatch")
+        /// The call is not allowed in this state or for this kind of session.
+        public static let invalidOperation = Code(4, "invalidOperation")
+    }
+
+    /// What kind of failure this is.
+    public var code: Code
+    /// What happened and what to do about it, in one sentence or two.
+    public var message: String
+    /// The URL of the request that failed, if any.
+    public var failingURL: String?
+    /// For a download that can continue: pass it to `downloadTask(withResumeData:)`.
+    public var resumeData: ResumeData?
+
+    /// Creates an error.
+    public init(_ code: Code, _ message: String, failingURL: String? = nil, resumeData: ResumeData? = nil) {
+        self.code = code
+        self.message = message
+        self.failingURL = failingURL
+        self.resumeData = resumeData
+    }
+
+    /// The code's name only, with no request-specific text: for metric labels and bounded logs.
+    public var shortDescription: String { code.name }
+
+    public var description: String {
+        var text = "FerryError.\(code.name): \(message)"
+        if let failingURL { text += " (\(failingURL))" }
+        return text
+    }
+}

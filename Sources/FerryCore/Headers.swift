@@ -1,0 +1,111 @@
+/// Request or response header fields, in order, with case-insensitive names.
+///
+/// Ferry checks fields before a request leaves (``validate()``): a name must be an RFC 9110 token, and
+/// neither names nor values may hold CR, LF or NUL, which would let a value smuggle a second header or
+/// request onto the wire. Foundation silently accepts such values; Ferry refuses them with
+/// ``FerryError/Code/invalidHeader``.
+public struct Headers: Sendable, Hashable, Codable, Sequence, ExpressibleByDictionaryLiteral {
+    /// One field as given.
+    public struct Field: Sendable, Hashable, Codable {
+        /// The name as given (compared without regard to case).
+        public var name: String
+        /// The value as given.
+        public var value: String
+
+        /// Creates a field.
+        public init(name: String, value: String) {
+            self.name = name
+            self.value = value
+        }
+    }
+
+    /// The fields in order.
+    public private(set) var fields: [Field] = []
+
+    /// No fields.
+    public init() {}
+
+    /// Fields from name–value pairs, in order.
+    public init(_ pairs: [(String, String)]) {
+        fields = pairs.map { Field(name: $0.0, value: $0.1) }
+    }
+
+    public init(dictionaryLiteral elements: (String, String)...) {
+        self.init(elements)
+    }
+
+    public func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }
+
+    /// The first value for `name`, or nil; setting replaces every field of that name (nil removes them).
+    public subscript(name: String) -> String? {
+        get { fields.first(where: { $0.name.lowercased() == name.lowercased() })?.value }
+        set {
+            guard let newValue else {
+                fields.removeAll(where: { $0.name.lowercased() == name.lowercased() })
+                return
+            }
+            if let index = fields.firstIndex(where: { $0.name.lowercased() == name.lowercased() }) {
+                fields[index].value = newValue
+                var after = fields.index(after: index)
+                while after < fields.endIndex {
+                    if fields[after].name.lowercased() == name.lowercased() {
+                        fields.remove(at: after)
+                    } else {
+                        after = fields.index(after: after)
+                    }
+                }
+            } else {
+                fields.append(Field(name: name, value: newValue))
+            }
+        }
+    }
+
+    /// Every value of `name`, in order.
+    public func values(_ name: String) -> [String] {
+        fields.filter { $0.name.lowercased() == name.lowercased() }.map(\.value)
+    }
+
+    /// Adds a field, keeping any others of the same name.
+    public mutating func add(name: String, value: String) {
+        fields.append(Field(name: name, value: value))
+    }
+
+    /// Whether a field named `name` is present.
+    public func contains(_ name: String) -> Bool { self[name] != nil }
+
+    /// Checks every field: names are tokens, and no name or value holds CR, LF or NUL.
+    /// - Throws: ``FerryError`` with code ``FerryError/Code/invalidHeader``, naming the field.
+    public func validate() throws {
+        for field in fields {
+            try Self.validate(name: field.name, value: field.value)
+        }
+    }
+
+    /// Checks one field.
+    /// - Throws: ``FerryError`` with code ``FerryError/Code/invalidHeader``.
+    public static func validate(name: String, value: String) throws {
+        guard !name.isEmpty, name.utf8.allSatisfy(isTokenByte) else {
+            throw FerryError(
+                .invalidHeader,
+                "header name \(String(reflecting: name)) is not a valid token (RFC 9110 §5.1): use letters, digits and !#$%&'*+-.^_`|~"
+            )
+        }
+        if let bad = value.utf8.first(where: { $0 == 0x0d || $0 == 0x0a || $0 == 0x00 }) {
+            let character = bad == 0x0d ? "CR" : bad == 0x0a ? "LF" : "NUL"
+            throw FerryError(
+                .invalidHeader,
+                "the value of header \(name) contains \(character), which could inject headers: remove line breaks from it"
+            )
+        }
+    }
+
+    private static func isTokenByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"):
+            true
+        default:
+            Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
+        }
+    }
+}

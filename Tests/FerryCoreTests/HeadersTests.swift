@@ -1,0 +1,119 @@
+import FerryCore
+import Foundation
+import Testing
+
+@Suite struct HeadersTests {
+    @Test func namesAreCaseInsensitiveAndOrderIsKept() {
+        var headers: Headers = ["Accept": "a", "X-One": "1"]
+        headers.add(name: "x-one", value: "2")
+        #expect(headers["ACCEPT"] == "a")
+        #expect(headers.values("X-ONE") == ["1", "2"])
+        headers["x-one"] = "3"
+        #expect(headers.values("X-One") == ["3"])
+        headers["accept"] = nil
+        #expect(!headers.contains("Accept"))
+        #expect(headers.fields.map(\.name) == ["X-One"])
+    }
+
+    @Test(arguments: [
+        ("X-Bad", "a\r\nInjected: yes"), ("X-Bad", "line\nbreak"), ("X-Bad", "nul\u{0}"), ("Bad Name", "v"), ("", "v"),
+        ("Bad:Name", "v"),
+    ])
+    func refusesWhatCouldInjectHeaders(name: String, value: String) {
+        #expect(throws: FerryError.self) { try Headers.validate(name: name, value: value) }
+        do {
+            try Headers([(name, value)]).validate()
+            Issue.record("accepted \(String(reflecting: name)): \(String(reflecting: value))")
+        } catch let error as FerryError {
+            #expect(error.code == .invalidHeader)
+        } catch {
+            Issue.record("unexpected \(error)")
+        }
+    }
+
+    @Test func acceptsOrdinaryFields() throws {
+        try Headers([("Accept", "*/*"), ("X-Custom_Name.1", "value with spaces; and=symbols")]).validate()
+    }
+}
+
+@Suite struct RequestTests {
+    @Test func refusesBadURLsAndHeaders() {
+        func code(_ request: Request) -> FerryError.Code? {
+            do {
+                try request.validate()
+                return nil
+            } catch let error as FerryError {
+                return error.code
+            } catch {
+                return nil
+            }
+        }
+        #expect(code(Request(url: URL(string: "http://127.0.0.1/ok")!)) == nil)
+        #expect(code(Request(url: URL(string: "ftp://127.0.0.1/x")!)) == .unsupportedURL)
+        #expect(code(Request(url: URL(string: "relative/path")!)) == .badURL)
+        var injected = Request(url: URL(string: "https://example.invalid/")!)
+        injected.headers["X-Evil"] = "1\r\nHost: other"
+        #expect(code(injected) == .invalidHeader)
+        var method = Request(url: URL(string: "https://example.invalid/")!)
+        method.method = "GET /x HTTP/1.1\r\n"
+        #expect(code(method) == .invalidOperation)
+    }
+
+    @Test func hasAppleDefaults() {
+        let request = Request(url: URL(string: "http://127.0.0.1/")!)
+        #expect(request.method == "GET")
+        #expect(request.timeoutInterval == 60)
+        #expect(request.cachePolicy == .useProtocolCachePolicy)
+        #expect(request.httpShouldHandleCookies)
+        #expect(request.allowsCellularAccess)
+    }
+}
+
+@Suite struct ResumeDataTests {
+    @Test func roundTripsThroughItsEncoding() throws {
+        var request = Request(url: URL(string: "http://127.0.0.1:8080/bytes/100?seed=1")!)
+        request.headers["X-Test"] = "1"
+        let resumeData = ResumeData(
+            originalRequest: request,
+            currentRequest: request,
+            bytesReceived: 40,
+            expectedLength: 100,
+            entityTag: "\"e\"",
+            lastModified: "Mon, 01 Jan 2024 00:00:00 GMT",
+            partialFilePath: "/tmp/p"
+        )
+        let decoded = try ResumeData(encoded: resumeData.encoded())
+        #expect(decoded == resumeData)
+        #expect(decoded.version == ResumeData.currentVersion)
+        #expect(decoded.url == request.url)
+        let json = String(decoding: resumeData.encoded(), as: UTF8.self)
+        #expect(json.contains("\"bytesReceived\":40"))
+    }
+
+    @Test func refusesGarbageAndFutureVersions() throws {
+        for bytes in [Data("not json".utf8), Data("{\"version\":99}".utf8), Data("{\"version\":1}".utf8)] {
+            #expect {
+                try ResumeData(encoded: bytes)
+            } throws: { error in
+                (error as? FerryError)?.code == .invalidResumeData
+            }
+        }
+    }
+}
+
+@Suite struct FerryErrorTests {
+    @Test func codesMirrorURLError() {
+        #expect(FerryError.Code.cancelled.rawValue == -999)
+        #expect(FerryError.Code.timedOut.rawValue == -1001)
+        #expect(FerryError.Code.cannotConnectToHost.rawValue == -1004)
+        #expect(FerryError.Code.networkConnectionLost.rawValue == -1005)
+        #expect(FerryError.Code.badServerResponse.rawValue == -1011)
+        #expect(FerryError.Code.invalidHeader.rawValue > 0)
+    }
+
+    @Test func describesItself() {
+        let error = FerryError(.timedOut, "no data for 60 s", failingURL: "http://x/")
+        #expect(error.description == "FerryError.timedOut: no data for 60 s (http://x/)")
+        #expect(error.shortDescription == "timedOut")
+    }
+}
