@@ -1,0 +1,216 @@
+/// How a session behaves: URLSessionConfiguration's values, each with Apple's default.
+///
+/// A value type, so a session copies it when created and later changes do not reach a running session,
+/// as with URLSession. Codable, so a background session's configuration can be stored by the daemon.
+///
+/// Which values are honoured today is listed in docs/CONFIGURATION.md; the engine issue fills them in.
+public struct SessionConfiguration: Sendable, Hashable, Codable {
+    /// The three kinds of session (SPEC S1.1).
+    public enum Kind: Sendable, Hashable, Codable {
+        /// Persistent cache, cookies and credentials on disk, shared with the shared session.
+        case `default`
+        /// Cache, cookies and credentials in memory only, private to the session.
+        case ephemeral
+        /// Transfers run by the `ferryd` daemon and survive this process; the identifier names them.
+        case background(identifier: String)
+    }
+
+    /// Where cookies live.
+    public enum CookieStorage: String, Sendable, Hashable, Codable {
+        /// The per-user store on disk, shared by default sessions.
+        case shared
+        /// A store in memory, private to the session (ephemeral sessions).
+        case sessionPrivate
+        /// No cookies are stored or sent.
+        case none
+    }
+
+    /// Where credentials live.
+    public enum CredentialStorage: String, Sendable, Hashable, Codable {
+        /// The per-user store, shared by default sessions.
+        case shared
+        /// In memory, private to the session.
+        case sessionPrivate
+        /// None: every challenge goes to the delegate.
+        case none
+    }
+
+    /// Which cookies are accepted (HTTPCookie.AcceptPolicy).
+    public enum CookieAcceptPolicy: String, Sendable, Hashable, Codable {
+        /// Accept every cookie.
+        case always
+        /// Accept none.
+        case never
+        /// Accept cookies only from the domain of the main document (Apple's default).
+        case onlyFromMainDocumentDomain
+    }
+
+    /// TLS protocol versions.
+    public enum TLSVersion: String, Sendable, Hashable, Codable, Comparable {
+        case tlsv10, tlsv11, tlsv12, tlsv13
+
+        public static func < (lhs: TLSVersion, rhs: TLSVersion) -> Bool {
+            let order: [TLSVersion] = [.tlsv10, .tlsv11, .tlsv12, .tlsv13]
+            return order.firstIndex(of: lhs)! < order.firstIndex(of: rhs)!
+        }
+    }
+
+    /// The HTTP cache's place and size.
+    public struct Cache: Sendable, Hashable, Codable {
+        /// Bytes kept in memory; Apple's shared cache default is 512 KiB.
+        public var memoryCapacity: Int
+        /// Bytes kept on disk (0 for ephemeral sessions); Apple's shared default is 10 MB.
+        public var diskCapacity: Int
+        /// The directory of the disk cache; nil: the per-user default.
+        public var directory: String?
+
+        /// Creates a cache description.
+        public init(memoryCapacity: Int, diskCapacity: Int, directory: String? = nil) {
+            self.memoryCapacity = memoryCapacity
+            self.diskCapacity = diskCapacity
+            self.directory = directory
+        }
+    }
+
+    /// An explicit proxy; when nil, the usual environment variables (`http_proxy`, `https_proxy`,
+    /// `all_proxy`, `no_proxy`) apply.
+    public struct Proxy: Sendable, Hashable, Codable {
+        /// The proxy protocol.
+        public enum Kind: String, Sendable, Hashable, Codable {
+            /// An HTTP proxy (CONNECT for https).
+            case http
+            /// A SOCKS5 proxy.
+            case socks5
+        }
+
+        public var kind: Kind
+        public var host: String
+        public var port: Int
+        /// Hosts reached directly, as in `no_proxy`.
+        public var bypass: [String]
+
+        public init(kind: Kind, host: String, port: Int, bypass: [String] = []) {
+            self.kind = kind
+            self.host = host
+            self.port = port
+            self.bypass = bypass
+        }
+    }
+
+    /// The kind of session.
+    public private(set) var kind: Kind
+    /// The background identifier, for background sessions.
+    public var identifier: String? {
+        if case .background(let identifier) = kind { return identifier }
+        return nil
+    }
+
+    /// The cache policy of requests that do not set one; default `.useProtocolCachePolicy`.
+    public var requestCachePolicy: Request.CachePolicy = .useProtocolCachePolicy
+    /// Seconds without data before a request fails (idle timeout); default 60.
+    public var timeoutIntervalForRequest: Double = 60
+    /// Seconds a whole transfer may take, retries included; default 7 days.
+    public var timeoutIntervalForResource: Double = 7 * 24 * 3600
+    /// May use metered connections (Linux's stand-in for cellular); default true.
+    public var allowsCellularAccess = true
+    /// May use expensive connections; default true.
+    public var allowsExpensiveNetworkAccess = true
+    /// May use constrained (low-data) connections; default true.
+    public var allowsConstrainedNetworkAccess = true
+    /// Wait for connectivity instead of failing at once; default false (background sessions always wait).
+    public var waitsForConnectivity = false
+    /// Let the scheduler pick a good time (background sessions); default false.
+    public var isDiscretionary = false
+    /// Launch the client when a background session has events and no client is attached; default true.
+    public var sessionSendsLaunchEvents = true
+    /// An explicit proxy; default nil (the environment's).
+    public var proxy: Proxy?
+    /// The lowest TLS version accepted; default TLS 1.2.
+    public var tlsMinimumSupportedProtocolVersion: TLSVersion = .tlsv12
+    /// The highest TLS version offered; default TLS 1.3.
+    public var tlsMaximumSupportedProtocolVersion: TLSVersion = .tlsv13
+    /// Send HTTP/1.1 requests pipelined; default false.
+    public var httpShouldUsePipelining = false
+    /// Send and store cookies; default true.
+    public var httpShouldSetCookies = true
+    /// Which cookies to accept; default `.onlyFromMainDocumentDomain`.
+    public var httpCookieAcceptPolicy: CookieAcceptPolicy = .onlyFromMainDocumentDomain
+    /// Headers added to every request that does not already have a field of the same name.
+    public var httpAdditionalHeaders = Headers()
+    /// Connections to one host at a time; default 6.
+    public var httpMaximumConnectionsPerHost = 6
+    /// Where cookies live: shared for default sessions, private for ephemeral ones.
+    public var httpCookieStorage: CookieStorage
+    /// Where credentials live: shared for default sessions, private for ephemeral ones.
+    public var urlCredentialStorage: CredentialStorage
+    /// The HTTP cache: memory and disk for default sessions, memory only for ephemeral ones; nil: none.
+    public var urlCache: Cache?
+
+    private init(kind: Kind) {
+        self.kind = kind
+        switch kind {
+        case .default, .background:
+            httpCookieStorage = .shared
+            urlCredentialStorage = .shared
+            urlCache = Cache(memoryCapacity: 512 * 1024, diskCapacity: 10_000_000)
+        case .ephemeral:
+            httpCookieStorage = .sessionPrivate
+            urlCredentialStorage = .sessionPrivate
+            urlCache = Cache(memoryCapacity: 512 * 1024, diskCapacity: 0)
+        }
+        if case .background = kind {
+            waitsForConnectivity = true
+        }
+    }
+
+    /// Persistent cache, cookies and credentials.
+    public static var `default`: SessionConfiguration { SessionConfiguration(kind: .default) }
+
+    /// Nothing written to disk; private to the session.
+    public static var ephemeral: SessionConfiguration { SessionConfiguration(kind: .ephemeral) }
+
+    /// Transfers run by `ferryd` under `identifier`; check it with ``validate()``.
+    public static func background(identifier: String) -> SessionConfiguration {
+        SessionConfiguration(kind: .background(identifier: identifier))
+    }
+
+    /// Checks the values against each other.
+    /// - Throws: ``FerryError`` (``FerryError/Code/invalidOperation`` or ``FerryError/Code/invalidHeader``)
+    ///   saying which value to change.
+    public func validate() throws {
+        if case .background(let identifier) = kind {
+            guard !identifier.isEmpty, identifier.utf8.count <= 255,
+                !identifier.contains(where: { $0 == "/" || $0.isNewline || $0 == "\0" })
+            else {
+                throw FerryError(
+                    .invalidOperation,
+                    "a background identifier must be 1 to 255 bytes without '/', line breaks or NUL, e.g. com.example.sync"
+                )
+            }
+        }
+        guard timeoutIntervalForRequest > 0, timeoutIntervalForResource > 0 else {
+            throw FerryError(.invalidOperation, "timeouts must be positive numbers of seconds")
+        }
+        guard httpMaximumConnectionsPerHost >= 1 else {
+            throw FerryError(.invalidOperation, "httpMaximumConnectionsPerHost must be at least 1")
+        }
+        guard tlsMinimumSupportedProtocolVersion <= tlsMaximumSupportedProtocolVersion else {
+            throw FerryError(.invalidOperation, "the minimum TLS version is above the maximum")
+        }
+        if let urlCache, urlCache.memoryCapacity < 0 || urlCache.diskCapacity < 0 {
+            throw FerryError(.invalidOperation, "cache capacities cannot be negative")
+        }
+        try httpAdditionalHeaders.validate()
+    }
+
+    /// The headers of `request` completed with ``httpAdditionalHeaders`` where the request lacks a field
+    /// of the same name (the request's own fields win).
+    public func applyingAdditionalHeaders(to request: Request) -> Request {
+        var request = request
+        let present = Set(request.headers.fields.map { $0.name.lowercased() })
+        for field in httpAdditionalHeaders where !present.contains(field.name.lowercased()) {
+            request.headers.add(name: field.name, value: field.value)
+        }
+        return request
+    }
+}

@@ -1,0 +1,78 @@
+import FerryCore
+import Foundation
+import Testing
+
+@Suite struct SessionConfigurationTests {
+    @Test func defaultsAreApples() {
+        let configuration = SessionConfiguration.default
+        #expect(configuration.kind == .default)
+        #expect(configuration.timeoutIntervalForRequest == 60)
+        #expect(configuration.timeoutIntervalForResource == 604_800)
+        #expect(configuration.httpMaximumConnectionsPerHost == 6)
+        #expect(!configuration.httpShouldUsePipelining)
+        #expect(configuration.httpShouldSetCookies)
+        #expect(configuration.httpCookieAcceptPolicy == .onlyFromMainDocumentDomain)
+        #expect(configuration.requestCachePolicy == .useProtocolCachePolicy)
+        #expect(configuration.allowsCellularAccess && configuration.allowsExpensiveNetworkAccess)
+        #expect(configuration.allowsConstrainedNetworkAccess)
+        #expect(!configuration.waitsForConnectivity)
+        #expect(!configuration.isDiscretionary)
+        #expect(configuration.sessionSendsLaunchEvents)
+        #expect(configuration.tlsMinimumSupportedProtocolVersion == .tlsv12)
+        #expect(configuration.tlsMaximumSupportedProtocolVersion == .tlsv13)
+        #expect(configuration.httpCookieStorage == .shared)
+        #expect(configuration.urlCache?.diskCapacity ?? 0 > 0)
+    }
+
+    @Test func ephemeralKeepsNothingOnDisk() {
+        let configuration = SessionConfiguration.ephemeral
+        #expect(configuration.httpCookieStorage == .sessionPrivate)
+        #expect(configuration.urlCredentialStorage == .sessionPrivate)
+        #expect(configuration.urlCache?.diskCapacity == 0)
+    }
+
+    @Test func backgroundNeedsAGoodIdentifier() throws {
+        let background = SessionConfiguration.background(identifier: "com.example.sync")
+        #expect(background.identifier == "com.example.sync")
+        #expect(background.waitsForConnectivity)
+        try background.validate()
+        for bad in ["", "a/b", "line\nbreak", String(repeating: "x", count: 256)] {
+            #expect(throws: FerryError.self) { try SessionConfiguration.background(identifier: bad).validate() }
+        }
+    }
+
+    @Test func refusesContradictions() {
+        var configuration = SessionConfiguration.default
+        configuration.tlsMinimumSupportedProtocolVersion = .tlsv13
+        configuration.tlsMaximumSupportedProtocolVersion = .tlsv12
+        #expect(throws: FerryError.self) { try configuration.validate() }
+        configuration = .default
+        configuration.httpMaximumConnectionsPerHost = 0
+        #expect(throws: FerryError.self) { try configuration.validate() }
+        configuration = .default
+        configuration.httpAdditionalHeaders["X-Bad"] = "a\nb"
+        #expect(throws: FerryError.self) { try configuration.validate() }
+    }
+
+    @Test func additionalHeadersFillOnlyWhatIsMissing() {
+        var configuration = SessionConfiguration.default
+        configuration.httpAdditionalHeaders = ["User-Agent": "ferry", "Accept": "*/*"]
+        var request = Request(url: URL(string: "http://127.0.0.1/")!)
+        request.headers["accept"] = "application/json"
+        let sent = configuration.applyingAdditionalHeaders(to: request)
+        #expect(sent.headers["Accept"] == "application/json")
+        #expect(sent.headers.values("accept").count == 1)
+        #expect(sent.headers["user-agent"] == "ferry")
+    }
+
+    @Test func survivesEncoding() throws {
+        var configuration = SessionConfiguration.background(identifier: "id")
+        configuration.proxy = .init(kind: .socks5, host: "127.0.0.1", port: 1080)
+        configuration.httpAdditionalHeaders["X-A"] = "1"
+        let decoded = try JSONDecoder().decode(
+            SessionConfiguration.self,
+            from: try JSONEncoder().encode(configuration)
+        )
+        #expect(decoded == configuration)
+    }
+}
