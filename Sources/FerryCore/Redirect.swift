@@ -1,0 +1,48 @@
+import Foundation
+
+/// The request that follows a redirect response (RFC 9110 §15.4), as URLSession builds it before asking
+/// the delegate's `willPerformHTTPRedirection`.
+public enum Redirect {
+    /// The statuses that redirect when they carry a Location.
+    public static let statuses: Set<Int> = [301, 302, 303, 307, 308]
+
+    /// The next request, or nil when `status` is not a redirect or there is no usable Location.
+    /// - Parameters:
+    ///   - request: the request that got the redirect.
+    ///   - status: the response status.
+    ///   - location: the Location header, absolute or relative to the request's URL.
+    /// - Returns: the new request: 301 and 302 turn POST into GET, 303 turns everything but HEAD into
+    ///   GET (dropping the body's headers); 307 and 308 keep method and body. Credentials and cookies set
+    ///   by hand are dropped when the origin changes.
+    public static func follow(_ request: Request, status: Int, location: String?) -> Request? {
+        guard statuses.contains(status), let location,
+            let target = URL(string: location, relativeTo: request.url)?.absoluteURL,
+            let scheme = target.scheme?.lowercased(), scheme == "http" || scheme == "https"
+        else { return nil }
+        var next = request
+        next.url = target
+        let method = request.method.uppercased()
+        let becomesGET = (status == 303 && method != "HEAD") || ((status == 301 || status == 302) && method == "POST")
+        if becomesGET {
+            next.method = "GET"
+            for name in ["Content-Type", "Content-Length", "Content-Encoding", "Transfer-Encoding"] {
+                next.headers[name] = nil
+            }
+        }
+        if !sameOrigin(request.url, target) {
+            for name in ["Authorization", "Cookie", "Proxy-Authorization"] { next.headers[name] = nil }
+        }
+        return next
+    }
+
+    /// Whether a redirect keeps the request body (307 and 308 do; the others drop it or have none).
+    public static func keepsBody(status: Int, method: String) -> Bool {
+        status == 307 || status == 308
+    }
+
+    private static func sameOrigin(_ a: URL, _ b: URL) -> Bool {
+        func port(_ url: URL) -> Int? { url.port ?? (url.scheme?.lowercased() == "https" ? 443 : 80) }
+        return a.scheme?.lowercased() == b.scheme?.lowercased() && a.host?.lowercased() == b.host?.lowercased()
+            && port(a) == port(b)
+    }
+}
