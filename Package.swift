@@ -37,7 +37,18 @@ let package = Package(
             dependencies: [.product(name: "HTTPTypes", package: "swift-http-types")],
             swiftSettings: swiftSettings
         ),
-        .target(name: "FerryEngine", dependencies: ["FerryCore"], swiftSettings: swiftSettings),
+        .target(
+            name: "FerryEngine",
+            dependencies: [
+                "FerryCore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .target(name: "FerryStore", dependencies: ["FerryCore"], swiftSettings: swiftSettings),
         .target(name: "FerryDaemon", dependencies: ["FerryEngine", "FerryStore"], swiftSettings: swiftSettings),
         .target(name: "Ferry", dependencies: ["FerryEngine"], swiftSettings: swiftSettings),
@@ -93,6 +104,16 @@ let package = Package(
 
         // MARK: Tests (mirror Sources/)
         .testTarget(name: "FerryCoreTests", dependencies: ["FerryCore"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "FerryEngineTests",
+            dependencies: [
+                "FerryEngine",
+                "FerryTestServer",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "FerryTestServerTests",
             dependencies: [

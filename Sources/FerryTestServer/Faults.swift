@@ -27,6 +27,10 @@ public struct Faults: Sendable, Hashable {
     public var changeAfter: Int?
     /// `key=K`: the name under which `fail` and `change_after` count requests (default: the request target).
     public var key: String?
+    /// `only_first=K`: the body faults (throttle, close_after, stall, delay, ignore_range,
+    /// bad_content_range, short_by) apply to the first K requests with this key only; later ones are
+    /// served cleanly, as a recovered server would.
+    public var onlyFirst: Int?
     /// `ignore_range=1`: answer 200 with the whole body whatever the Range header says.
     public var ignoreRange = false
     /// `bad_content_range=D`: answer a range request with the requested bytes but a Content-Range whose
@@ -89,6 +93,7 @@ public struct Faults: Sendable, Hashable {
         self.retryAfter = value("retry_after").flatMap { Int($0) } ?? 1
         self.changeAfter = value("change_after").flatMap { Int($0) }.flatMap { $0 > 0 ? $0 : nil }
         self.key = value("key")
+        self.onlyFirst = value("only_first").flatMap { Int($0) }.flatMap { $0 >= 0 ? $0 : nil }
         self.ignoreRange = flag("ignore_range")
         self.badContentRangeShift = value("bad_content_range").flatMap { Int64($0) }.flatMap {
             $0 != 0 ? max(-Self.largestShift, min($0, Self.largestShift)) : nil
@@ -102,6 +107,22 @@ public struct Faults: Sendable, Hashable {
             max(-Self.furthestExpiry, min($0, Self.furthestExpiry))
         }
         self.vary = value("vary")
+    }
+}
+
+extension Faults {
+    /// These faults without the ones that shape the body: what `only_first` leaves once its count is used.
+    var withoutBodyFaults: Faults {
+        var clean = self
+        clean.throttle = nil
+        clean.closeAfter = nil
+        clean.stallMilliseconds = nil
+        clean.stallAfter = 0
+        clean.delayMilliseconds = nil
+        clean.ignoreRange = false
+        clean.badContentRangeShift = nil
+        clean.shortBy = nil
+        return clean
     }
 }
 

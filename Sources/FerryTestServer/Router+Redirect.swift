@@ -1,15 +1,16 @@
 import HTTPTypes
 
 extension Router {
-    /// `/redirect/{n}?code=302&mode=relative|path|absolute|cross&to=/echo`: n redirects, then to `to`.
+    /// `/redirect/{n}?code=302&mode=relative|path|absolute|cross&to=/echo`: n redirects (n ≥ 1), the last
+    /// one to `to`.
     ///
-    /// Each hop's `Location` is `/redirect/{n-1}` with the same query, written as:
+    /// Each other hop's `Location` is `/redirect/{n-1}` with the same query, written as:
     /// `relative` (default) a relative reference (`2?code=302`), `path` an absolute path, `absolute` an
     /// absolute URL on this listener's origin, `cross` an absolute URL on the other plain listener
     /// (another origin; the TLS and resumable listeners cross to the main one).
     func redirect() -> ResponsePlan {
-        guard segments.count == 2, let hops = Int(segments[1]), hops >= 0 else {
-            return .text(.badRequest, "use /redirect/{n} with n the number of redirects\n")
+        guard segments.count == 2, let hops = Int(segments[1]), hops >= 1 else {
+            return .text(.badRequest, "use /redirect/{n} with n ≥ 1 the number of redirects\n")
         }
         guard let status = redirectStatus() else {
             return .text(.badRequest, "code must be one of 301, 302, 303, 307, 308\n")
@@ -19,7 +20,7 @@ extension Router {
             (request.path ?? "").split(separator: "?", maxSplits: 1).dropFirst().first.map { "?\($0)" } ?? ""
         let mode = query["mode"] ?? "relative"
         let location: String
-        if hops == 0 {
+        if hops == 1 {
             let target = query["to"] ?? "/echo"
             switch mode {
             case "absolute": location = (listener.origins[listener.kind] ?? "") + target

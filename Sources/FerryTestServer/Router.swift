@@ -15,7 +15,12 @@ struct Router {
         self.listener = listener
         self.request = request
         self.query = Query(target: request.path ?? "/")
-        self.faults = Faults(query: query, headers: request.headerFields)
+        var faults = Faults(query: query, headers: request.headerFields)
+        if let onlyFirst = faults.onlyFirst {
+            let key = "only:" + (faults.key ?? (request.path ?? "/"))
+            if listener.state.nextRequestIndex(key: key) >= onlyFirst { faults = faults.withoutBodyFaults }
+        }
+        self.faults = faults
         self.protocolName = protocolName
     }
 

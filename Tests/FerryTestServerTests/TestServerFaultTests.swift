@@ -137,6 +137,16 @@ import Testing
         }
     }
 
+    @Test func onlyFirstLimitsBodyFaultsToTheFirstRequests() async throws {
+        try await TestServer.withServer { server in
+            let target = "/bytes/5000?seed=3&close_after=1000&only_first=1&key=o1"
+            let cut = try await rawExchange(port: server.port, rawGET(target))
+            #expect(cut.body.count == 1000)
+            let clean = try await rawExchange(port: server.port, rawGET(target))
+            #expect(Bytes(clean.body) == Bytes(expectedBytes(5000, seed: 3)))
+        }
+    }
+
     @Test func ignoreRangeAnswersWithTheWhole() async throws {
         try await withServerAndClient { server, client in
             let response = try await client.fetch(

@@ -1,0 +1,107 @@
+import AsyncHTTPClient
+public import FerryCore
+import Foundation
+public import NIOCore
+import NIOHTTP1
+import NIOSSL
+
+/// ``HTTPTransport`` over AsyncHTTPClient: HTTP/1.1 and HTTP/2 (ALPN), connection pooling and TLS.
+///
+/// One transport per session, so connections are reused within a session and a new session opens new
+/// ones (SPEC S1.4). AsyncHTTPClient does not follow redirects or decompress here: the engine does both,
+/// so the delegate can have its say and ranges refer to the bytes on the wire.
+public final class AsyncHTTPClientTransport: HTTPTransport {
+    private let client: HTTPClient
+
+    /// Transport settings taken from a session's configuration.
+    public struct Options: Sendable {
+        /// Seconds without a byte before a read fails (the request idle timeout); default 60.
+        public var idleTimeout: Double = 60
+        /// Connections per host (AsyncHTTPClient's soft limit); default 6.
+        public var maximumConnectionsPerHost = 6
+        /// Extra certificates to trust besides the system's (PEM), e.g. a test server's.
+        public var additionalTrustRootsPEM: [String] = []
+        /// The lowest TLS version; default 1.2.
+        public var minimumTLSVersion: SessionConfiguration.TLSVersion = .tlsv12
+        /// The highest TLS version; default 1.3.
+        public var maximumTLSVersion: SessionConfiguration.TLSVersion = .tlsv13
+
+        /// The defaults.
+        public init() {}
+
+        /// The options a session configuration asks for.
+        public init(_ configuration: SessionConfiguration) {
+            idleTimeout = configuration.timeoutIntervalForRequest
+            maximumConnectionsPerHost = configuration.httpMaximumConnectionsPerHost
+            minimumTLSVersion = configuration.tlsMinimumSupportedProtocolVersion
+            maximumTLSVersion = configuration.tlsMaximumSupportedProtocolVersion
+        }
+    }
+
+    /// Creates a transport with its own connection pool.
+    /// - Throws: ``FerryError`` when a trust root is not a PEM certificate.
+    public init(options: Options = Options()) throws {
+        var configuration = HTTPClient.Configuration()
+        configuration.redirectConfiguration = .disallow
+        configuration.decompression = .disabled
+        let idle = TimeAmount.milliseconds(Int64(options.idleTimeout * 1000))
+        configuration.timeout = .init(connect: idle, read: idle)
+        configuration.connectionPool = .init(
+            idleTimeout: .seconds(60),
+            concurrentHTTP1ConnectionsPerHostSoftLimit: options.maximumConnectionsPerHost
+        )
+        // Fail at once when a connection cannot be made (URLSession's cannotConnectToHost): Ferry retries
+        // with its own policy (the daemon's backoff); AsyncHTTPClient's retry loop would otherwise hold a
+        // refused request until the connect timeout.
+        configuration.connectionPool.retryConnectionEstablishment = false
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.minimumTLSVersion = Self.nioVersion(options.minimumTLSVersion)
+        tls.maximumTLSVersion = Self.nioVersion(options.maximumTLSVersion)
+        if !options.additionalTrustRootsPEM.isEmpty {
+            do {
+                let certificates = try options.additionalTrustRootsPEM.flatMap {
+                    try NIOSSLCertificate.fromPEMBytes(Array($0.utf8))
+                }
+                tls.additionalTrustRoots = [.certificates(certificates)]
+            } catch {
+                throw FerryError(.invalidOperation, "an additional trust root is not a PEM certificate: \(error)")
+            }
+        }
+        configuration.tlsConfiguration = tls
+        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }
+
+    private static func nioVersion(_ version: SessionConfiguration.TLSVersion) -> TLSVersion {
+        switch version {
+        case .tlsv10: .tlsv1
+        case .tlsv11: .tlsv11
+        case .tlsv12: .tlsv12
+        case .tlsv13: .tlsv13
+        }
+    }
+
+    public func send(_ request: TransportRequest, deadline: NIODeadline) async throws -> TransportResponse {
+        var outgoing = HTTPClientRequest(url: request.url.absoluteString)
+        outgoing.method = HTTPMethod(rawValue: request.method)
+        for field in request.headers { outgoing.headers.add(name: field.name, value: field.value) }
+        if let body = request.body { outgoing.body = .bytes(body) }
+        let response: HTTPClientResponse
+        do {
+            response = try await client.execute(outgoing, deadline: deadline)
+        } catch {
+            throw TransportErrors.ferryError(for: error, url: request.url.absoluteString)
+        }
+        var headers = Headers()
+        for (name, value) in response.headers { headers.add(name: name, value: value) }
+        return TransportResponse(
+            status: Int(response.status.code),
+            headers: headers,
+            protocolName: response.version == .http2 ? "h2" : "http/1.1",
+            body: TransportResponseBody(response.body)
+        )
+    }
+
+    public func shutdown() async throws {
+        try await client.shutdown()
+    }
+}

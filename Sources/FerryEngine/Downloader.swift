@@ -1,0 +1,332 @@
+public import FerryCore
+import Foundation
+public import NIOCore
+
+/// Downloads one resource to a file: follows redirects (asking first), continues from resume data with
+/// Range and If-Range, and never reports success unless the file holds exactly the server's bytes of
+/// one version (SPEC S5). A failure or cancellation mid-body leaves the partial file and carries resume
+/// data, when the response had a validator that makes continuing safe.
+///
+/// The same code runs in-process and inside ferryd: it knows nothing of sessions or delegates, only of
+/// the callbacks in ``Events``.
+public struct Downloader: Sendable {
+    /// What happens along the way, for delegates and progress. Called on the downloading task, in order.
+    public struct Events: Sendable {
+        /// A redirect: return the request to follow (possibly changed), or nil to stop and deliver the
+        /// redirect response as the result. Default: follow.
+        public var willRedirect: @Sendable (_ status: Int, _ headers: Headers, _ proposed: Request) async -> Request? =
+            {
+                _,
+                _,
+                proposed in proposed
+            }
+        /// Resume data was used: the body continues at `offset` (0 when the server sent a new version,
+        /// ignored the range, or could not be trusted) of `expectedTotal` bytes.
+        public var didResume: @Sendable (_ offset: Int64, _ expectedTotal: Int64?) -> Void = { _, _ in }
+        /// Bytes were written: this time, in all, and the expected total (nil when unknown).
+        public var didWrite: @Sendable (_ written: Int64, _ totalWritten: Int64, _ totalExpected: Int64?) -> Void = {
+            _,
+            _,
+            _ in
+        }
+
+        /// No callbacks.
+        public init() {}
+    }
+
+    /// A finished download.
+    public struct Result: Sendable {
+        /// The last request sent (after redirects).
+        public var finalRequest: Request
+        /// The final response's status.
+        public var status: Int
+        /// The final response's header fields.
+        public var headers: Headers
+        /// `http/1.1` or `h2`.
+        public var protocolName: String
+        /// The file with the body.
+        public var path: String
+        /// The body's length in the file.
+        public var length: Int64
+        /// How many redirects were followed.
+        public var redirectCount: Int
+    }
+
+    /// The most redirects followed before failing with ``FerryError/Code/httpTooManyRedirects``.
+    public var maximumRedirects = 16
+
+    private let transport: any HTTPTransport
+
+    /// A downloader sending through `transport`.
+    public init(transport: any HTTPTransport) {
+        self.transport = transport
+    }
+
+    /// Downloads `request` (or continues `resumeData`) into the file at `path`.
+    /// - Parameters:
+    ///   - request: what to fetch; ignored when `resumeData` is given (it holds the requests).
+    ///   - resumeData: where an earlier attempt stopped.
+    ///   - path: the file to write (the partial file, when resuming).
+    ///   - deadline: when the whole download must be over (the resource timeout).
+    ///   - events: callbacks.
+    /// - Throws: ``FerryError``; with resume data when the partial file can be continued.
+    public func download(
+        _ request: Request,
+        resumingFrom resumeData: ResumeData? = nil,
+        to path: String,
+        deadline: NIODeadline,
+        events: Events = Events()
+    ) async throws -> Result {
+        let originalRequest = resumeData?.originalRequest ?? request
+        var current = resumeData?.currentRequest ?? request
+        try current.validate()
+        var resumption = resumeData.flatMap { Self.resumption(from: $0, path: path) }
+        var redirectCount = 0
+        var refetched = false
+
+        while true {
+            var sent = current
+            let ranged = resumption?.canResume == true
+            if ranged, let resumption {
+                for header in resumption.requestHeaders { sent.headers[header.name] = header.value }
+            }
+            let response = try await transport.send(TransportRequest(sent), deadline: deadline)
+
+            if let proposed = Redirect.follow(current, status: response.status, location: response.headers["location"])
+            {
+                guard redirectCount < maximumRedirects else {
+                    throw FerryError(
+                        .httpTooManyRedirects,
+                        "more than \(maximumRedirects) redirects; the last went to \(proposed.url)",
+                        failingURL: current.url.absoluteString
+                    )
+                }
+                guard let next = await events.willRedirect(response.status, response.headers, proposed) else {
+                    // Refused: the redirect response itself is the result, body and all.
+                    return try await finish(
+                        response,
+                        request: current,
+                        path: path,
+                        writeOffset: 0,
+                        validators: nil,
+                        original: originalRequest,
+                        redirects: redirectCount,
+                        deadline: deadline,
+                        events: events
+                    )
+                }
+                try await Self.drain(response.body)
+                try next.validate()
+                redirectCount += 1
+                current = next
+                continue
+            }
+
+            var writeOffset: Int64 = 0
+            var validators = (etag: response.headers["etag"], lastModified: response.headers["last-modified"])
+            if ranged, let plan = resumption {
+                switch plan.judge(status: response.status, headers: response.headers) {
+                case .append(let total):
+                    writeOffset = plan.offset
+                    if validators.etag == nil { validators.etag = resumeData?.entityTag }
+                    if validators.lastModified == nil { validators.lastModified = resumeData?.lastModified }
+                    events.didResume(plan.offset, total)
+                case .startOver:
+                    events.didResume(0, Self.contentLength(response.headers))
+                case .discardAndRefetch(let reason):
+                    try await Self.drain(response.body)
+                    guard !refetched else {
+                        throw FerryError(
+                            .badServerResponse,
+                            "the server's answers to a range request cannot be trusted: \(reason)",
+                            failingURL: current.url.absoluteString
+                        )
+                    }
+                    refetched = true
+                    resumption = nil
+                    continue
+                case .httpError(let status):
+                    try await Self.drain(response.body)
+                    throw FerryError(
+                        .badServerResponse,
+                        "the server answered \(status) when asked for the rest; the partial data is kept for a later try",
+                        failingURL: current.url.absoluteString,
+                        resumeData: resumeData
+                    )
+                }
+            } else if resumeData != nil {
+                // Resume data that could not be used (no validator, or a refetch): start over, and say so.
+                events.didResume(0, Self.contentLength(response.headers))
+            }
+            return try await finish(
+                response,
+                request: current,
+                path: path,
+                writeOffset: writeOffset,
+                validators: validators,
+                original: originalRequest,
+                redirects: redirectCount,
+                deadline: deadline,
+                events: events
+            )
+        }
+    }
+
+    /// Writes the body at `writeOffset` within the deadline.
+    private func finish(
+        _ response: TransportResponse,
+        request: Request,
+        path: String,
+        writeOffset: Int64,
+        validators: (etag: String?, lastModified: String?)?,
+        original: Request,
+        redirects: Int,
+        deadline: NIODeadline,
+        events: Events
+    ) async throws -> Result {
+        // The transport's deadline covers the exchange up to the response head; the body is raced
+        // against the rest of it here. One child task reads the whole body: no hop per chunk.
+        enum Outcome: Sendable {
+            case done(Result)
+            case deadlinePassed
+        }
+        return try await withThrowingTaskGroup(of: Outcome.self) { group in
+            group.addTask {
+                .done(
+                    try await self.writeBody(
+                        response,
+                        request: request,
+                        path: path,
+                        writeOffset: writeOffset,
+                        validators: validators,
+                        original: original,
+                        redirects: redirects,
+                        events: events
+                    )
+                )
+            }
+            group.addTask {
+                let remaining = deadline.uptimeNanoseconds.subtractingReportingOverflow(
+                    NIODeadline.now().uptimeNanoseconds
+                )
+                if !remaining.overflow, remaining.partialValue > 0 {
+                    try await Task.sleep(for: .nanoseconds(Int64(clamping: remaining.partialValue)))
+                }
+                return .deadlinePassed
+            }
+            guard let first = try await group.next() else { preconditionFailure("two tasks were added") }
+            group.cancelAll()
+            switch first {
+            case .done(let result):
+                return result
+            case .deadlinePassed:
+                do {
+                    if case .done(let result)? = try await group.next() { return result }
+                    preconditionFailure("the body task ends with a result or an error")
+                } catch let error as FerryError {
+                    throw FerryError(
+                        .timedOut,
+                        "the download took longer than its resource timeout",
+                        failingURL: request.url.absoluteString,
+                        resumeData: error.resumeData
+                    )
+                }
+            }
+        }
+    }
+
+    /// Writes the body at `writeOffset` and checks that it is complete.
+    private func writeBody(
+        _ response: TransportResponse,
+        request: Request,
+        path: String,
+        writeOffset: Int64,
+        validators: (etag: String?, lastModified: String?)?,
+        original: Request,
+        redirects: Int,
+        events: Events
+    ) async throws -> Result {
+        let sink = try FileSink(path: path, keepingFirst: writeOffset)
+        let declared = Self.contentLength(response.headers)
+        let expectedTotal = declared.map { writeOffset + $0 }
+        func resumeData() -> ResumeData? {
+            // Only a successful response with a validator can be continued safely.
+            guard let validators, response.status == 200 || response.status == 206,
+                validators.etag.map({ !$0.hasPrefix("W/") }) == true || validators.lastModified != nil,
+                sink.length > 0
+            else { return nil }
+            return ResumeData(
+                originalRequest: original,
+                currentRequest: request,
+                bytesReceived: sink.length,
+                expectedLength: expectedTotal,
+                entityTag: validators.etag,
+                lastModified: validators.lastModified,
+                partialFilePath: path
+            )
+        }
+        do {
+            for try await chunk in response.body {
+                try sink.append(chunk)
+                events.didWrite(Int64(chunk.readableBytes), sink.bytesAccepted, expectedTotal)
+            }
+            try sink.flush()
+        } catch var error as FerryError {
+            try? sink.flush()
+            if error.resumeData == nil { error.resumeData = resumeData() }
+            throw error
+        } catch {
+            try? sink.flush()
+            throw FerryError(
+                .networkConnectionLost,
+                "the download failed: \(error)",
+                failingURL: request.url.absoluteString,
+                resumeData: resumeData()
+            )
+        }
+        if let expectedTotal, sink.length != expectedTotal {
+            throw FerryError(
+                .networkConnectionLost,
+                "the server announced \(expectedTotal - writeOffset) bytes but sent \(sink.length - writeOffset); the partial data is kept",
+                failingURL: request.url.absoluteString,
+                resumeData: resumeData()
+            )
+        }
+        return Result(
+            finalRequest: request,
+            status: response.status,
+            headers: response.headers,
+            protocolName: response.protocolName,
+            path: path,
+            length: sink.length,
+            redirectCount: redirects
+        )
+    }
+
+    /// The continuation resume data allows, if its partial file still holds the bytes it claims.
+    private static func resumption(from resumeData: ResumeData, path: String) -> RangeResumption? {
+        let partial = resumeData.partialFilePath
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: partial),
+            let size = (attributes[.size] as? NSNumber)?.int64Value, size >= resumeData.bytesReceived
+        else { return nil }
+        if partial != path {
+            // Continue in the new place: the partial file moves to where this download writes.
+            guard (try? FileManager.default.moveItem(atPath: partial, toPath: path)) != nil else { return nil }
+        }
+        return RangeResumption(
+            offset: resumeData.bytesReceived,
+            expectedLength: resumeData.expectedLength,
+            entityTag: resumeData.entityTag,
+            lastModified: resumeData.lastModified
+        )
+    }
+
+    private static func contentLength(_ headers: Headers) -> Int64? {
+        headers["content-length"].flatMap { Int64($0) }
+    }
+
+    /// Reads and drops a body we will not use, so its connection can be reused.
+    private static func drain(_ body: TransportResponseBody) async throws {
+        for try await _ in body {}
+    }
+}

@@ -1,0 +1,95 @@
+import FerryCore
+import NIOCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Writes a download's bytes to a file in large writes: small buffers are gathered into a 1 MiB staging
+/// buffer, large ones go straight to the file. Used by one task at a time; not thread safe.
+final class FileSink {
+    /// The size at which gathered bytes are written.
+    static let stagingCapacity = 1 << 20
+
+    /// The file's path.
+    let path: String
+    private let descriptor: Int32
+    /// Bytes in the file (written, not necessarily synchronized).
+    private(set) var length: Int64
+    private var staging: ByteBuffer
+
+    /// Opens (creating it if needed) the file and cuts it to its first `offset` bytes.
+    /// - Throws: ``FerryError`` with ``FerryError/Code/cannotCreateFile``, saying why.
+    init(path: String, keepingFirst offset: Int64) throws {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw FerryError(.cannotCreateFile, "cannot open \(path) for writing: \(Self.reason(errno))")
+        }
+        guard ftruncate(descriptor, off_t(offset)) == 0 else {
+            let code = errno
+            close(descriptor)
+            throw FerryError(.cannotCreateFile, "cannot cut \(path) to \(offset) bytes: \(Self.reason(code))")
+        }
+        self.path = path
+        self.descriptor = descriptor
+        self.length = offset
+        self.staging = ByteBufferAllocator().buffer(capacity: Self.stagingCapacity)
+    }
+
+    deinit {
+        close(descriptor)
+    }
+
+    /// Bytes accepted so far (in the file or staged).
+    var bytesAccepted: Int64 { length + Int64(staging.readableBytes) }
+
+    /// Adds bytes at the end.
+    /// - Throws: ``FerryError`` with ``FerryError/Code/cannotWriteToFile`` (a full disk says so).
+    func append(_ buffer: ByteBuffer) throws {
+        if buffer.readableBytes >= Self.stagingCapacity / 2 {
+            try flush()
+            try write(buffer)
+            return
+        }
+        if staging.readableBytes + buffer.readableBytes > Self.stagingCapacity { try flush() }
+        var buffer = buffer
+        staging.writeBuffer(&buffer)
+        if staging.readableBytes >= Self.stagingCapacity { try flush() }
+    }
+
+    /// Writes whatever is staged.
+    func flush() throws {
+        guard staging.readableBytes > 0 else { return }
+        try write(staging)
+        staging.clear()
+    }
+
+    /// Writes what is staged and makes the file's data durable (fdatasync).
+    func synchronize() throws {
+        try flush()
+        guard fdatasync(descriptor) == 0 else {
+            throw FerryError(.cannotWriteToFile, "cannot synchronize \(path): \(Self.reason(errno))")
+        }
+    }
+
+    private func write(_ buffer: ByteBuffer) throws {
+        try buffer.withUnsafeReadableBytes { bytes in
+            var done = 0
+            while done < bytes.count {
+                let written = pwrite(descriptor, bytes.baseAddress! + done, bytes.count - done, off_t(length))
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    let code = errno
+                    let hint = code == ENOSPC || code == EDQUOT ? "; free some space, then resume" : ""
+                    throw FerryError(.cannotWriteToFile, "cannot write \(path): \(Self.reason(code))\(hint)")
+                }
+                done += written
+                length += Int64(written)
+            }
+        }
+    }
+
+    private static func reason(_ code: Int32) -> String {
+        String(cString: strerror(code))
+    }
+}

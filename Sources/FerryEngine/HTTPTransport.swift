@@ -1,0 +1,95 @@
+public import FerryCore
+public import Foundation
+public import NIOCore
+
+/// One HTTP exchange as the engine needs it. The engine follows redirects, resumes and retries itself,
+/// so a transport only sends one request and hands back the response head and a streaming body.
+///
+/// The engine talks to this protocol rather than to AsyncHTTPClient, so a faster transport (a
+/// SwiftNIO-native HTTP/1.1 one, say) can replace it where measurements say so.
+public protocol HTTPTransport: Sendable {
+    /// Sends `request`, returning once the response head has arrived.
+    /// - Parameter deadline: when the whole exchange, body included, must be over.
+    /// - Throws: ``FerryError`` (cannotConnectToHost, timedOut, secureConnectionFailed, ...).
+    func send(_ request: TransportRequest, deadline: NIODeadline) async throws -> TransportResponse
+
+    /// Closes every connection. Requests in flight fail with ``FerryError/Code/cancelled``.
+    func shutdown() async throws
+}
+
+/// A request for ``HTTPTransport/send(_:deadline:)``.
+public struct TransportRequest: Sendable {
+    /// The method.
+    public var method: String
+    /// The absolute http or https URL.
+    public var url: URL
+    /// The header fields, already validated.
+    public var headers: Headers
+    /// The body, if any.
+    public var body: ByteBuffer?
+
+    /// Creates a request.
+    public init(method: String, url: URL, headers: Headers, body: ByteBuffer? = nil) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+    }
+
+    /// The transport request for a Ferry request.
+    public init(_ request: Request, body: ByteBuffer? = nil) {
+        self.init(method: request.method, url: request.url, headers: request.headers, body: body)
+    }
+}
+
+/// The head of a response and its body, to be read once.
+public struct TransportResponse: Sendable {
+    /// The status code.
+    public var status: Int
+    /// The header fields.
+    public var headers: Headers
+    /// The protocol, `http/1.1` or `h2`.
+    public var protocolName: String
+    /// The body, as it arrives, with backpressure: the next chunk is read when this one is taken.
+    public var body: TransportResponseBody
+
+    /// Creates a response.
+    public init(status: Int, headers: Headers, protocolName: String, body: TransportResponseBody) {
+        self.status = status
+        self.headers = headers
+        self.protocolName = protocolName
+        self.body = body
+    }
+}
+
+/// A response body: byte buffers as they arrive, with backpressure. Errors are ``FerryError``s.
+public struct TransportResponseBody: AsyncSequence, Sendable {
+    public typealias Element = ByteBuffer
+
+    private let makeIterator: @Sendable () -> Iterator
+
+    /// A body over any sequence of buffers (a transport's own body type, or a test's).
+    public init<Base: AsyncSequence & Sendable>(_ base: Base) where Base.Element == ByteBuffer {
+        self.makeIterator = { Iterator(base.makeAsyncIterator()) }
+    }
+
+    public func makeAsyncIterator() -> Iterator { makeIterator() }
+
+    /// Reads the body; a transport's error is turned into a ``FerryError``.
+    public struct Iterator: AsyncIteratorProtocol {
+        private var pull: () async throws -> ByteBuffer?
+
+        init<Base: AsyncIteratorProtocol>(_ base: Base) where Base.Element == ByteBuffer {
+            var base = base
+            self.pull = { try await base.next() }
+        }
+
+        public mutating func next() async throws -> ByteBuffer? {
+            do {
+                return try await pull()
+            } catch {
+                throw TransportErrors.ferryError(for: error)
+            }
+        }
+    }
+}

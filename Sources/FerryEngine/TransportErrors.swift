@@ -1,0 +1,84 @@
+import AsyncHTTPClient
+import FerryCore
+import NIOCore
+import NIOPosix
+import NIOSSL
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Turns the errors of AsyncHTTPClient and SwiftNIO into ``FerryError``s with URLError-like codes.
+enum TransportErrors {
+    static func ferryError(for error: any Error, url: String? = nil) -> FerryError {
+        if let error = error as? FerryError { return error }
+        if error is CancellationError {
+            return FerryError(.cancelled, "the transfer was cancelled", failingURL: url)
+        }
+        if let error = error as? HTTPClientError {
+            switch error {
+            case .connectTimeout:
+                return FerryError(.timedOut, "connecting took too long", failingURL: url)
+            case .readTimeout:
+                return FerryError(
+                    .timedOut,
+                    "no data arrived within the request timeout; the transfer can be resumed",
+                    failingURL: url
+                )
+            case .deadlineExceeded:
+                return FerryError(.timedOut, "the transfer took longer than the resource timeout", failingURL: url)
+            case .cancelled, .requestStreamCancelled:
+                return FerryError(.cancelled, "the transfer was cancelled", failingURL: url)
+            case .remoteConnectionClosed:
+                return FerryError(
+                    .networkConnectionLost,
+                    "the server closed the connection before the response was complete",
+                    failingURL: url
+                )
+            case .invalidURL, .emptyHost, .emptyScheme:
+                return FerryError(.badURL, "the URL is not valid", failingURL: url)
+            case .tlsHandshakeTimeout:
+                return FerryError(.secureConnectionFailed, "the TLS handshake took too long", failingURL: url)
+            case .redirectLimitReached, .redirectCycleDetected:
+                return FerryError(.httpTooManyRedirects, "too many redirects", failingURL: url)
+            default:
+                return FerryError(.badServerResponse, "the exchange failed: \(error)", failingURL: url)
+            }
+        }
+        if error is NIOSSLError || error is BoringSSLError || error is NIOSSLExtraError {
+            return FerryError(.secureConnectionFailed, "TLS failed: \(error)", failingURL: url)
+        }
+        if let error = error as? IOError {
+            switch error.errnoCode {
+            case ECONNREFUSED, EHOSTUNREACH, ENETUNREACH:
+                return FerryError(
+                    .cannotConnectToHost,
+                    "could not connect: \(error.description); is the server running?",
+                    failingURL: url
+                )
+            case ECONNRESET, EPIPE:
+                return FerryError(.networkConnectionLost, "the connection was reset", failingURL: url)
+            default:
+                return FerryError(
+                    .networkConnectionLost,
+                    "the connection failed: \(error.description)",
+                    failingURL: url
+                )
+            }
+        }
+        if let error = error as? NIOConnectionError {
+            if error.connectionErrors.contains(where: { ($0.error as? IOError)?.errnoCode == ECONNREFUSED }) {
+                return FerryError(
+                    .cannotConnectToHost,
+                    "could not connect to \(error.host):\(error.port); is the server running?",
+                    failingURL: url
+                )
+            }
+            return FerryError(.cannotConnectToHost, "could not connect: \(error)", failingURL: url)
+        }
+        if error is ChannelError {
+            return FerryError(.networkConnectionLost, "the connection failed: \(error)", failingURL: url)
+        }
+        return FerryError(.networkConnectionLost, "the transfer failed: \(error)", failingURL: url)
+    }
+}

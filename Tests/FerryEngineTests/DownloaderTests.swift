@@ -1,0 +1,343 @@
+import FerryCore
+import FerryEngine
+import FerryTestServer
+import Foundation
+import NIOCore
+import Testing
+
+@Suite struct DownloaderTests {
+    @Test func aDownloadIsExact() async throws {
+        try await withServerAndTransport { server, transport in
+            let path = try temporaryPath()
+            let log = EventLog()
+            let result = try await Downloader(transport: transport).download(
+                request(server.url("/bytes/3000000?seed=1")),
+                to: path,
+                deadline: testDeadline,
+                events: log.events
+            )
+            #expect(result.status == 200)
+            #expect(result.length == 3_000_000)
+            #expect(log.lastTotalWritten == 3_000_000)
+            #expect(try sha256(ofFile: path) == expectedSHA256(3_000_000, seed: 1))
+        }
+    }
+
+    @Test func anInterruptedDownloadContinuesToTheExactBytes() async throws {
+        try await withServerAndTransport { server, transport in
+            let path = try temporaryPath()
+            let url = server.url("/bytes/4000000?seed=2&close_after=1500000&only_first=1&key=resume1")
+            let downloader = Downloader(transport: transport)
+            let error = try await #require(throws: FerryError.self) {
+                try await downloader.download(request(url), to: path, deadline: testDeadline)
+            }
+            #expect(error.code == .networkConnectionLost)
+            let resumeData = try #require(error.resumeData)
+            #expect(resumeData.bytesReceived > 0)
+            #expect(resumeData.bytesReceived <= 1_500_000)
+            #expect(resumeData.entityTag == "\"bytes-4000000-2-v0\"")
+
+            let log = EventLog()
+            let result = try await downloader.download(
+                request(url),
+                resumingFrom: resumeData,
+                to: path,
+                deadline: testDeadline,
+                events: log.events
+            )
+            #expect(log.resumedAt == [resumeData.bytesReceived])
+            #expect(result.status == 206)
+            #expect(result.length == 4_000_000)
+            #expect(try sha256(ofFile: path) == expectedSHA256(4_000_000, seed: 2))
+        }
+    }
+
+    @Test func resumeDataWorksFromDiskInAnotherDownloader() async throws {
+        try await withServerAndTransport { server, transport in
+            let path = try temporaryPath()
+            let url = server.url("/bytes/2000000?seed=3&close_after=700000&only_first=1&key=disk1")
+            let error = try await #require(throws: FerryError.self) {
+                try await Downloader(transport: transport).download(request(url), to: path, deadline: testDeadline)
+            }
+            let stored = URL(fileURLWithPath: path + ".resume")
+            try #require(error.resumeData).encoded().write(to: stored)
+
+            // A new transport and downloader, as after a restart, reading the resume data from disk.
+            let reread = try ResumeData(encoded: Data(contentsOf: stored))
+            let fresh = try AsyncHTTPClientTransport()
+            defer { Task { try await fresh.shutdown() } }
+            let newPath = try temporaryPath()
+            let result = try await Downloader(transport: fresh).download(
+                request(url),
+                resumingFrom: reread,
+                to: newPath,
+                deadline: testDeadline
+            )
+            #expect(result.length == 2_000_000)
+            #expect(try sha256(ofFile: newPath) == expectedSHA256(2_000_000, seed: 3))
+            #expect(!FileManager.default.fileExists(atPath: path), "the partial file moved to the new place")
+        }
+    }
+
+    @Test func aNewVersionStartsOverFromZero() async throws {
+        try await withServerAndTransport { server, transport in
+            let path = try temporaryPath()
+            let url = server.url("/bytes/1000000?seed=4&change_after=1&close_after=300000&only_first=1&key=v1")
+            let downloader = Downloader(transport: transport)
+            let error = try await #require(throws: FerryError.self) {
+                try await downloader.download(request(url), to: path, deadline: testDeadline)
+            }
+            let resumeData = try #require(error.resumeData)
+            let log = EventLog()
+            let result = try await downloader.download(
+                request(url),
+                resumingFrom: resumeData,
+                to: path,
+                deadline: testDeadline,
+                events: log.events
+            )
+            #expect(log.resumedAt == [0])
+            #expect(result.status == 200)
+            #expect(try sha256(ofFile: path) == expectedSHA256(1_000_000, seed: 4, version: 1))
+        }
+    }
+
+    @Test func aServerIgnoringRangeRestartsCleanly() async throws {
+        try await withServerAndTransport { server, transport in
+            let path = try temporaryPath()
+            let url = server.url("/bytes/1000000?seed=5&ignore_range=1&close_after=400000&only_first=1&key=ir1")
+            let downloader = Downloader(transport: transport)
+            let error = try await #require(throws: FerryError.self) {
+                try await downloader.download(request(url), to: path, deadline: testDeadline)
+            }
+            // The cut is over; from now on the server answers every Range with the whole body.
+            let ignoring = server.url("/bytes/1000000?seed=5&ignore_range=1&key=ir1")
+            var resumeData = try #require(error.resumeData)
+            resumeData.currentRequest = request(ignoring)
+            let log = EventLog()
+            let result = try await downloader.download(
+                request(ignoring),
+                resumingFrom: resumeData,
+                to: path,
+                deadline: testDeadline,
+                events: log.events
+            )
+            #expect(log.resumedAt == [0])
+            #expect(result.length == 1_000_000)
+            #expect(try sha256(ofFile: path) == expectedSHA256(1_000_000, seed: 5))
+        }
+    }
+
+    @Test func aLyingContentRangeIsNeverAppended() async throws {
+        try await withServerAndTransport { server, transport in
+            let path = try temporaryPath()
+            let url = server.url("/bytes/1000000?seed=6&bad_content_range=5&close_after=400000&only_first=1&key=cr1")
+            let downloader = Downloader(transport: transport)
+            let error = try await #require(throws: FerryError.self) {
+                try await downloader.download(request(url), to: path, deadline: testDeadline)
+            }
+            var resumeData = try #require(error.resumeData)
+            // Every 206 of this URL claims other bytes than it sends.
+            resumeData.currentRequest = request(server.url("/bytes/1000000?seed=6&bad_content_range=5"))
+            let log = EventLog()
+            let result = try await downloader.download(
+                resumeData.currentRequest,
+                resumingFrom: resumeData,
+                to: path,
+                deadline: testDeadline,
+                events: log.events
+            )
+            #expect(log.resumedAt == [0], "discarded and fetched again from the start")
+            #expect(result.status == 200)
+            #expect(try sha256(ofFile: path) == expectedSHA256(1_000_000, seed: 6))
+        }
+    }
+
+    @Test func aShortBodyIsAnErrorNeverASuccess() async throws {
+        try await withServerAndTransport { server, transport in
+            let path = try temporaryPath()
+            let error = try await #require(throws: FerryError.self) {
+                try await Downloader(transport: transport).download(
+                    request(server.url("/bytes/500000?seed=7&short_by=1000")),
+                    to: path,
+                    deadline: testDeadline
+                )
+            }
+            #expect(error.code == .networkConnectionLost)
+            #expect(error.resumeData != nil)
+        }
+    }
+
+    @Test func anErrorAnswerToAContinuationKeepsThePartialData() async throws {
+        try await withServerAndTransport { server, transport in
+            let path = try temporaryPath()
+            let url = server.url("/bytes/1000000?seed=8&close_after=200000&only_first=1&key=e1")
+            let downloader = Downloader(transport: transport)
+            let first = try await #require(throws: FerryError.self) {
+                try await downloader.download(request(url), to: path, deadline: testDeadline)
+            }
+            var resumeData = try #require(first.resumeData)
+            resumeData.currentRequest = request(server.url("/bytes/1000000?seed=8&fail=1&fail_status=503&key=e2"))
+            let second = try await #require(throws: FerryError.self) {
+                try await downloader.download(
+                    resumeData.currentRequest,
+                    resumingFrom: resumeData,
+                    to: path,
+                    deadline: testDeadline
+                )
+            }
+            #expect(second.code == .badServerResponse)
+            #expect(second.resumeData == resumeData)
+            let size = try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int
+            #expect(size.map(Int64.init) == resumeData.bytesReceived, "no error page appended")
+        }
+    }
+
+    @Test func aMissingPartialFileStartsOver() async throws {
+        try await withServerAndTransport { server, transport in
+            let path = try temporaryPath()
+            let url = server.url("/bytes/300000?seed=9")
+            var resumeData = ResumeData(
+                originalRequest: request(url),
+                currentRequest: request(url),
+                bytesReceived: 1000,
+                expectedLength: 300_000,
+                entityTag: "\"bytes-300000-9-v0\"",
+                lastModified: nil,
+                partialFilePath: path + ".gone"
+            )
+            resumeData.bytesReceived = 1000
+            let log = EventLog()
+            let result = try await Downloader(transport: transport).download(
+                request(url),
+                resumingFrom: resumeData,
+                to: path,
+                deadline: testDeadline,
+                events: log.events
+            )
+            #expect(log.resumedAt == [0])
+            #expect(result.status == 200)
+            #expect(try sha256(ofFile: path) == expectedSHA256(300_000, seed: 9))
+        }
+    }
+
+    @Test func redirectsAreFollowedOrRefused() async throws {
+        try await withServerAndTransport { server, transport in
+            let path = try temporaryPath()
+            let url = server.url("/redirect/3?mode=cross&to=/bytes/1000%3Fseed%3D1")
+            let result = try await Downloader(transport: transport).download(
+                request(url),
+                to: path,
+                deadline: testDeadline
+            )
+            #expect(result.redirectCount == 3)
+            #expect(result.status == 200)
+            #expect(try sha256(ofFile: path) == expectedSHA256(1000, seed: 1))
+
+            var refuse = Downloader.Events()
+            refuse.willRedirect = { _, _, _ in nil }
+            let refused = try await Downloader(transport: transport).download(
+                request(url),
+                to: path,
+                deadline: testDeadline,
+                events: refuse
+            )
+            #expect(refused.status == 302)
+            #expect(refused.redirectCount == 0)
+
+            var loop = Downloader(transport: transport)
+            loop.maximumRedirects = 5
+            let error = try await #require(throws: FerryError.self) {
+                try await loop.download(request(server.url("/redirect-loop")), to: path, deadline: testDeadline)
+            }
+            #expect(error.code == .httpTooManyRedirects)
+        }
+    }
+
+    @Test func cancellationLeavesResumeData() async throws {
+        try await withServerAndTransport { server, transport in
+            let path = try temporaryPath()
+            let url = server.url("/bytes/2000000?seed=10&throttle=400000&only_first=1&key=c1")
+            let downloader = Downloader(transport: transport)
+            let task = Task { try await downloader.download(request(url), to: path, deadline: testDeadline) }
+            try await Task.sleep(for: .milliseconds(800))
+            task.cancel()
+            let error = try await #require(throws: FerryError.self) { try await task.value }
+            #expect(error.code == .cancelled)
+            let resumeData = try #require(error.resumeData)
+            #expect(resumeData.bytesReceived > 0)
+            let result = try await downloader.download(
+                request(url),
+                resumingFrom: resumeData,
+                to: path,
+                deadline: testDeadline
+            )
+            #expect(result.length == 2_000_000)
+            #expect(try sha256(ofFile: path) == expectedSHA256(2_000_000, seed: 10))
+        }
+    }
+
+    @Test func aStalledServerTimesOutWithResumeData() async throws {
+        try await TestServer.withServer { server in
+            var options = AsyncHTTPClientTransport.Options()
+            options.idleTimeout = 0.5
+            let transport = try AsyncHTTPClientTransport(options: options)
+            defer { Task { try await transport.shutdown() } }
+            let path = try temporaryPath()
+            let url = server.url("/bytes/1000000?seed=11&stall_after=300000&stall_ms=5000&only_first=1&key=t1")
+            let error = try await #require(throws: FerryError.self) {
+                try await Downloader(transport: transport).download(request(url), to: path, deadline: testDeadline)
+            }
+            #expect(error.code == .timedOut)
+            let resumeData = try #require(error.resumeData)
+            let result = try await Downloader(transport: transport).download(
+                request(url),
+                resumingFrom: resumeData,
+                to: path,
+                deadline: testDeadline
+            )
+            #expect(result.length == 1_000_000)
+            #expect(try sha256(ofFile: path) == expectedSHA256(1_000_000, seed: 11))
+        }
+    }
+
+    @Test func theResourceTimeoutEndsASlowDownload() async throws {
+        try await withServerAndTransport { server, transport in
+            let error = try await #require(throws: FerryError.self) {
+                try await Downloader(transport: transport).download(
+                    request(server.url("/bytes/1000000?throttle=100000")),
+                    to: try temporaryPath(),
+                    deadline: NIODeadline.now() + TimeAmount.milliseconds(700)
+                )
+            }
+            #expect(error.code == .timedOut)
+        }
+    }
+
+    @Test func errorsSayWhatHappened() async throws {
+        let transport = try AsyncHTTPClientTransport()
+        defer { Task { try await transport.shutdown() } }
+        // A port nothing listens on: bind one, note it, close it.
+        let server = try await TestServer.start()
+        let port = server.port
+        try await server.shutdown()
+        let error = try await #require(throws: FerryError.self) {
+            try await Downloader(transport: transport).download(
+                request("http://127.0.0.1:\(port)/bytes/1"),
+                to: try temporaryPath(),
+                deadline: testDeadline
+            )
+        }
+        #expect(error.code == .cannotConnectToHost)
+        let bad = try await #require(throws: FerryError.self) {
+            var injected = request("http://127.0.0.1:\(port)/")
+            injected.headers["X-Evil"] = "a\r\nb: c"
+            _ = try await Downloader(transport: transport).download(
+                injected,
+                to: try temporaryPath(),
+                deadline: testDeadline
+            )
+        }
+        #expect(bad.code == .invalidHeader)
+    }
+}

@@ -1,0 +1,73 @@
+import Crypto
+import FerryCore
+import FerryEngine
+import FerryTestServer
+import Foundation
+import NIOCore
+import Synchronization
+
+/// Runs `body` with a test server and a transport that trusts it.
+func withServerAndTransport<Result>(
+    _ body: (TestServer, AsyncHTTPClientTransport) async throws -> Result
+) async throws -> Result {
+    try await TestServer.withServer { server in
+        var options = AsyncHTTPClientTransport.Options()
+        options.additionalTrustRootsPEM = [server.certificates.trustRootPEM]
+        let transport = try AsyncHTTPClientTransport(options: options)
+        do {
+            let result = try await body(server, transport)
+            try await transport.shutdown()
+            return result
+        } catch {
+            try? await transport.shutdown()
+            throw error
+        }
+    }
+}
+
+/// A request for a URL string.
+func request(_ url: String) -> Request {
+    Request(url: URL(string: url)!)
+}
+
+/// A fresh file path in a fresh temporary directory.
+func temporaryPath(_ name: String = "download") throws -> String {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-engine-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    return directory.appendingPathComponent(name).path
+}
+
+/// The SHA-256 of a file, in hex.
+func sha256(ofFile path: String) throws -> String {
+    let data = try Data(contentsOf: URL(fileURLWithPath: path))
+    return sha256(Array(data))
+}
+
+/// The SHA-256 of bytes, in hex.
+func sha256(_ bytes: [UInt8]) -> String {
+    SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+}
+
+/// The SHA-256 of `/bytes/{count}?seed={seed}` (version `version`).
+func expectedSHA256(_ count: Int, seed: UInt64, version: Int = 0) -> String {
+    sha256(DeterministicBytes(seed: seed, version: version).bytes(offset: 0, count: count))
+}
+
+/// A deadline far enough away for any test.
+var testDeadline: NIODeadline { .now() + .seconds(120) }
+
+/// Records the events of a download.
+final class EventLog: Sendable {
+    private let resumes = Mutex<[(Int64, Int64?)]>([])
+    private let written = Mutex<Int64>(0)
+
+    var events: Downloader.Events {
+        var events = Downloader.Events()
+        events.didResume = { offset, total in self.resumes.withLock { $0.append((offset, total)) } }
+        events.didWrite = { _, total, _ in self.written.withLock { $0 = total } }
+        return events
+    }
+
+    var resumedAt: [Int64] { resumes.withLock { $0.map(\.0) } }
+    var lastTotalWritten: Int64 { written.withLock { $0 } }
+}
