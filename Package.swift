@@ -13,6 +13,7 @@ let package = Package(
     products: [
         .library(name: "Ferry", targets: ["Ferry"]),
         .library(name: "FerryCore", targets: ["FerryCore"]),
+        .library(name: "FerryEngine", targets: ["FerryEngine"]),
         .library(name: "FerryTestServer", targets: ["FerryTestServer"]),
         .executable(name: "ferry", targets: ["FerryTool"]),
         .executable(name: "ferryd", targets: ["FerrydTool"]),
