@@ -103,17 +103,16 @@ public struct Downloader: Sendable {
                 }
                 guard let next = await events.willRedirect(response.status, response.headers, proposed) else {
                     // Refused: the redirect response itself is the result, body and all.
-                    return try await finish(
-                        response,
+                    let job = BodyJob(
+                        response: response,
                         request: current,
+                        original: originalRequest,
                         path: path,
                         writeOffset: 0,
                         validators: nil,
-                        original: originalRequest,
-                        redirects: redirectCount,
-                        deadline: deadline,
-                        events: events
+                        redirects: redirectCount
                     )
+                    return try await finish(job, deadline: deadline, events: events)
                 }
                 try await Self.drain(response.body)
                 try next.validate()
@@ -123,7 +122,10 @@ public struct Downloader: Sendable {
             }
 
             var writeOffset: Int64 = 0
-            var validators = (etag: response.headers["etag"], lastModified: response.headers["last-modified"])
+            var validators = BodyJob.Validators(
+                etag: response.headers["etag"],
+                lastModified: response.headers["last-modified"]
+            )
             if ranged, let plan = resumption {
                 switch plan.judge(status: response.status, headers: response.headers) {
                 case .append(let total):
@@ -158,32 +160,41 @@ public struct Downloader: Sendable {
                 // Resume data that could not be used (no validator, or a refetch): start over, and say so.
                 events.didResume(0, Self.contentLength(response.headers))
             }
-            return try await finish(
-                response,
+            let job = BodyJob(
+                response: response,
                 request: current,
+                original: originalRequest,
                 path: path,
                 writeOffset: writeOffset,
                 validators: validators,
-                original: originalRequest,
-                redirects: redirectCount,
-                deadline: deadline,
-                events: events
+                redirects: redirectCount
             )
+            return try await finish(job, deadline: deadline, events: events)
         }
     }
 
-    /// Writes the body at `writeOffset` within the deadline.
-    private func finish(
-        _ response: TransportResponse,
-        request: Request,
-        path: String,
-        writeOffset: Int64,
-        validators: (etag: String?, lastModified: String?)?,
-        original: Request,
-        redirects: Int,
-        deadline: NIODeadline,
-        events: Events
-    ) async throws -> Result {
+    /// A response whose body is to be written, and what the result and resume data need to know.
+    private struct BodyJob: Sendable {
+        struct Validators: Sendable {
+            var etag: String?
+            var lastModified: String?
+        }
+
+        var response: TransportResponse
+        /// The request that got this response (after redirects).
+        var request: Request
+        /// The request as first made.
+        var original: Request
+        var path: String
+        /// Where the body goes in the file; the file is cut to this length first.
+        var writeOffset: Int64
+        /// The validators of the version being written; nil when it cannot be resumed at all.
+        var validators: Validators?
+        var redirects: Int
+    }
+
+    /// Writes the body within the deadline.
+    private func finish(_ job: BodyJob, deadline: NIODeadline, events: Events) async throws -> Result {
         // The transport's deadline covers the exchange up to the response head; the body is raced
         // against the rest of it here. One child task reads the whole body: no hop per chunk.
         enum Outcome: Sendable {
@@ -192,18 +203,7 @@ public struct Downloader: Sendable {
         }
         return try await withThrowingTaskGroup(of: Outcome.self) { group in
             group.addTask {
-                .done(
-                    try await self.writeBody(
-                        response,
-                        request: request,
-                        path: path,
-                        writeOffset: writeOffset,
-                        validators: validators,
-                        original: original,
-                        redirects: redirects,
-                        events: events
-                    )
-                )
+                .done(try await self.writeBody(job, events: events))
             }
             group.addTask {
                 let remaining = deadline.uptimeNanoseconds.subtractingReportingOverflow(
@@ -227,7 +227,7 @@ public struct Downloader: Sendable {
                     throw FerryError(
                         .timedOut,
                         "the download took longer than its resource timeout",
-                        failingURL: request.url.absoluteString,
+                        failingURL: job.request.url.absoluteString,
                         resumeData: error.resumeData
                     )
                 }
@@ -236,27 +236,19 @@ public struct Downloader: Sendable {
     }
 
     /// Writes the body at `writeOffset` and checks that it is complete.
-    private func writeBody(
-        _ response: TransportResponse,
-        request: Request,
-        path: String,
-        writeOffset: Int64,
-        validators: (etag: String?, lastModified: String?)?,
-        original: Request,
-        redirects: Int,
-        events: Events
-    ) async throws -> Result {
+    private func writeBody(_ job: BodyJob, events: Events) async throws -> Result {
+        let (response, request, path, writeOffset) = (job.response, job.request, job.path, job.writeOffset)
         let sink = try FileSink(path: path, keepingFirst: writeOffset)
         let declared = Self.contentLength(response.headers)
         let expectedTotal = declared.map { writeOffset + $0 }
         func resumeData() -> ResumeData? {
             // Only a successful response with a validator can be continued safely.
-            guard let validators, response.status == 200 || response.status == 206,
+            guard let validators = job.validators, response.status == 200 || response.status == 206,
                 validators.etag.map({ !$0.hasPrefix("W/") }) == true || validators.lastModified != nil,
                 sink.length > 0
             else { return nil }
             return ResumeData(
-                originalRequest: original,
+                originalRequest: job.original,
                 currentRequest: request,
                 bytesReceived: sink.length,
                 expectedLength: expectedTotal,
@@ -299,7 +291,7 @@ public struct Downloader: Sendable {
             protocolName: response.protocolName,
             path: path,
             length: sink.length,
-            redirectCount: redirects
+            redirectCount: job.redirects
         )
     }
 

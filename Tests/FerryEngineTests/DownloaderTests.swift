@@ -28,9 +28,7 @@ import Testing
             let path = try temporaryPath()
             let url = server.url("/bytes/4000000?seed=2&close_after=1500000&only_first=1&key=resume1")
             let downloader = Downloader(transport: transport)
-            let error = try await #require(throws: FerryError.self) {
-                try await downloader.download(request(url), to: path, deadline: testDeadline)
-            }
+            let error = try await failingDownload(downloader, url, to: path)
             #expect(error.code == .networkConnectionLost)
             let resumeData = try #require(error.resumeData)
             #expect(resumeData.bytesReceived > 0)
@@ -56,9 +54,7 @@ import Testing
         try await withServerAndTransport { server, transport in
             let path = try temporaryPath()
             let url = server.url("/bytes/2000000?seed=3&close_after=700000&only_first=1&key=disk1")
-            let error = try await #require(throws: FerryError.self) {
-                try await Downloader(transport: transport).download(request(url), to: path, deadline: testDeadline)
-            }
+            let error = try await failingDownload(Downloader(transport: transport), url, to: path)
             let stored = URL(fileURLWithPath: path + ".resume")
             try #require(error.resumeData).encoded().write(to: stored)
 
@@ -84,9 +80,7 @@ import Testing
             let path = try temporaryPath()
             let url = server.url("/bytes/1000000?seed=4&change_after=1&close_after=300000&only_first=1&key=v1")
             let downloader = Downloader(transport: transport)
-            let error = try await #require(throws: FerryError.self) {
-                try await downloader.download(request(url), to: path, deadline: testDeadline)
-            }
+            let error = try await failingDownload(downloader, url, to: path)
             let resumeData = try #require(error.resumeData)
             let log = EventLog()
             let result = try await downloader.download(
@@ -107,9 +101,7 @@ import Testing
             let path = try temporaryPath()
             let url = server.url("/bytes/1000000?seed=5&ignore_range=1&close_after=400000&only_first=1&key=ir1")
             let downloader = Downloader(transport: transport)
-            let error = try await #require(throws: FerryError.self) {
-                try await downloader.download(request(url), to: path, deadline: testDeadline)
-            }
+            let error = try await failingDownload(downloader, url, to: path)
             // The cut is over; from now on the server answers every Range with the whole body.
             let ignoring = server.url("/bytes/1000000?seed=5&ignore_range=1&key=ir1")
             var resumeData = try #require(error.resumeData)
@@ -133,9 +125,7 @@ import Testing
             let path = try temporaryPath()
             let url = server.url("/bytes/1000000?seed=6&bad_content_range=5&close_after=400000&only_first=1&key=cr1")
             let downloader = Downloader(transport: transport)
-            let error = try await #require(throws: FerryError.self) {
-                try await downloader.download(request(url), to: path, deadline: testDeadline)
-            }
+            let error = try await failingDownload(downloader, url, to: path)
             var resumeData = try #require(error.resumeData)
             // Every 206 of this URL claims other bytes than it sends.
             resumeData.currentRequest = request(server.url("/bytes/1000000?seed=6&bad_content_range=5"))
@@ -173,9 +163,7 @@ import Testing
             let path = try temporaryPath()
             let url = server.url("/bytes/1000000?seed=8&close_after=200000&only_first=1&key=e1")
             let downloader = Downloader(transport: transport)
-            let first = try await #require(throws: FerryError.self) {
-                try await downloader.download(request(url), to: path, deadline: testDeadline)
-            }
+            let first = try await failingDownload(downloader, url, to: path)
             var resumeData = try #require(first.resumeData)
             resumeData.currentRequest = request(server.url("/bytes/1000000?seed=8&fail=1&fail_status=503&key=e2"))
             let second = try await #require(throws: FerryError.self) {
@@ -285,9 +273,7 @@ import Testing
             defer { Task { try await transport.shutdown() } }
             let path = try temporaryPath()
             let url = server.url("/bytes/1000000?seed=11&stall_after=300000&stall_ms=5000&only_first=1&key=t1")
-            let error = try await #require(throws: FerryError.self) {
-                try await Downloader(transport: transport).download(request(url), to: path, deadline: testDeadline)
-            }
+            let error = try await failingDownload(Downloader(transport: transport), url, to: path)
             #expect(error.code == .timedOut)
             let resumeData = try #require(error.resumeData)
             let result = try await Downloader(transport: transport).download(

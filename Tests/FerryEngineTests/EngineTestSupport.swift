@@ -71,3 +71,13 @@ final class EventLog: Sendable {
     var resumedAt: [Int64] { resumes.withLock { $0.map(\.0) } }
     var lastTotalWritten: Int64 { written.withLock { $0 } }
 }
+
+/// Runs a download that must fail (the server cuts or stalls it) and returns its error.
+func failingDownload(_ downloader: Downloader, _ url: String, to path: String) async throws -> FerryError {
+    do {
+        let result = try await downloader.download(request(url), to: path, deadline: testDeadline)
+        throw FerryError(.invalidOperation, "expected \(url) to fail, but it gave \(result.length) bytes")
+    } catch let error as FerryError where error.code != .invalidOperation {
+        return error
+    }
+}
