@@ -84,7 +84,12 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         var outgoing = HTTPClientRequest(url: request.url.absoluteString)
         outgoing.method = HTTPMethod(rawValue: request.method)
         for field in request.headers { outgoing.headers.add(name: field.name, value: field.value) }
-        if let body = request.body { outgoing.body = .bytes(body) }
+        switch request.body {
+        case .bytes(let buffer): outgoing.body = .bytes(buffer)
+        case .stream(let length, let stream):
+            outgoing.body = .stream(stream, length: length.map { .known($0) } ?? .unknown)
+        case nil: break
+        }
         let response: HTTPClientResponse
         do {
             response = try await client.execute(outgoing, deadline: deadline)
@@ -97,7 +102,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
             status: Int(response.status.code),
             headers: headers,
             protocolName: response.version == .http2 ? "h2" : "http/1.1",
-            body: TransportResponseBody(response.body)
+            body: TransportBodyStream(response.body)
         )
     }
 

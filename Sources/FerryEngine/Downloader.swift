@@ -318,7 +318,7 @@ public struct Downloader: Sendable {
     }
 
     /// Reads and drops a body we will not use, so its connection can be reused.
-    private static func drain(_ body: TransportResponseBody) async throws {
+    private static func drain(_ body: TransportBodyStream) async throws {
         for try await _ in body {}
     }
 }

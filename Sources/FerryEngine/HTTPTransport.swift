@@ -26,10 +26,10 @@ public struct TransportRequest: Sendable {
     /// The header fields, already validated.
     public var headers: Headers
     /// The body, if any.
-    public var body: ByteBuffer?
+    public var body: TransportRequestBody?
 
     /// Creates a request.
-    public init(method: String, url: URL, headers: Headers, body: ByteBuffer? = nil) {
+    public init(method: String, url: URL, headers: Headers, body: TransportRequestBody? = nil) {
         self.method = method
         self.url = url
         self.headers = headers
@@ -37,9 +37,17 @@ public struct TransportRequest: Sendable {
     }
 
     /// The transport request for a Ferry request.
-    public init(_ request: Request, body: ByteBuffer? = nil) {
+    public init(_ request: Request, body: TransportRequestBody? = nil) {
         self.init(method: request.method, url: request.url, headers: request.headers, body: body)
     }
+}
+
+/// A request body: bytes in memory, or a stream read as it is sent (constant memory whatever its size).
+public enum TransportRequestBody: Sendable {
+    /// Bytes in memory.
+    case bytes(ByteBuffer)
+    /// Bytes produced as they are sent; `length` nil sends them chunked.
+    case stream(length: Int64?, TransportBodyStream)
 }
 
 /// The head of a response and its body, to be read once.
@@ -51,10 +59,10 @@ public struct TransportResponse: Sendable {
     /// The protocol, `http/1.1` or `h2`.
     public var protocolName: String
     /// The body, as it arrives, with backpressure: the next chunk is read when this one is taken.
-    public var body: TransportResponseBody
+    public var body: TransportBodyStream
 
     /// Creates a response.
-    public init(status: Int, headers: Headers, protocolName: String, body: TransportResponseBody) {
+    public init(status: Int, headers: Headers, protocolName: String, body: TransportBodyStream) {
         self.status = status
         self.headers = headers
         self.protocolName = protocolName
@@ -62,8 +70,9 @@ public struct TransportResponse: Sendable {
     }
 }
 
-/// A response body: byte buffers as they arrive, with backpressure. Errors are ``FerryError``s.
-public struct TransportResponseBody: AsyncSequence, Sendable {
+/// A body as a sequence of byte buffers: a response's as it arrives (with backpressure), or a request's as
+/// it is produced. Errors are ``FerryError``s.
+public struct TransportBodyStream: AsyncSequence, Sendable {
     public typealias Element = ByteBuffer
 
     private let makeIterator: @Sendable () -> Iterator
