@@ -84,41 +84,31 @@ public struct Downloader: Sendable {
         var redirectCount = 0
         var refetched = false
 
+        let follower = RedirectFollower(transport: transport, maximumRedirects: maximumRedirects)
         while true {
-            var sent = current
             let ranged = resumption?.canResume == true
-            if ranged, let resumption {
-                for header in resumption.requestHeaders { sent.headers[header.name] = header.value }
-            }
-            let response = try await transport.send(TransportRequest(sent), deadline: deadline)
-
-            if let proposed = Redirect.follow(current, status: response.status, location: response.headers["location"])
-            {
-                guard redirectCount < maximumRedirects else {
-                    throw FerryError(
-                        .httpTooManyRedirects,
-                        "more than \(maximumRedirects) redirects; the last went to \(proposed.url)",
-                        failingURL: current.url.absoluteString
-                    )
-                }
-                guard let next = await events.willRedirect(response.status, response.headers, proposed) else {
-                    // Refused: the redirect response itself is the result, body and all.
-                    let job = BodyJob(
-                        response: response,
-                        request: current,
-                        original: originalRequest,
-                        path: path,
-                        writeOffset: 0,
-                        validators: nil,
-                        redirects: redirectCount
-                    )
-                    return try await finish(job, deadline: deadline, events: events)
-                }
-                try await Self.drain(response.body)
-                try next.validate()
-                redirectCount += 1
-                current = next
-                continue
+            let outcome = try await follower.send(
+                current,
+                body: nil,
+                extraHeaders: ranged ? resumption?.requestHeaders ?? [] : [],
+                deadline: deadline,
+                willRedirect: events.willRedirect
+            )
+            let response = outcome.response
+            current = outcome.request
+            redirectCount += outcome.redirects
+            if outcome.refusedRedirect {
+                // The redirect response itself is the result, body and all.
+                let job = BodyJob(
+                    response: response,
+                    request: current,
+                    original: originalRequest,
+                    path: path,
+                    writeOffset: 0,
+                    validators: nil,
+                    redirects: redirectCount
+                )
+                return try await finish(job, deadline: deadline, events: events)
             }
 
             var writeOffset: Int64 = 0
@@ -195,43 +185,8 @@ public struct Downloader: Sendable {
 
     /// Writes the body within the deadline.
     private func finish(_ job: BodyJob, deadline: NIODeadline, events: Events) async throws -> Result {
-        // The transport's deadline covers the exchange up to the response head; the body is raced
-        // against the rest of it here. One child task reads the whole body: no hop per chunk.
-        enum Outcome: Sendable {
-            case done(Result)
-            case deadlinePassed
-        }
-        return try await withThrowingTaskGroup(of: Outcome.self) { group in
-            group.addTask {
-                .done(try await self.writeBody(job, events: events))
-            }
-            group.addTask {
-                let remaining = deadline.uptimeNanoseconds.subtractingReportingOverflow(
-                    NIODeadline.now().uptimeNanoseconds
-                )
-                if !remaining.overflow, remaining.partialValue > 0 {
-                    try await Task.sleep(for: .nanoseconds(Int64(clamping: remaining.partialValue)))
-                }
-                return .deadlinePassed
-            }
-            guard let first = try await group.next() else { preconditionFailure("two tasks were added") }
-            group.cancelAll()
-            switch first {
-            case .done(let result):
-                return result
-            case .deadlinePassed:
-                do {
-                    if case .done(let result)? = try await group.next() { return result }
-                    preconditionFailure("the body task ends with a result or an error")
-                } catch let error as FerryError {
-                    throw FerryError(
-                        .timedOut,
-                        "the download took longer than its resource timeout",
-                        failingURL: job.request.url.absoluteString,
-                        resumeData: error.resumeData
-                    )
-                }
-            }
+        try await DeadlineRace.run(until: deadline, url: job.request.url.absoluteString) {
+            try await self.writeBody(job, events: events)
         }
     }
 

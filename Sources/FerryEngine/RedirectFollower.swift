@@ -1,0 +1,132 @@
+import FerryCore
+import NIOCore
+
+/// Sends a request and follows its redirects, asking first (URLSession's willPerformHTTPRedirection).
+/// Shared by downloads and data loads, so both treat redirects the same way.
+struct RedirectFollower: Sendable {
+    /// The caller's say on a redirect: the request to follow (possibly changed), or nil to stop there.
+    typealias Decision = @Sendable (_ status: Int, _ headers: Headers, _ proposed: Request) async -> Request?
+
+    /// The final response, its body unread.
+    struct Outcome: Sendable {
+        /// The response.
+        var response: TransportResponse
+        /// The request that got it.
+        var request: Request
+        /// Redirects followed.
+        var redirects: Int
+        /// The response is a redirect the caller refused to follow.
+        var refusedRedirect: Bool
+    }
+
+    let transport: any HTTPTransport
+    let maximumRedirects: Int
+
+    /// Sends `request`, adding `extraHeaders` to every hop, and follows redirects.
+    /// - Throws: ``FerryError`` (``FerryError/Code/httpTooManyRedirects`` past the limit, the transport's).
+    func send(
+        _ request: Request,
+        body: TransportRequestBody?,
+        extraHeaders: [(name: String, value: String)],
+        deadline: NIODeadline,
+        willRedirect: Decision
+    ) async throws -> Outcome {
+        var current = request
+        var currentBody = body
+        var redirects = 0
+        while true {
+            var sent = current
+            for header in extraHeaders { sent.headers[header.name] = header.value }
+            let response = try await transport.send(TransportRequest(sent, body: currentBody), deadline: deadline)
+            guard
+                let proposed = Redirect.follow(current, status: response.status, location: response.headers["location"])
+            else {
+                return Outcome(response: response, request: current, redirects: redirects, refusedRedirect: false)
+            }
+            guard redirects < maximumRedirects else {
+                throw FerryError(
+                    .httpTooManyRedirects,
+                    "more than \(maximumRedirects) redirects; the last went to \(proposed.url)",
+                    failingURL: current.url.absoluteString
+                )
+            }
+            guard let next = await willRedirect(response.status, response.headers, proposed) else {
+                return Outcome(response: response, request: current, redirects: redirects, refusedRedirect: true)
+            }
+            for try await _ in response.body {}  // drain, so the connection can be reused
+            try next.validate()
+            if !Redirect.keepsBody(status: response.status, method: current.method) { currentBody = nil }
+            redirects += 1
+            current = next
+        }
+    }
+}
+
+/// Races work against a deadline: the transport's deadline ends at the response head, so bodies are
+/// raced here. The work runs in one child task (no hop per chunk).
+enum DeadlineRace {
+    private enum Outcome<Value: Sendable>: Sendable {
+        case done(Value)
+        case deadlinePassed
+        /// The timer was cancelled (the caller's task was): the work decides the outcome.
+        case timerCancelled
+    }
+
+    /// Runs `work`; if `deadline` passes first, cancels it and throws a ``FerryError/Code/timedOut`` error
+    /// that keeps the resume data the cancelled work reported. A cancellation of the caller reaches the
+    /// work, whose own error (with its resume data) is what is thrown.
+    static func run<Value: Sendable>(
+        until deadline: NIODeadline,
+        url: String,
+        _ work: @escaping @Sendable () async throws -> Value
+    ) async throws -> Value {
+        try await withThrowingTaskGroup(of: Outcome<Value>.self) { group in
+            group.addTask { .done(try await work()) }
+            group.addTask {
+                let remaining = deadline.uptimeNanoseconds.subtractingReportingOverflow(
+                    NIODeadline.now().uptimeNanoseconds
+                )
+                if !remaining.overflow, remaining.partialValue > 0 {
+                    do {
+                        try await Task.sleep(for: .nanoseconds(Int64(clamping: remaining.partialValue)))
+                    } catch {
+                        return .timerCancelled
+                    }
+                }
+                return .deadlinePassed
+            }
+            var timedOut = false
+            while let next = try await nextOutcome(&group, timedOut: timedOut, url: url) {
+                switch next {
+                case .done(let value):
+                    group.cancelAll()
+                    return value
+                case .deadlinePassed:
+                    timedOut = true
+                    group.cancelAll()
+                case .timerCancelled:
+                    continue
+                }
+            }
+            preconditionFailure("the work ends with a value or an error")
+        }
+    }
+
+    /// The next outcome; once the deadline has passed, the work's error becomes a timeout.
+    private static func nextOutcome<Value: Sendable>(
+        _ group: inout ThrowingTaskGroup<Outcome<Value>, any Error>,
+        timedOut: Bool,
+        url: String
+    ) async throws -> Outcome<Value>? {
+        do {
+            return try await group.next()
+        } catch let error as FerryError where timedOut {
+            throw FerryError(
+                .timedOut,
+                "the transfer took longer than its resource timeout",
+                failingURL: url,
+                resumeData: error.resumeData
+            )
+        }
+    }
+}
