@@ -47,6 +47,8 @@ public struct FerryError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let fileIsDirectory = Code(-1101, "fileIsDirectory")
         /// A file to upload cannot be read (URLError -1102).
         public static let noPermissionsToReadFile = Code(-1102, "noPermissionsToReadFile")
+        /// A body is larger than the caller allows (URLError -1103).
+        public static let dataLengthExceedsMaximum = Code(-1103, "dataLengthExceedsMaximum")
         /// TLS failed (URLError -1200).
         public static let secureConnectionFailed = Code(-1200, "secureConnectionFailed")
         /// The server's certificate is not trusted (URLError -1202).
