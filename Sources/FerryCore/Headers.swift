@@ -70,6 +70,11 @@ public struct Headers: Sendable, Hashable, Codable, Sequence, ExpressibleByDicti
         fields.append(Field(name: name, value: value))
     }
 
+    /// The Content-Length as a number; nil when absent or not a non-negative integer.
+    public var contentLength: Int64? {
+        self["content-length"].flatMap { Int64($0) }.flatMap { $0 >= 0 ? $0 : nil }
+    }
+
     /// Whether a field named `name` is present.
     public func contains(_ name: String) -> Bool { self[name] != nil }
 

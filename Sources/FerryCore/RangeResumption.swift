@@ -18,11 +18,14 @@ public struct RangeResumption: Sendable, Hashable {
     public init(offset: Int64, expectedLength: Int64?, entityTag: String?, lastModified: String?) {
         self.offset = offset
         self.expectedLength = expectedLength
-        if let entityTag, !entityTag.hasPrefix("W/") {
-            self.validator = entityTag
-        } else {
-            self.validator = lastModified
-        }
+        self.validator = Self.validator(entityTag: entityTag, lastModified: lastModified)
+    }
+
+    /// The validator that can guard a range: the entity tag when it is strong, else Last-Modified; nil
+    /// when there is none, and then a download cannot be continued safely.
+    public static func validator(entityTag: String?, lastModified: String?) -> String? {
+        if let entityTag, !entityTag.hasPrefix("W/") { return entityTag }
+        return lastModified
     }
 
     /// Whether asking for a range is safe: there are bytes to keep and a validator to guard them. If not,
@@ -85,7 +88,7 @@ public struct RangeResumption: Sendable, Hashable {
         if let validator, validator.hasPrefix("\""), let etag = headers["etag"], etag != validator {
             return .discardAndRefetch(reason: "a 206 with another entity tag (\(etag)) than asked for (\(validator))")
         }
-        if let length = headers["content-length"].flatMap({ Int64($0) }), length != range.last - range.first + 1 {
+        if let length = headers.contentLength, length != range.last - range.first + 1 {
             return .discardAndRefetch(reason: "Content-Length \(length) does not match the Content-Range")
         }
         return .append(totalLength: range.total ?? expectedLength)

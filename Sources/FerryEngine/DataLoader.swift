@@ -62,7 +62,7 @@ public struct DataLoader: Sendable {
         let response = outcome.response
         let url = outcome.request.url.absoluteString
         let collected = try await DeadlineRace.run(until: deadline, url: url) {
-            let declared = response.headers["content-length"].flatMap { Int($0) }
+            let declared = response.headers.contentLength.map { Int(clamping: $0) }
             if let declared, declared > limit {
                 throw FerryError(
                     .dataLengthExceedsMaximum,

@@ -124,7 +124,7 @@ public struct Downloader: Sendable {
                     if validators.lastModified == nil { validators.lastModified = resumeData?.lastModified }
                     events.didResume(plan.offset, total)
                 case .startOver:
-                    events.didResume(0, Self.contentLength(response.headers))
+                    events.didResume(0, response.headers.contentLength)
                 case .discardAndRefetch(let reason):
                     try await Self.drain(response.body)
                     guard !refetched else {
@@ -148,7 +148,7 @@ public struct Downloader: Sendable {
                 }
             } else if resumeData != nil {
                 // Resume data that could not be used (no validator, or a refetch): start over, and say so.
-                events.didResume(0, Self.contentLength(response.headers))
+                events.didResume(0, response.headers.contentLength)
             }
             let job = BodyJob(
                 response: response,
@@ -194,12 +194,12 @@ public struct Downloader: Sendable {
     private func writeBody(_ job: BodyJob, events: Events) async throws -> Result {
         let (response, request, path, writeOffset) = (job.response, job.request, job.path, job.writeOffset)
         let sink = try FileSink(path: path, keepingFirst: writeOffset)
-        let declared = Self.contentLength(response.headers)
+        let declared = response.headers.contentLength
         let expectedTotal = declared.map { writeOffset + $0 }
         func resumeData() -> ResumeData? {
             // Only a successful response with a validator can be continued safely.
             guard let validators = job.validators, response.status == 200 || response.status == 206,
-                validators.etag.map({ !$0.hasPrefix("W/") }) == true || validators.lastModified != nil,
+                RangeResumption.validator(entityTag: validators.etag, lastModified: validators.lastModified) != nil,
                 sink.length > 0
             else { return nil }
             return ResumeData(
@@ -266,10 +266,6 @@ public struct Downloader: Sendable {
             entityTag: resumeData.entityTag,
             lastModified: resumeData.lastModified
         )
-    }
-
-    private static func contentLength(_ headers: Headers) -> Int64? {
-        headers["content-length"].flatMap { Int64($0) }
     }
 
     /// Reads and drops a body we will not use, so its connection can be reused.

@@ -31,6 +31,13 @@ import Testing
         }
     }
 
+    @Test func readsContentLength() {
+        #expect(Headers([("Content-Length", "42")]).contentLength == 42)
+        #expect(Headers([("content-length", "-1")]).contentLength == nil)
+        #expect(Headers([("Content-Length", "many")]).contentLength == nil)
+        #expect(Headers().contentLength == nil)
+    }
+
     @Test func acceptsOrdinaryFields() throws {
         try Headers([("Accept", "*/*"), ("X-Custom_Name.1", "value with spaces; and=symbols")]).validate()
     }

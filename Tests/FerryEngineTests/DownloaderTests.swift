@@ -35,15 +35,8 @@ import Testing
             #expect(resumeData.bytesReceived <= 1_500_000)
             #expect(resumeData.entityTag == "\"bytes-4000000-2-v0\"")
 
-            let log = EventLog()
-            let result = try await downloader.download(
-                request(url),
-                resumingFrom: resumeData,
-                to: path,
-                deadline: testDeadline,
-                events: log.events
-            )
-            #expect(log.resumedAt == [resumeData.bytesReceived])
+            let (result, resumedAt) = try await resumeDownload(downloader, resumeData, to: path)
+            #expect(resumedAt == [resumeData.bytesReceived])
             #expect(result.status == 206)
             #expect(result.length == 4_000_000)
             #expect(try sha256(ofFile: path) == expectedSHA256(4_000_000, seed: 2))
@@ -82,15 +75,8 @@ import Testing
             let downloader = Downloader(transport: transport)
             let error = try await failingDownload(downloader, url, to: path)
             let resumeData = try #require(error.resumeData)
-            let log = EventLog()
-            let result = try await downloader.download(
-                request(url),
-                resumingFrom: resumeData,
-                to: path,
-                deadline: testDeadline,
-                events: log.events
-            )
-            #expect(log.resumedAt == [0])
+            let (result, resumedAt) = try await resumeDownload(downloader, resumeData, to: path)
+            #expect(resumedAt == [0])
             #expect(result.status == 200)
             #expect(try sha256(ofFile: path) == expectedSHA256(1_000_000, seed: 4, version: 1))
         }
@@ -106,15 +92,8 @@ import Testing
             let ignoring = server.url("/bytes/1000000?seed=5&ignore_range=1&key=ir1")
             var resumeData = try #require(error.resumeData)
             resumeData.currentRequest = request(ignoring)
-            let log = EventLog()
-            let result = try await downloader.download(
-                request(ignoring),
-                resumingFrom: resumeData,
-                to: path,
-                deadline: testDeadline,
-                events: log.events
-            )
-            #expect(log.resumedAt == [0])
+            let (result, resumedAt) = try await resumeDownload(downloader, resumeData, to: path)
+            #expect(resumedAt == [0])
             #expect(result.length == 1_000_000)
             #expect(try sha256(ofFile: path) == expectedSHA256(1_000_000, seed: 5))
         }
@@ -129,15 +108,8 @@ import Testing
             var resumeData = try #require(error.resumeData)
             // Every 206 of this URL claims other bytes than it sends.
             resumeData.currentRequest = request(server.url("/bytes/1000000?seed=6&bad_content_range=5"))
-            let log = EventLog()
-            let result = try await downloader.download(
-                resumeData.currentRequest,
-                resumingFrom: resumeData,
-                to: path,
-                deadline: testDeadline,
-                events: log.events
-            )
-            #expect(log.resumedAt == [0], "discarded and fetched again from the start")
+            let (result, resumedAt) = try await resumeDownload(downloader, resumeData, to: path)
+            #expect(resumedAt == [0], "discarded and fetched again from the start")
             #expect(result.status == 200)
             #expect(try sha256(ofFile: path) == expectedSHA256(1_000_000, seed: 6))
         }
@@ -185,7 +157,7 @@ import Testing
         try await withServerAndTransport { server, transport in
             let path = try temporaryPath()
             let url = server.url("/bytes/300000?seed=9")
-            var resumeData = ResumeData(
+            let resumeData = ResumeData(
                 originalRequest: request(url),
                 currentRequest: request(url),
                 bytesReceived: 1000,
@@ -194,16 +166,8 @@ import Testing
                 lastModified: nil,
                 partialFilePath: path + ".gone"
             )
-            resumeData.bytesReceived = 1000
-            let log = EventLog()
-            let result = try await Downloader(transport: transport).download(
-                request(url),
-                resumingFrom: resumeData,
-                to: path,
-                deadline: testDeadline,
-                events: log.events
-            )
-            #expect(log.resumedAt == [0])
+            let (result, resumedAt) = try await resumeDownload(Downloader(transport: transport), resumeData, to: path)
+            #expect(resumedAt == [0])
             #expect(result.status == 200)
             #expect(try sha256(ofFile: path) == expectedSHA256(300_000, seed: 9))
         }

@@ -81,3 +81,20 @@ func failingDownload(_ downloader: Downloader, _ url: String, to path: String) a
         return error
     }
 }
+
+/// Continues `resumeData` into `path`; returns the result and the offsets didResume reported.
+func resumeDownload(
+    _ downloader: Downloader,
+    _ resumeData: ResumeData,
+    to path: String
+) async throws -> (Downloader.Result, [Int64]) {
+    let log = EventLog()
+    let result = try await downloader.download(
+        resumeData.currentRequest,
+        resumingFrom: resumeData,
+        to: path,
+        deadline: testDeadline,
+        events: log.events
+    )
+    return (result, log.resumedAt)
+}
