@@ -111,6 +111,10 @@ public struct Faults: Sendable, Hashable {
 }
 
 extension Faults {
+    /// The name under which `fail`, `change_after` and `only_first` count a request: `key=`, else the
+    /// request target.
+    func counterKey(target: String?) -> String { key ?? (target ?? "/") }
+
     /// These faults without the ones that shape the body: what `only_first` leaves once its count is used.
     var withoutBodyFaults: Faults {
         var clean = self

@@ -114,7 +114,7 @@ extension Router {
     }
 
     /// The key under which `fail` and `change_after` count: `key=` or the request target.
-    var requestKey: String { faults.key ?? (request.path ?? "/") }
+    var requestKey: String { faults.counterKey(target: request.path) }
 
     /// Serves a representation: conditionals, Range, gzip, chunked, and the body faults.
     func content(_ representation: Representation) -> ResponsePlan {

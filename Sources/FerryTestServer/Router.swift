@@ -17,7 +17,7 @@ struct Router {
         self.query = Query(target: request.path ?? "/")
         var faults = Faults(query: query, headers: request.headerFields)
         if let onlyFirst = faults.onlyFirst {
-            let key = "only:" + (faults.key ?? (request.path ?? "/"))
+            let key = "only:" + faults.counterKey(target: request.path)
             if listener.state.nextRequestIndex(key: key) >= onlyFirst { faults = faults.withoutBodyFaults }
         }
         self.faults = faults
