@@ -52,7 +52,11 @@ let package = Package(
         ),
         .target(name: "FerryStore", dependencies: ["FerryCore"], swiftSettings: swiftSettings),
         .target(name: "FerryDaemon", dependencies: ["FerryEngine", "FerryStore"], swiftSettings: swiftSettings),
-        .target(name: "Ferry", dependencies: ["FerryEngine"], swiftSettings: swiftSettings),
+        .target(
+            name: "Ferry",
+            dependencies: ["FerryEngine", .product(name: "NIOCore", package: "swift-nio")],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "FerryCLI",
             dependencies: ["Ferry", .product(name: "ArgumentParser", package: "swift-argument-parser")],
@@ -108,6 +112,17 @@ let package = Package(
         .testTarget(
             name: "FerryEngineTests",
             dependencies: [
+                "FerryEngine",
+                "FerryTestServer",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "FerryTests",
+            dependencies: [
+                "Ferry",
                 "FerryEngine",
                 "FerryTestServer",
                 .product(name: "NIOCore", package: "swift-nio"),

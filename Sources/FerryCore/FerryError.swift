@@ -19,6 +19,8 @@ public struct FerryError: Error, Sendable, Hashable, CustomStringConvertible {
         public var description: String { name }
 
         // Mirrors of URLError.Code.
+        /// Something failed that has no better code (URLError -1); the message says what.
+        public static let unknown = Code(-1, "unknown")
         /// The task was cancelled (URLError -999).
         public static let cancelled = Code(-999, "cancelled")
         /// The URL is malformed (URLError -1000).

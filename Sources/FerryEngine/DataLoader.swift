@@ -17,10 +17,49 @@ public struct DataLoader: Sendable {
         public var headers: Headers
         /// `http/1.1` or `h2`.
         public var protocolName: String
-        /// The body.
+        /// The body (empty when the caller asked not to collect it).
         public var body: ByteBuffer
+        /// The body's length, collected or not.
+        public var bodyLength: Int64
         /// Redirects followed.
         public var redirectCount: Int
+    }
+
+    /// What to do with a response once its head has arrived (URLSession's response disposition).
+    public enum ResponseDisposition: Sendable {
+        /// Read the body.
+        case allow
+        /// Stop: the load fails with ``FerryError/Code/cancelled``.
+        case cancel
+        /// Write the body to the file at `path` instead, as a download (with a download's checks).
+        case becomeDownload(path: String, events: Downloader.Events)
+    }
+
+    /// How a load ended.
+    public enum Outcome: Sendable {
+        /// The body was read (and collected, if asked).
+        case loaded(Result)
+        /// The response became a download (``ResponseDisposition/becomeDownload(path:events:)``).
+        case downloaded(Downloader.Result)
+    }
+
+    /// The caller's say and view along the way.
+    public struct Hooks: Sendable {
+        /// Each redirect: the request to follow (possibly changed), or nil to stop there. Default: follow.
+        public var willRedirect: @Sendable (Int, Headers, Request) async -> Request? = { _, _, proposed in proposed }
+        /// The final response head, before its body. Default: ``ResponseDisposition/allow``.
+        public var didReceiveResponse: @Sendable (Int, Headers, Request) async -> ResponseDisposition = { _, _, _ in
+            .allow
+        }
+        /// Each body chunk as it arrives; the next is read when this returns (backpressure).
+        public var didReceive: @Sendable (ByteBuffer) async -> Void = { _ in }
+        /// Whether to keep the body in ``Result/body`` (a delegate that sees every chunk may not need it).
+        public var collect = true
+        /// Closed while the task is suspended.
+        public var gate: TransferGate?
+
+        /// The defaults: follow redirects, allow, collect.
+        public init() {}
     }
 
     /// The most redirects followed before failing with ``FerryError/Code/httpTooManyRedirects``.
@@ -50,18 +89,49 @@ public struct DataLoader: Sendable {
         willRedirect: @escaping @Sendable (Int, Headers, Request) async -> Request? = { _, _, proposed in proposed },
         didReceive: @escaping @Sendable (ByteBuffer) -> Void = { _ in }
     ) async throws -> Result {
-        try request.validate()
-        let outcome = try await RedirectFollower(transport: transport, maximumRedirects: maximumRedirects).send(
-            request,
-            body: body,
-            extraHeaders: [],
-            deadline: deadline,
-            willRedirect: willRedirect
-        )
-        let limit = maximumBodyLength
+        var hooks = Hooks()
+        hooks.willRedirect = willRedirect
+        hooks.didReceive = { didReceive($0) }
+        guard case .loaded(let result) = try await perform(request, body: body, deadline: deadline, hooks: hooks)
+        else { preconditionFailure("only becomeDownload produces a download") }
+        return result
+    }
+
+    /// Sends `request` and handles the response as `hooks` say: read (and collect), cancel, or write it
+    /// to a file as a download.
+    /// - Throws: ``FerryError``.
+    public func perform(
+        _ request: Request,
+        body: TransportRequestBody? = nil,
+        deadline: NIODeadline,
+        hooks: Hooks
+    ) async throws -> Outcome {
+        let outcome = try await open(request, body: body, deadline: deadline, willRedirect: hooks.willRedirect)
         let response = outcome.response
+        switch await hooks.didReceiveResponse(response.status, response.headers, outcome.request) {
+        case .allow:
+            break
+        case .cancel:
+            throw FerryError(
+                .cancelled,
+                "the response was refused when it arrived (disposition cancel)",
+                failingURL: outcome.request.url.absoluteString
+            )
+        case .becomeDownload(let path, let events):
+            let result = try await Downloader(transport: transport).continueAsDownload(
+                response: response,
+                request: outcome.request,
+                originalRequest: request,
+                redirects: outcome.redirects,
+                to: path,
+                deadline: deadline,
+                events: events
+            )
+            return .downloaded(result)
+        }
+        let limit = maximumBodyLength
         let url = outcome.request.url.absoluteString
-        let collected = try await DeadlineRace.run(until: deadline, url: url) {
+        let (collected, length) = try await DeadlineRace.run(until: deadline, url: url) {
             let declared = response.headers.contentLength.map { Int(clamping: $0) }
             if let declared, declared > limit {
                 throw FerryError(
@@ -70,35 +140,63 @@ public struct DataLoader: Sendable {
                     failingURL: url
                 )
             }
-            var collected = ByteBufferAllocator().buffer(capacity: min(declared ?? 0, 16 << 20))
+            var collected = ByteBufferAllocator().buffer(capacity: hooks.collect ? min(declared ?? 0, 16 << 20) : 0)
+            var length = 0
             for try await chunk in response.body {
-                guard collected.readableBytes + chunk.readableBytes <= limit else {
+                if let gate = hooks.gate, !gate.isOpen { try await gate.passThrough() }
+                guard length + chunk.readableBytes <= limit else {
                     throw FerryError(
                         .dataLengthExceedsMaximum,
                         "the body is larger than the \(limit) bytes allowed",
                         failingURL: url
                     )
                 }
-                var chunk = chunk
-                didReceive(chunk)
-                collected.writeBuffer(&chunk)
+                length += chunk.readableBytes
+                await hooks.didReceive(chunk)
+                if hooks.collect {
+                    var chunk = chunk
+                    collected.writeBuffer(&chunk)
+                }
             }
-            if let declared, collected.readableBytes != declared {
+            if let declared, length != declared {
                 throw FerryError(
                     .networkConnectionLost,
-                    "the server announced \(declared) bytes but sent \(collected.readableBytes)",
+                    "the server announced \(declared) bytes but sent \(length)",
                     failingURL: url
                 )
             }
-            return collected
+            return (collected, length)
         }
-        return Result(
-            finalRequest: outcome.request,
-            status: response.status,
-            headers: response.headers,
-            protocolName: response.protocolName,
-            body: collected,
-            redirectCount: outcome.redirects
+        return .loaded(
+            Result(
+                finalRequest: outcome.request,
+                status: response.status,
+                headers: response.headers,
+                protocolName: response.protocolName,
+                body: collected,
+                bodyLength: Int64(length),
+                redirectCount: outcome.redirects
+            )
         )
+    }
+
+    /// Sends `request`, follows redirects, and returns the final response with its body unread (for
+    /// callers that stream the body themselves, such as `bytes(for:)`).
+    /// - Throws: ``FerryError``.
+    public func open(
+        _ request: Request,
+        body: TransportRequestBody? = nil,
+        deadline: NIODeadline,
+        willRedirect: @escaping @Sendable (Int, Headers, Request) async -> Request? = { _, _, proposed in proposed }
+    ) async throws -> (request: Request, redirects: Int, response: TransportResponse) {
+        try request.validate()
+        let outcome = try await RedirectFollower(transport: transport, maximumRedirects: maximumRedirects).send(
+            request,
+            body: body,
+            extraHeaders: [],
+            deadline: deadline,
+            willRedirect: willRedirect
+        )
+        return (outcome.request, outcome.redirects, outcome.response)
     }
 }

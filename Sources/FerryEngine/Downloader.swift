@@ -30,6 +30,9 @@ public struct Downloader: Sendable {
             _ in
         }
 
+        /// Closed while the task is suspended: the body loop waits at the next chunk.
+        public var gate: TransferGate?
+
         /// No callbacks.
         public init() {}
     }
@@ -213,7 +216,9 @@ public struct Downloader: Sendable {
             )
         }
         do {
+            let gate = events.gate
             for try await chunk in response.body {
+                if let gate, !gate.isOpen { try await gate.passThrough() }
                 try sink.append(chunk)
                 events.didWrite(Int64(chunk.readableBytes), sink.bytesAccepted, expectedTotal)
             }
@@ -248,6 +253,32 @@ public struct Downloader: Sendable {
             length: sink.length,
             redirectCount: job.redirects
         )
+    }
+
+    /// Writes the body of a response already received (a data task that became a download) to `path`,
+    /// with the same checks as a download: complete, and resumable when the response has a validator.
+    func continueAsDownload(
+        response: TransportResponse,
+        request: Request,
+        originalRequest: Request,
+        redirects: Int,
+        to path: String,
+        deadline: NIODeadline,
+        events: Events
+    ) async throws -> Result {
+        let job = BodyJob(
+            response: response,
+            request: request,
+            original: originalRequest,
+            path: path,
+            writeOffset: 0,
+            validators: BodyJob.Validators(
+                etag: response.headers["etag"],
+                lastModified: response.headers["last-modified"]
+            ),
+            redirects: redirects
+        )
+        return try await finish(job, deadline: deadline, events: events)
     }
 
     /// The continuation resume data allows, if its partial file still holds the bytes it claims.

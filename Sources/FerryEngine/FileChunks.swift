@@ -1,4 +1,5 @@
 import FerryCore
+import Foundation
 import NIOCore
 
 #if canImport(Glibc)
@@ -72,5 +73,29 @@ struct FileChunks: AsyncSequence, Sendable {
             remaining -= Int64(got)
             return buffer
         }
+    }
+}
+
+extension TransportRequestBody {
+    /// The file at `path` as a body, read chunk by chunk as it is sent (constant memory whatever its size).
+    /// - Throws: ``FerryError`` (``FerryError/Code/fileDoesNotExist``, ``FerryError/Code/fileIsDirectory``
+    ///   or ``FerryError/Code/noPermissionsToReadFile``) when it cannot be read.
+    public static func file(path: String, chunkSize: Int = 256 * 1024) throws -> TransportRequestBody {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw FerryError(.fileDoesNotExist, "\(path) does not exist; nothing to upload")
+        }
+        guard !isDirectory.boolValue else {
+            throw FerryError(.fileIsDirectory, "\(path) is a directory; upload a file (or a multipart body)")
+        }
+        guard FileManager.default.isReadableFile(atPath: path),
+            let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value
+        else {
+            throw FerryError(.noPermissionsToReadFile, "\(path) cannot be read; check its permissions")
+        }
+        return .stream(
+            length: size,
+            TransportBodyStream(FileChunks(path: path, offset: 0, length: size, chunkSize: chunkSize))
+        )
     }
 }

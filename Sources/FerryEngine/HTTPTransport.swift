@@ -60,13 +60,39 @@ public struct TransportResponse: Sendable {
     public var protocolName: String
     /// The body, as it arrives, with backpressure: the next chunk is read when this one is taken.
     public var body: TransportBodyStream
+    /// When the phases of the exchange happened, as far as the transport saw them.
+    public var timing: TransportTiming
 
     /// Creates a response.
-    public init(status: Int, headers: Headers, protocolName: String, body: TransportBodyStream) {
+    public init(
+        status: Int,
+        headers: Headers,
+        protocolName: String,
+        body: TransportBodyStream,
+        timing: TransportTiming = TransportTiming()
+    ) {
         self.status = status
         self.headers = headers
         self.protocolName = protocolName
         self.body = body
+        self.timing = timing
+    }
+}
+
+/// Moments of one exchange a transport observed; nil where it could not see them (metrics, SPEC S3).
+public struct TransportTiming: Sendable, Hashable {
+    /// The request head had been written to a connection.
+    public var requestStart: Date?
+    /// The whole request had been written.
+    public var requestEnd: Date?
+    /// The response head had arrived.
+    public var responseStart: Date?
+
+    /// Creates a timing.
+    public init(requestStart: Date? = nil, requestEnd: Date? = nil, responseStart: Date? = nil) {
+        self.requestStart = requestStart
+        self.requestEnd = requestEnd
+        self.responseStart = responseStart
     }
 }
 

@@ -1,0 +1,164 @@
+import FerryEngine
+public import Foundation
+import NIOCore
+
+extension Session {
+    /// Loads `request` and returns its body and response. The session's delegate is bypassed; `delegate`
+    /// (if given) gets this task's redirects, progress and metrics.
+    /// - Throws: ``FerryError``; cancelling the calling task cancels the transfer.
+    public func data(for request: Request, delegate: (any TaskDelegate)? = nil) async throws -> (Data, Response) {
+        try await run(delegate: delegate) { route in
+            self.register {
+                DataTask(session: self, identifier: $0, request: request, work: .data, route: route, rejection: $1)
+            }
+        }.data()
+    }
+
+    /// Loads `url` with a GET.
+    public func data(from url: URL, delegate: (any TaskDelegate)? = nil) async throws -> (Data, Response) {
+        try await data(for: Request(url: url), delegate: delegate)
+    }
+
+    /// Uploads the file at `fileURL` (streamed, constant memory) and returns the response body.
+    public func upload(for request: Request, fromFile fileURL: URL, delegate: (any TaskDelegate)? = nil)
+        async throws -> (Data, Response)
+    {
+        try await run(delegate: delegate) { route in
+            self.register {
+                UploadTask(session: self, identifier: $0, request: request, work: .upload(.file(fileURL)), route: route, rejection: $1)
+            }
+        }.data()
+    }
+
+    /// Uploads `data` and returns the response body.
+    public func upload(for request: Request, from data: Data, delegate: (any TaskDelegate)? = nil) async throws
+        -> (Data, Response)
+    {
+        try await run(delegate: delegate) { route in
+            self.register {
+                UploadTask(session: self, identifier: $0, request: request, work: .upload(.data(data)), route: route, rejection: $1)
+            }
+        }.data()
+    }
+
+    /// Downloads `request` to a temporary file that is now the caller's to move or remove.
+    /// - Throws: ``FerryError``; when the download can be continued, with ``FerryError/resumeData``
+    ///   (cancelling the calling task produces resume data too).
+    public func download(for request: Request, delegate: (any TaskDelegate)? = nil) async throws -> (URL, Response) {
+        try await run(delegate: delegate) { route in
+            self.register {
+                DownloadTask(session: self, identifier: $0, request: request, work: .download(resumeData: nil), route: route, rejection: $1)
+            }
+        }.file()
+    }
+
+    /// Downloads `url`.
+    public func download(from url: URL, delegate: (any TaskDelegate)? = nil) async throws -> (URL, Response) {
+        try await download(for: Request(url: url), delegate: delegate)
+    }
+
+    /// Continues a download from resume data.
+    public func download(resumeFrom resumeData: Data, delegate: (any TaskDelegate)? = nil) async throws
+        -> (URL, Response)
+    {
+        try await run(delegate: delegate) { route in
+            self.makeDownloadTask(resumeData: resumeData, route: route)
+        }.file()
+    }
+
+    /// Runs a task made by `make` and waits for its outcome.
+    private func run(
+        delegate: (any TaskDelegate)?,
+        _ make: @escaping (SessionTask.Route) -> SessionTask
+    ) async throws -> SessionTask.Outcome {
+        let box = TaskBox()
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<SessionTask.Outcome, Never>) in
+                let task = make(.handler { continuation.resume(returning: $0) })
+                task.delegate = delegate
+                box.set(task)
+                task.resume()
+            }
+        } onCancel: {
+            box.cancel()
+        }
+    }
+
+    /// Opens `request` and returns the response as soon as its head arrives, with the body to read as
+    /// it comes (backpressure: nothing more is read from the network until you ask).
+    ///
+    /// The body is checked against Content-Length when it ends. The transfer is not a task of
+    /// ``getAllTasks()``; stop reading (or cancel the reading task) to end it.
+    /// - Throws: ``FerryError``.
+    public func bytes(for request: Request, delegate: (any TaskDelegate)? = nil) async throws -> (AsyncBytes, Response) {
+        try checkUsable()
+        let request = configuration.applyingAdditionalHeaders(to: request)
+        var loader = DataLoader(transport: transport)
+        loader.maximumRedirects = Session.maximumRedirects
+        let willRedirect: @Sendable (Int, Headers, Request) async -> Request?
+        if let delegate {
+            let probe = register {
+                DataTask(session: self, identifier: $0, request: request, work: .data, route: .handler { _ in }, rejection: $1)
+            }
+            taskEnded(probe)
+            willRedirect = { [self] status, headers, proposed in
+                let response = Response(url: proposed.url, statusCode: status, headers: headers)
+                return await queue.perform {
+                    await delegate.session(self, task: probe, willPerformHTTPRedirection: response, newRequest: proposed)
+                }
+            }
+        } else {
+            willRedirect = { _, _, proposed in proposed }
+        }
+        let opened = try await loader.open(request, deadline: resourceDeadline(), willRedirect: willRedirect)
+        let response = Response(
+            url: opened.request.url,
+            statusCode: opened.response.status,
+            headers: opened.response.headers
+        )
+        return (AsyncBytes(body: opened.response.body, declaredLength: response.expectedContentLength, url: response.url), response)
+    }
+
+    /// Loads `url` as ``bytes(for:delegate:)`` does.
+    public func bytes(from url: URL, delegate: (any TaskDelegate)? = nil) async throws -> (AsyncBytes, Response) {
+        try await bytes(for: Request(url: url), delegate: delegate)
+    }
+}
+
+/// Holds the task of an async call so that cancelling the caller cancels it.
+private final class TaskBox: Sendable {
+    private let task = MutexBox<SessionTask?>(nil)
+    private let cancelled = MutexBox(false)
+
+    func set(_ newTask: SessionTask) {
+        task.set(newTask)
+        if cancelled.get() { cancel() }
+    }
+
+    func cancel() {
+        cancelled.set(true)
+        guard let task = task.get() else { return }
+        // A download keeps what it has: the error carries resume data.
+        task.cancel(produceResumeData: task is DownloadTask)
+    }
+}
+
+extension SessionTask.Outcome {
+    func data() throws -> (Data, Response) {
+        switch self {
+        case .data(let data, let response): return (data, response)
+        case .file(let url, let response):
+            defer { try? FileManager.default.removeItem(at: url) }
+            return (try Data(contentsOf: url), response)
+        case .failure(let error): throw error
+        }
+    }
+
+    func file() throws -> (URL, Response) {
+        switch self {
+        case .file(let url, let response): return (url, response)
+        case .data: throw FerryError(.unknown, "a download produced data instead of a file")
+        case .failure(let error): throw error
+        }
+    }
+}

@@ -1,0 +1,333 @@
+public import FerryEngine
+public import Foundation
+import NIOCore
+import Synchronization
+
+/// A group of transfers sharing a configuration, a connection pool and a delegate (URLSession).
+///
+/// ```swift
+/// let session = Session(configuration: .default)
+/// let (data, response) = try await session.data(for: Request(url: url))
+/// ```
+///
+/// Every method is thread safe. Delegate callbacks arrive one at a time, in order (SPEC S1.6); the
+/// session holds its delegate until it is invalidated (S1.5).
+public final class Session: Sendable {
+    /// "Unknown" in byte counts (NSURLSessionTransferSizeUnknown).
+    public static let transferSizeUnknown: Int64 = -1
+    /// Redirects followed before a task fails with ``FerryError/Code/httpTooManyRedirects``.
+    static let maximumRedirects = 16
+
+    /// The shared session: default configuration, no delegate, never invalidated.
+    public static let shared = Session(configuration: .default, delegate: nil, isShared: true)
+
+    private enum Phase {
+        case valid
+        /// finishTasksAndInvalidate or invalidateAndCancel: no new tasks; invalid when the last ends.
+        case finishing
+        case invalidated
+    }
+
+    private struct State {
+        var delegate: (any SessionDelegate)?
+        var sessionDescription: String?
+        var tasks: [Int: SessionTask] = [:]
+        var nextIdentifier = 1
+        var phase = Phase.valid
+    }
+
+    /// The configuration, fixed when the session was made.
+    public let configuration: SessionConfiguration
+    let transport: SessionTransport
+    let queue = DelegateQueue()
+    private let isShared: Bool
+    private let configurationError: FerryError?
+    private let locked: Mutex<State>
+    private let downloadDirectory: String
+
+    /// A session with `configuration` and an optional delegate for its tasks' events.
+    ///
+    /// A configuration that fails ``SessionConfiguration/validate()`` makes every task fail with that
+    /// error. Background configurations run through ferryd, which is not built yet: their tasks fail with
+    /// a clear error.
+    public convenience init(configuration: SessionConfiguration = .default, delegate: (any SessionDelegate)? = nil) {
+        self.init(configuration: configuration, delegate: delegate, isShared: false)
+    }
+
+    /// A session sending through `transport` (a custom transport, or one that trusts a test server's
+    /// certificate) instead of one made from the configuration.
+    public init(
+        configuration: SessionConfiguration,
+        delegate: (any SessionDelegate)?,
+        transport: any HTTPTransport
+    ) {
+        self.configuration = configuration
+        self.isShared = false
+        self.configurationError = Self.check(configuration)
+        self.transport = SessionTransport(
+            transport,
+            maximumConnectionsPerHost: configuration.httpMaximumConnectionsPerHost
+        )
+        self.locked = Mutex(State(delegate: delegate))
+        self.downloadDirectory = Self.makeDownloadDirectory()
+    }
+
+    private init(configuration: SessionConfiguration, delegate: (any SessionDelegate)?, isShared: Bool) {
+        self.configuration = configuration
+        self.isShared = isShared
+        var configurationError = Self.check(configuration)
+        let base: any HTTPTransport
+        do {
+            base = try AsyncHTTPClientTransport(options: .init(configuration))
+        } catch {
+            configurationError = configurationError ?? (error as? FerryError)
+            base = UnavailableTransport()
+        }
+        self.configurationError = configurationError
+        self.transport = SessionTransport(base, maximumConnectionsPerHost: configuration.httpMaximumConnectionsPerHost)
+        self.locked = Mutex(State(delegate: delegate))
+        self.downloadDirectory = Self.makeDownloadDirectory()
+    }
+
+    private static func check(_ configuration: SessionConfiguration) -> FerryError? {
+        do {
+            try configuration.validate()
+        } catch let error as FerryError {
+            return error
+        } catch {
+            return FerryError(.invalidOperation, "the configuration is not valid: \(error)")
+        }
+        if configuration.identifier != nil {
+            return FerryError(
+                .invalidOperation,
+                "background sessions run in ferryd, which this build does not have yet; use .default or .ephemeral"
+            )
+        }
+        return nil
+    }
+
+    private static func makeDownloadDirectory() -> String {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-downloads").path
+        try? FileManager.default.createDirectory(
+            atPath: directory,
+            withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700]
+        )
+        return directory
+    }
+
+    /// The delegate, until the session is invalid.
+    public var delegate: (any SessionDelegate)? { locked.withLock { $0.delegate } }
+
+    /// A description for your own use.
+    public var sessionDescription: String? {
+        get { locked.withLock { $0.sessionDescription } }
+        set { locked.withLock { $0.sessionDescription = newValue } }
+    }
+
+    // MARK: Tasks
+
+    /// A data task for `request`.
+    public func dataTask(with request: Request) -> DataTask {
+        register { DataTask(session: self, identifier: $0, request: request, work: .data, route: .delegates, rejection: $1) }
+    }
+
+    /// A data task for a GET of `url`.
+    public func dataTask(with url: URL) -> DataTask {
+        dataTask(with: Request(url: url))
+    }
+
+    /// An upload of the file at `fileURL`, read as it is sent (constant memory).
+    public func uploadTask(with request: Request, fromFile fileURL: URL) -> UploadTask {
+        register {
+            UploadTask(session: self, identifier: $0, request: request, work: .upload(.file(fileURL)), route: .delegates, rejection: $1)
+        }
+    }
+
+    /// An upload of `data`.
+    public func uploadTask(with request: Request, from data: Data) -> UploadTask {
+        register {
+            UploadTask(session: self, identifier: $0, request: request, work: .upload(.data(data)), route: .delegates, rejection: $1)
+        }
+    }
+
+    /// An upload whose body the delegate provides from `needNewBodyStreamFor`.
+    public func uploadTask(withStreamedRequest request: Request) -> UploadTask {
+        register {
+            UploadTask(session: self, identifier: $0, request: request, work: .upload(.stream), route: .delegates, rejection: $1)
+        }
+    }
+
+    /// A download of `request` to a temporary file.
+    public func downloadTask(with request: Request) -> DownloadTask {
+        register {
+            DownloadTask(session: self, identifier: $0, request: request, work: .download(resumeData: nil), route: .delegates, rejection: $1)
+        }
+    }
+
+    /// A download of `url`.
+    public func downloadTask(with url: URL) -> DownloadTask {
+        downloadTask(with: Request(url: url))
+    }
+
+    /// A download continuing from resume data (from ``DownloadTask/cancelByProducingResumeData()`` or a
+    /// failed download's error), in this process or an earlier one. Damaged resume data makes the task
+    /// fail with ``FerryError/Code/invalidResumeData`` when resumed.
+    public func downloadTask(withResumeData resumeData: Data) -> DownloadTask {
+        makeDownloadTask(resumeData: resumeData, route: .delegates)
+    }
+
+    func makeDownloadTask(resumeData: Data, route: SessionTask.Route) -> DownloadTask {
+        let decoded = Result { try ResumeData(encoded: resumeData) }
+        return register { identifier, rejection in
+            switch decoded {
+            case .success(let resume):
+                return DownloadTask(
+                    session: self,
+                    identifier: identifier,
+                    request: resume.originalRequest,
+                    work: .download(resumeData: resume),
+                    route: route,
+                    rejection: rejection
+                )
+            case .failure(let error):
+                return DownloadTask(
+                    session: self,
+                    identifier: identifier,
+                    request: nil,
+                    work: .download(resumeData: nil),
+                    route: route,
+                    rejection: rejection
+                        ?? (error as? FerryError ?? FerryError(.invalidResumeData, "the resume data is damaged: \(error)"))
+                )
+            }
+        }
+    }
+
+    /// Makes a task with the next identifier and tracks it until it ends; on an invalidated session the
+    /// task fails when resumed.
+    func register<Task: SessionTask>(_ make: (Int, FerryError?) -> Task) -> Task {
+        locked.withLock { state in
+            let identifier = state.nextIdentifier
+            state.nextIdentifier += 1
+            guard case .valid = state.phase else {
+                return make(
+                    identifier,
+                    FerryError(.invalidOperation, "the session was invalidated; make a new session for new tasks")
+                )
+            }
+            let task = make(identifier, nil)
+            state.tasks[identifier] = task
+            return task
+        }
+    }
+
+    /// A download task taking over the transfer of `dataTask` (disposition becomeDownload).
+    func adoptAsDownload(_ dataTask: SessionTask) -> DownloadTask {
+        let download = register { identifier, _ in
+            DownloadTask(
+                session: self,
+                identifier: identifier,
+                request: dataTask.originalRequest,
+                work: .download(resumeData: nil),
+                route: dataTask.route
+            )
+        }
+        download.adoptRunningTransfer(from: dataTask)
+        return download
+    }
+
+    /// The tasks that have not completed (getAllTasks).
+    public func getAllTasks() -> [SessionTask] {
+        locked.withLock { state in
+            state.tasks.values.filter { $0.state != .completed }.sorted { $0.taskIdentifier < $1.taskIdentifier }
+        }
+    }
+
+    /// ``getAllTasks()``, as URLSession's async `allTasks`.
+    public var allTasks: [SessionTask] {
+        get async { getAllTasks() }
+    }
+
+    // MARK: Invalidation
+
+    /// Lets the tasks finish (tasks never resumed count: resume or cancel them), then ends the session:
+    /// didBecomeInvalidWithError(nil), the delegate released, connections closed. New tasks fail.
+    /// Does nothing on ``shared``.
+    public func finishTasksAndInvalidate() {
+        guard !isShared else { return }
+        let finalize = locked.withLock { state -> Bool in
+            guard case .valid = state.phase else { return false }
+            state.phase = .finishing
+            return state.tasks.isEmpty
+        }
+        if finalize { invalidate() }
+    }
+
+    /// Cancels every task, then ends the session as ``finishTasksAndInvalidate()`` does. Does nothing on
+    /// ``shared``.
+    public func invalidateAndCancel() {
+        guard !isShared else { return }
+        let (tasks, finalize) = locked.withLock { state -> ([SessionTask], Bool) in
+            if case .invalidated = state.phase { return ([], false) }
+            let wasValid: Bool
+            if case .valid = state.phase { wasValid = true } else { wasValid = false }
+            state.phase = .finishing
+            return (Array(state.tasks.values), wasValid && state.tasks.isEmpty)
+        }
+        for task in tasks { task.cancel() }
+        if finalize { invalidate() }
+    }
+
+    /// A task has delivered its completion.
+    func taskEnded(_ task: SessionTask) {
+        let finalize = locked.withLock { state -> Bool in
+            guard state.tasks.removeValue(forKey: task.taskIdentifier) != nil else { return false }
+            guard case .finishing = state.phase else { return false }
+            return state.tasks.isEmpty
+        }
+        if finalize { invalidate() }
+    }
+
+    private func invalidate() {
+        locked.withLock { $0.phase = .invalidated }
+        let transport = self.transport
+        queue.enqueue { [self] in
+            try? await transport.shutdown()
+            let delegate = locked.withLock { state in
+                defer { state.delegate = nil }
+                return state.delegate
+            }
+            await delegate?.session(self, didBecomeInvalidWithError: nil)
+        }
+        queue.finish()
+    }
+
+    // MARK: For tasks
+
+    /// Throws why tasks of this session cannot run, if they cannot.
+    func checkUsable() throws {
+        if let configurationError { throw configurationError }
+    }
+
+    /// When a transfer starting now must be over (timeoutIntervalForResource).
+    func resourceDeadline() -> NIODeadline {
+        let seconds = configuration.timeoutIntervalForResource
+        guard seconds.isFinite, seconds > 0, seconds < 1e9 else { return .distantFuture }
+        return .now() + .nanoseconds(Int64(seconds * 1e9))
+    }
+
+    /// A fresh path for a download's temporary file.
+    func newDownloadPath() -> String {
+        "\(downloadDirectory)/ferry-\(UUID().uuidString).tmp"
+    }
+}
+
+/// Stands in when the session could not make its transport; every request fails with the reason.
+private struct UnavailableTransport: HTTPTransport {
+    func send(_ request: TransportRequest, deadline: NIODeadline) async throws -> TransportResponse {
+        throw FerryError(.invalidOperation, "the session has no transport; see its configuration error")
+    }
+
+    func shutdown() async throws {}
+}

@@ -1,0 +1,147 @@
+public import Foundation
+
+/// Session-level events (URLSessionDelegate). The session holds its delegate strongly until it is
+/// invalidated. Every method has a default that does nothing; implement what you need.
+///
+/// Calls arrive one at a time, in order (SPEC S1.6): the next waits until the current one returns.
+public protocol SessionDelegate: AnyObject, Sendable {
+    /// The session is invalid: every task has ended and the delegate is released after this call.
+    func session(_ session: Session, didBecomeInvalidWithError error: FerryError?) async
+}
+
+/// Events of one task (URLSessionTaskDelegate). Set as the session's delegate, or as one task's
+/// ``SessionTask/delegate`` (which then comes first for that task).
+public protocol TaskDelegate: SessionDelegate {
+    /// A redirect is about to be followed: return `newRequest` (possibly changed) to follow it, or nil to
+    /// stop and deliver the redirect response as the result. Default: follow.
+    func session(
+        _ session: Session,
+        task: SessionTask,
+        willPerformHTTPRedirection response: Response,
+        newRequest: Request
+    ) async -> Request?
+
+    /// Upload progress: `bytesSent` now, `totalBytesSent` in all, of `totalBytesExpectedToSend`
+    /// (``Session/transferSizeUnknown`` when the body has no known length).
+    func session(
+        _ session: Session,
+        task: SessionTask,
+        didSendBodyData bytesSent: Int64,
+        totalBytesSent: Int64,
+        totalBytesExpectedToSend: Int64
+    ) async
+
+    /// The body of a task made with ``Session/uploadTask(withStreamedRequest:)``. Default: nil, which
+    /// fails the task.
+    func session(_ session: Session, needNewBodyStreamFor task: SessionTask) async -> RequestBodyStream?
+
+    /// The task's metrics, just before its completion.
+    func session(_ session: Session, task: SessionTask, didFinishCollecting metrics: TaskMetrics) async
+
+    /// The task ended: `error` is nil on success. A download that can be continued carries
+    /// ``FerryError/resumeData``.
+    func session(_ session: Session, task: SessionTask, didCompleteWithError error: FerryError?) async
+}
+
+/// Events of data and upload tasks (URLSessionDataDelegate).
+public protocol DataDelegate: TaskDelegate {
+    /// The response head arrived: say what to do with the body. Default: ``ResponseDisposition/allow``.
+    func session(_ session: Session, dataTask: DataTask, didReceive response: Response) async -> ResponseDisposition
+
+    /// The data task became `downloadTask` (``ResponseDisposition/becomeDownload``): the rest of its
+    /// events go to the download task.
+    func session(_ session: Session, dataTask: DataTask, didBecome downloadTask: DownloadTask) async
+
+    /// Some of the body, in order. Pieces may be merged; every byte arrives once.
+    func session(_ session: Session, dataTask: DataTask, didReceive data: Data) async
+}
+
+/// Events of download tasks (URLSessionDownloadDelegate).
+public protocol DownloadDelegate: TaskDelegate {
+    /// The download succeeded. The file at `location` is removed when this returns: move or open it
+    /// first.
+    func session(_ session: Session, downloadTask: DownloadTask, didFinishDownloadingTo location: URL) async
+
+    /// Bytes were written: `bytesWritten` now, `totalBytesWritten` in all, of `totalBytesExpectedToWrite`
+    /// (``Session/transferSizeUnknown`` when the server did not say).
+    func session(
+        _ session: Session,
+        downloadTask: DownloadTask,
+        didWriteData bytesWritten: Int64,
+        totalBytesWritten: Int64,
+        totalBytesExpectedToWrite: Int64
+    ) async
+
+    /// A download made from resume data continues at `fileOffset` (0 when the server's version changed
+    /// or it ignored the range, so the download started over).
+    func session(
+        _ session: Session,
+        downloadTask: DownloadTask,
+        didResumeAtOffset fileOffset: Int64,
+        expectedTotalBytes: Int64
+    ) async
+}
+
+/// What a data task does with a response (URLSession.ResponseDisposition).
+public enum ResponseDisposition: Sendable, Hashable {
+    /// Read the body.
+    case allow
+    /// Cancel the task.
+    case cancel
+    /// Write the body to a file: the task becomes a ``DownloadTask``.
+    case becomeDownload
+}
+
+extension SessionDelegate {
+    public func session(_ session: Session, didBecomeInvalidWithError error: FerryError?) async {}
+}
+
+extension TaskDelegate {
+    public func session(
+        _ session: Session,
+        task: SessionTask,
+        willPerformHTTPRedirection response: Response,
+        newRequest: Request
+    ) async -> Request? { newRequest }
+
+    public func session(
+        _ session: Session,
+        task: SessionTask,
+        didSendBodyData bytesSent: Int64,
+        totalBytesSent: Int64,
+        totalBytesExpectedToSend: Int64
+    ) async {}
+
+    public func session(_ session: Session, needNewBodyStreamFor task: SessionTask) async -> RequestBodyStream? { nil }
+
+    public func session(_ session: Session, task: SessionTask, didFinishCollecting metrics: TaskMetrics) async {}
+
+    public func session(_ session: Session, task: SessionTask, didCompleteWithError error: FerryError?) async {}
+}
+
+extension DataDelegate {
+    public func session(_ session: Session, dataTask: DataTask, didReceive response: Response) async
+        -> ResponseDisposition
+    { .allow }
+
+    public func session(_ session: Session, dataTask: DataTask, didBecome downloadTask: DownloadTask) async {}
+
+    public func session(_ session: Session, dataTask: DataTask, didReceive data: Data) async {}
+}
+
+extension DownloadDelegate {
+    public func session(
+        _ session: Session,
+        downloadTask: DownloadTask,
+        didWriteData bytesWritten: Int64,
+        totalBytesWritten: Int64,
+        totalBytesExpectedToWrite: Int64
+    ) async {}
+
+    public func session(
+        _ session: Session,
+        downloadTask: DownloadTask,
+        didResumeAtOffset fileOffset: Int64,
+        expectedTotalBytes: Int64
+    ) async {}
+}

@@ -1,0 +1,144 @@
+import FerryEngine
+import Foundation
+import NIOCore
+import Synchronization
+
+extension SessionTask {
+    /// A data or upload task's transfer: the body is sent, the response goes to the delegate (or is
+    /// collected for an async call), and the delegate may turn it into a download.
+    func transferData(_ request: Request, deadline: NIODeadline) async throws -> TransferResult {
+        let session = self.session
+        let body = try await uploadBody()
+        let dataDelegate = dataDelegate()
+        let becameDownload = Mutex<DownloadTask?>(nil)
+
+        var hooks = DataLoader.Hooks()
+        hooks.gate = gate
+        hooks.willRedirect = redirectDecision()
+        if case .handler = route { hooks.collect = true } else { hooks.collect = false }
+        hooks.didReceiveResponse = { [self] status, headers, finalRequest in
+            let response = received(status: status, headers: headers, request: finalRequest)
+            guard let dataDelegate, let dataTask = self as? DataTask else { return .allow }
+            let disposition = await session.queue.perform {
+                await dataDelegate.session(session, dataTask: dataTask, didReceive: response)
+            }
+            switch disposition {
+            case .allow:
+                return .allow
+            case .cancel:
+                return .cancel
+            case .becomeDownload:
+                let download = session.adoptAsDownload(self)
+                becameDownload.withLock { $0 = download }
+                await session.queue.perform {
+                    await dataDelegate.session(session, dataTask: dataTask, didBecome: download)
+                }
+                return .becomeDownload(path: download.reserveFilePath(), events: download.downloadEvents())
+            }
+        }
+        let coalescer = dataDelegate.flatMap { delegate in
+            (self as? DataTask).map { dataTask in
+                DataCoalescer(queue: session.queue) { bytes in
+                    await delegate.session(session, dataTask: dataTask, didReceive: Data(bytes))
+                }
+            }
+        }
+        hooks.didReceive = { [self] chunk in
+            locked.withLock { $0.bytesReceived += Int64(chunk.readableBytes) }
+            await coalescer?.append(chunk.readableBytesView)
+        }
+
+        var loader = DataLoader(transport: session.transport)
+        loader.maximumRedirects = Session.maximumRedirects
+        switch try await loader.perform(request, body: body, deadline: deadline, hooks: hooks) {
+        case .loaded(let loaded):
+            return .data(loaded)
+        case .downloaded(let downloaded):
+            guard let download = becameDownload.withLock({ $0 }) else {
+                preconditionFailure("a download result without a download task")
+            }
+            return .handedOver(download, downloaded)
+        }
+    }
+
+    /// The request body of an upload, counted for progress (didSendBodyData).
+    private func uploadBody() async throws -> TransportRequestBody? {
+        guard case .upload(let source) = work else { return nil }
+        let session = self.session
+        let raw: (length: Int64?, stream: TransportBodyStream)
+        switch source {
+        case .data(let data):
+            raw = (Int64(data.count), TransportBodyStream(DataChunks(data: data)))
+        case .file(let url):
+            guard case .stream(let length, let stream) = try TransportRequestBody.file(path: url.path) else {
+                preconditionFailure("a file body is a stream")
+            }
+            raw = (length, stream)
+        case .stream:
+            let delegate = taskDelegateForEvents()
+            let provided = await session.queue.perform { [self] in
+                await delegate?.session(session, needNewBodyStreamFor: self)
+            }
+            guard let provided else {
+                throw FerryError(
+                    .invalidOperation,
+                    "uploadTask(withStreamedRequest:) needs a delegate that returns a body from needNewBodyStreamFor",
+                    failingURL: originalRequest?.url.absoluteString
+                )
+            }
+            raw = (provided.length, provided.stream)
+        }
+        let expected = raw.length ?? Session.transferSizeUnknown
+        locked.withLock { $0.bytesExpectedToSend = expected }
+        let delegate = taskDelegateForEvents()
+        let progress = delegate.map { delegate in
+            ProgressCoalescer(queue: session.queue) { [self] pending in
+                await delegate.session(
+                    session,
+                    task: self,
+                    didSendBodyData: pending.delta,
+                    totalBytesSent: pending.total,
+                    totalBytesExpectedToSend: pending.expected
+                )
+            }
+        }
+        let counted = raw.stream.map { @Sendable [self] (chunk: ByteBuffer) -> ByteBuffer in
+            let delta = Int64(chunk.readableBytes)
+            let total = locked.withLock { state in
+                state.bytesSent += delta
+                return state.bytesSent
+            }
+            progress?.report(delta: delta, total: total, expected: expected)
+            return chunk
+        }
+        return .stream(length: raw.length, TransportBodyStream(counted))
+    }
+}
+
+/// `Data` handed to the transport in slices, so upload progress moves as it is sent.
+struct DataChunks: AsyncSequence, Sendable {
+    typealias Element = ByteBuffer
+    let data: Data
+    var sliceSize = 256 * 1024
+
+    func makeAsyncIterator() -> Iterator { Iterator(data: data, sliceSize: sliceSize) }
+
+    struct Iterator: AsyncIteratorProtocol {
+        let data: Data
+        let sliceSize: Int
+        var position = 0
+
+        init(data: Data, sliceSize: Int) {
+            self.data = data
+            self.sliceSize = sliceSize
+            self.position = data.startIndex
+        }
+
+        mutating func next() async throws -> ByteBuffer? {
+            guard position < data.endIndex else { return nil }
+            let end = Swift.min(data.endIndex, position + sliceSize)
+            defer { position = end }
+            return ByteBuffer(bytes: data[position..<end])
+        }
+    }
+}

@@ -1,0 +1,415 @@
+public import Foundation
+import FerryEngine
+import NIOCore
+import Synchronization
+
+/// One transfer in a ``Session`` (URLSessionTask). Tasks are created suspended: call ``resume()``.
+///
+/// Thread safe: every property and method may be used from any task or thread. The lifecycle is
+/// ``TaskStateMachine``; this class carries out its actions.
+public class SessionTask: @unchecked Sendable, CustomStringConvertible {
+    /// What the task transfers.
+    enum Work: Sendable {
+        case data
+        case upload(UploadSource)
+        case download(resumeData: ResumeData?)
+    }
+
+    enum UploadSource: Sendable {
+        case data(Data)
+        case file(URL)
+        case stream
+    }
+
+    /// Where completion goes: the delegates, or an async call waiting for the outcome.
+    enum Route: Sendable {
+        case delegates
+        case handler(@Sendable (Outcome) -> Void)
+    }
+
+    /// A finished transfer, for async convenience calls.
+    enum Outcome: Sendable {
+        case data(Data, Response)
+        case file(URL, Response)
+        case failure(FerryError)
+    }
+
+    struct State {
+        var machine = TaskStateMachine()
+        var currentRequest: Request?
+        var response: Response?
+        var error: FerryError?
+        var taskDescription: String?
+        var priority: Float = SessionTask.defaultPriority
+        var delegate: (any TaskDelegate)?
+        var bytesSent: Int64 = 0
+        var bytesExpectedToSend: Int64 = 0
+        var bytesReceived: Int64 = 0
+        var bytesExpectedToReceive: Int64 = Session.transferSizeUnknown
+        var transfer: Task<Void, Never>?
+        var startDate: Date?
+        /// The file a download writes.
+        var filePath: String?
+        /// The transfer has ended and ``error`` is final.
+        var ended = false
+        var endWaiters: [CheckedContinuation<Void, Never>] = []
+        /// The completion has been delivered.
+        var finished = false
+        var finishWaiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    /// URLSessionTask.defaultPriority.
+    public static let defaultPriority: Float = 0.5
+    /// URLSessionTask.lowPriority.
+    public static let lowPriority: Float = 0
+    /// URLSessionTask.highPriority.
+    public static let highPriority: Float = 1
+
+    /// Unique within the session.
+    public let taskIdentifier: Int
+    /// The request as created, before redirects (nil for a download made from resume data that lacks it).
+    public let originalRequest: Request?
+    /// The session that runs the task.
+    public let session: Session
+
+    let work: Work
+    let route: Route
+    let gate = TransferGate()
+    let locked: Mutex<State>
+
+    /// Why the task cannot run (a session invalidated before it was made, bad resume data), if so.
+    let rejection: FerryError?
+
+    init(session: Session, identifier: Int, request: Request?, work: Work, route: Route, rejection: FerryError? = nil) {
+        self.rejection = rejection
+        self.session = session
+        self.taskIdentifier = identifier
+        self.originalRequest = request
+        self.work = work
+        self.route = route
+        var initial = State()
+        initial.currentRequest = request
+        if case .upload(let source) = work {
+            initial.bytesExpectedToSend = Self.uploadLength(source) ?? Session.transferSizeUnknown
+        }
+        self.locked = Mutex(initial)
+    }
+
+    // MARK: Observable state
+
+    /// suspended, running, canceling or completed.
+    public var state: TaskStateMachine.State { locked.withLock { $0.machine.state } }
+
+    /// The request being sent now (after redirects).
+    public var currentRequest: Request? { locked.withLock { $0.currentRequest } }
+    /// The response head, once it has arrived.
+    public var response: Response? { locked.withLock { $0.response } }
+    /// The error the task completed with, if any.
+    public var error: FerryError? { locked.withLock { $0.error } }
+    /// A description for your own use; kept as set.
+    public var taskDescription: String? {
+        get { locked.withLock { $0.taskDescription } }
+        set { locked.withLock { $0.taskDescription = newValue } }
+    }
+    /// 0...1; among tasks waiting for a connection to the same host, the higher goes first. Set before
+    /// ``resume()`` to take effect.
+    public var priority: Float {
+        get { locked.withLock { $0.priority } }
+        set { locked.withLock { $0.priority = min(1, max(0, newValue)) } }
+    }
+    /// A delegate for this task only; it comes before the session's delegate. Set before ``resume()``.
+    public var delegate: (any TaskDelegate)? {
+        get { locked.withLock { $0.delegate } }
+        set { locked.withLock { $0.delegate = newValue } }
+    }
+    /// Request body bytes sent.
+    public var countOfBytesSent: Int64 { locked.withLock { $0.bytesSent } }
+    /// Request body length, ``Session/transferSizeUnknown`` when unknown, 0 without a body.
+    public var countOfBytesExpectedToSend: Int64 { locked.withLock { $0.bytesExpectedToSend } }
+    /// Response body bytes received.
+    public var countOfBytesReceived: Int64 { locked.withLock { $0.bytesReceived } }
+    /// Response body length, ``Session/transferSizeUnknown`` until known.
+    public var countOfBytesExpectedToReceive: Int64 { locked.withLock { $0.bytesExpectedToReceive } }
+
+    public var description: String {
+        let (machineState, url) = locked.withLock { ($0.machine.state, $0.currentRequest?.url.absoluteString ?? "-") }
+        return "\(type(of: self))(\(taskIdentifier), \(machineState.rawValue), \(url))"
+    }
+
+    // MARK: Lifecycle
+
+    /// Starts the task, or continues it after ``suspend()``. Does nothing once it is cancelled or done.
+    public func resume() {
+        let action: TaskStateMachine.Action = locked.withLock { state in
+            let action = state.machine.resume()
+            if case .startTransfer = action {
+                state.startDate = Date()
+                let context = TransferContext(priority: state.priority)
+                state.transfer = Task { [self] in
+                    await TransferContext.$current.withValue(context) { await run(context: context) }
+                }
+            }
+            return action
+        }
+        if case .resumeTransfer = action { gate.open() }
+    }
+
+    /// Pauses a running task: it stops reading from the network and keeps its connection and data. A
+    /// server may close a connection that waits too long; the task then fails with that error.
+    public func suspend() {
+        let action = locked.withLock { $0.machine.suspend() }
+        if case .pauseTransfer = action { gate.close() }
+    }
+
+    /// Cancels the task: it completes with a ``FerryError/Code/cancelled`` error.
+    public func cancel() {
+        cancel(produceResumeData: false)
+    }
+
+    func cancel(produceResumeData: Bool) {
+        let (action, transfer) = locked.withLock { state in
+            (state.machine.cancel(produceResumeData: produceResumeData), state.transfer)
+        }
+        switch action {
+        case .cancelTransfer:
+            transfer?.cancel()
+            gate.open()
+        case .complete(let error):
+            // Never started: complete at once, without a transfer.
+            Task { await complete(error: error, result: nil, metrics: nil) }
+        default:
+            break
+        }
+    }
+
+    /// Returns when the task has completed and its completion has been delivered.
+    public func waitUntilFinished() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = locked.withLock { state in
+                if state.finished { return true }
+                state.finishWaiters.append(continuation)
+                return false
+            }
+            if done { continuation.resume() }
+        }
+    }
+
+    /// Returns when the transfer has ended and ``error`` is final (before completion is delivered, so it
+    /// may be awaited from a delegate callback).
+    func waitUntilEnded() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = locked.withLock { state in
+                if state.ended { return true }
+                state.endWaiters.append(continuation)
+                return false
+            }
+            if done { continuation.resume() }
+        }
+    }
+
+    private func markEnded(error: FerryError?) {
+        let waiters = locked.withLock { state in
+            state.error = error
+            state.ended = true
+            defer { state.endWaiters = [] }
+            return state.endWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    // MARK: Transfer
+
+    /// What a transfer produced.
+    enum TransferResult: Sendable {
+        case data(DataLoader.Result)
+        case download(Downloader.Result)
+        /// The data task became this download task, which completes instead.
+        case handedOver(DownloadTask, Downloader.Result)
+    }
+
+    private func run(context: TransferContext) async {
+        var result: TransferResult?
+        var failure: FerryError?
+        do {
+            result = try await transfer()
+        } catch let error as FerryError {
+            failure = error
+        } catch {
+            failure = FerryError(.unknown, "the transfer failed: \(error)")
+        }
+        if case .handedOver(let download, let downloaded)? = result {
+            // This data task ends silently; the download task reports the rest.
+            locked.withLock { _ = $0.machine.transferFinished(error: nil) }
+            finishSilently()
+            await download.transferEnded(result: .download(downloaded), failure: nil, context: context)
+            return
+        }
+        await transferEnded(result: result, failure: failure, context: context)
+    }
+
+    func transferEnded(result: TransferResult?, failure: FerryError?, context: TransferContext) async {
+        let action = locked.withLock { $0.machine.transferFinished(error: failure) }
+        guard case .complete(let error) = action else { return }
+        let (start, redirects) = locked.withLock { ($0.startDate ?? Date(), redirectCount(result)) }
+        let metrics = TaskMetrics(
+            taskInterval: DateInterval(start: start, end: max(start, Date())),
+            redirectCount: redirects,
+            transactionMetrics: context.recordedTransactions
+        )
+        await complete(error: error, result: error == nil ? result : nil, metrics: metrics)
+    }
+
+    private func redirectCount(_ result: TransferResult?) -> Int {
+        switch result {
+        case .data(let loaded)?: loaded.redirectCount
+        case .download(let downloaded)?, .handedOver(_, let downloaded)?: downloaded.redirectCount
+        case nil: 0
+        }
+    }
+
+    /// Runs the transfer the task's kind calls for. Overridden by nothing: the kinds differ in ``work``.
+    func transfer() async throws -> TransferResult {
+        if let rejection { throw rejection }
+        try session.checkUsable()
+        guard var request = originalRequest else {
+            throw FerryError(.invalidOperation, "the task has no request")
+        }
+        request = session.configuration.applyingAdditionalHeaders(to: request)
+        try request.validate()
+        let deadline = session.resourceDeadline()
+        switch work {
+        case .data, .upload:
+            return try await transferData(request, deadline: deadline)
+        case .download(let resumeData):
+            return try await transferDownload(request, resumeData: resumeData, deadline: deadline)
+        }
+    }
+
+    func finishSilently() {
+        markEnded(error: error)
+        let waiters = locked.withLock { state in
+            state.finished = true
+            defer { state.finishWaiters = [] }
+            return state.finishWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+        session.taskEnded(self)
+    }
+
+    // MARK: Completion
+
+    /// Delivers the end of the task, in S2.7's order: the file (downloads), metrics, completion.
+    func complete(error: FerryError?, result: TransferResult?, metrics: TaskMetrics?) async {
+        markEnded(error: error)
+        let partialFile = locked.withLock { $0.filePath }
+        if let error, error.resumeData == nil, let partialFile {
+            // Nothing can continue it (S6.9): a partial file without resume data goes.
+            try? FileManager.default.removeItem(atPath: partialFile)
+        }
+        switch route {
+        case .handler(let handler):
+            handler(Self.outcome(error: error, result: result, response: response))
+            if let metrics, let delegate {
+                await session.queue.perform { [self] in
+                    await delegate.session(session, task: self, didFinishCollecting: metrics)
+                }
+            }
+        case .delegates:
+            await deliverCompletion(error: error, result: result, metrics: metrics)
+        }
+        finishSilently()
+    }
+
+    private func deliverCompletion(error: FerryError?, result: TransferResult?, metrics: TaskMetrics?) async {
+        let session = self.session
+        let taskDelegate = taskDelegateForEvents()
+        if case .download(let downloaded)? = result, let download = self as? DownloadTask {
+            let location = URL(fileURLWithPath: downloaded.path)
+            let delegate = downloadDelegate()
+            await session.queue.perform {
+                await delegate?.session(session, downloadTask: download, didFinishDownloadingTo: location)
+                // S2.7: the file is gone once the callback has returned.
+                try? FileManager.default.removeItem(atPath: downloaded.path)
+            }
+        }
+        await session.queue.perform { [self] in
+            if let metrics { await taskDelegate?.session(session, task: self, didFinishCollecting: metrics) }
+            await taskDelegate?.session(session, task: self, didCompleteWithError: error)
+        }
+    }
+
+    private static func outcome(error: FerryError?, result: TransferResult?, response: Response?) -> Outcome {
+        if let error { return .failure(error) }
+        switch result {
+        case .data(let loaded)?:
+            let head = response ?? Response(url: loaded.finalRequest.url, statusCode: loaded.status, headers: loaded.headers)
+            return .data(Data(loaded.body.readableBytesView), head)
+        case .download(let downloaded)?, .handedOver(_, let downloaded)?:
+            let head =
+                response
+                ?? Response(url: downloaded.finalRequest.url, statusCode: downloaded.status, headers: downloaded.headers)
+            return .file(URL(fileURLWithPath: downloaded.path), head)
+        case nil:
+            return .failure(FerryError(.cancelled, "the task ended without a result"))
+        }
+    }
+
+    // MARK: Delegates
+
+    /// The delegate for task-level events: the task's own, else the session's (not for async calls).
+    func taskDelegateForEvents() -> (any TaskDelegate)? {
+        if let own = delegate { return own }
+        guard case .delegates = route else { return nil }
+        return session.delegate as? any TaskDelegate
+    }
+
+    func dataDelegate() -> (any DataDelegate)? {
+        if let own = delegate as? any DataDelegate { return own }
+        guard case .delegates = route else { return nil }
+        return session.delegate as? any DataDelegate
+    }
+
+    func downloadDelegate() -> (any DownloadDelegate)? {
+        if let own = delegate as? any DownloadDelegate { return own }
+        guard case .delegates = route else { return nil }
+        return session.delegate as? any DownloadDelegate
+    }
+
+    /// The redirect decision, asked of the delegate in turn.
+    func redirectDecision() -> @Sendable (Int, Headers, Request) async -> Request? {
+        { [self] status, headers, proposed in
+            let url = locked.withLock { $0.currentRequest?.url } ?? proposed.url
+            let decision: Request?
+            if let delegate = taskDelegateForEvents() {
+                let response = Response(url: url, statusCode: status, headers: headers)
+                decision = await session.queue.perform { [self] in
+                    await delegate.session(session, task: self, willPerformHTTPRedirection: response, newRequest: proposed)
+                }
+            } else {
+                decision = proposed
+            }
+            if let decision { locked.withLock { $0.currentRequest = decision } }
+            return decision
+        }
+    }
+
+    /// Records the response head.
+    func received(status: Int, headers: Headers, request: Request) -> Response {
+        let response = Response(url: request.url, statusCode: status, headers: headers)
+        locked.withLock { state in
+            state.response = response
+            state.currentRequest = request
+            state.bytesExpectedToReceive = headers.contentLength ?? Session.transferSizeUnknown
+        }
+        return response
+    }
+
+    static func uploadLength(_ source: UploadSource) -> Int64? {
+        switch source {
+        case .data(let data): Int64(data.count)
+        case .file(let url):
+            (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.int64Value
+        case .stream: nil
+        }
+    }
+}

@@ -1,0 +1,116 @@
+import FerryCore
+import Synchronization
+
+/// HTTPMaximumConnectionsPerHost as a hard limit (SPEC S8.1): at most `limit` exchanges per origin at
+/// once; the others wait, the highest priority first, then in arrival order.
+///
+/// AsyncHTTPClient's per-host setting is a soft limit (it opens more connections under load), so the
+/// session enforces its own here, counting exchanges from request to the end of the response body.
+final class HostConnectionLimiter: Sendable {
+    private struct Waiter {
+        var id: UInt64
+        var priority: Float
+        var continuation: CheckedContinuation<Void, any Error>
+    }
+
+    private struct Origin {
+        var active = 0
+        var waiters: [Waiter] = []
+    }
+
+    private struct State {
+        var origins: [String: Origin] = [:]
+        var nextID: UInt64 = 0
+    }
+
+    let limit: Int
+    private let state = Mutex(State())
+
+    init(limit: Int) {
+        self.limit = max(1, limit)
+    }
+
+    /// Exchanges running for `origin` now (for tests and diagnostics).
+    func active(for origin: String) -> Int {
+        state.withLock { $0.origins[origin]?.active ?? 0 }
+    }
+
+    /// Waits for a slot for `origin`.
+    /// - Throws: a cancelled ``FerryError`` when the calling task is cancelled while waiting.
+    func acquire(origin: String, priority: Float) async throws -> Permit {
+        let id = state.withLock { state in
+            state.nextID += 1
+            return state.nextID
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let granted = state.withLock { state in
+                    var entry = state.origins[origin, default: Origin()]
+                    defer { state.origins[origin] = entry }
+                    if Task.isCancelled { return false as Bool? }
+                    if entry.active < limit {
+                        entry.active += 1
+                        return true
+                    }
+                    entry.waiters.append(Waiter(id: id, priority: priority, continuation: continuation))
+                    return nil
+                }
+                switch granted {
+                case true?: continuation.resume()
+                case false?: continuation.resume(throwing: Self.cancelled)
+                case nil: break
+                }
+            }
+        } onCancel: {
+            let removed = state.withLock { state -> Waiter? in
+                guard var entry = state.origins[origin],
+                    let index = entry.waiters.firstIndex(where: { $0.id == id })
+                else { return nil }
+                let waiter = entry.waiters.remove(at: index)
+                state.origins[origin] = entry
+                return waiter
+            }
+            removed?.continuation.resume(throwing: Self.cancelled)
+        }
+        return Permit(limiter: self, origin: origin)
+    }
+
+    private static let cancelled = FerryError(.cancelled, "the task was cancelled while waiting for a connection")
+
+    fileprivate func release(origin: String) {
+        let next = state.withLock { state -> Waiter? in
+            guard var entry = state.origins[origin] else { return nil }
+            defer { state.origins[origin] = entry.active == 0 && entry.waiters.isEmpty ? nil : entry }
+            guard let best = entry.waiters.indices.max(by: { a, b in
+                // max: highest priority; among equals, the earliest (lowest id).
+                let (x, y) = (entry.waiters[a], entry.waiters[b])
+                return x.priority != y.priority ? x.priority < y.priority : x.id > y.id
+            })
+            else {
+                entry.active -= 1
+                return nil
+            }
+            return entry.waiters.remove(at: best)  // the slot passes on: active stays the same
+        }
+        next?.continuation.resume()
+    }
+
+    /// One slot; released once, explicitly or when the last reference goes.
+    final class Permit: Sendable {
+        private let limiter: HostConnectionLimiter
+        private let origin: String
+        private let released = Atomic<Bool>(false)
+
+        fileprivate init(limiter: HostConnectionLimiter, origin: String) {
+            self.limiter = limiter
+            self.origin = origin
+        }
+
+        func release() {
+            guard !released.exchange(true, ordering: .acquiringAndReleasing) else { return }
+            limiter.release(origin: origin)
+        }
+
+        deinit { release() }
+    }
+}

@@ -1,0 +1,164 @@
+import FerryCore
+public import Foundation
+public import NIOCore
+import Synchronization
+
+/// The transport a session uses: another transport behind a hard per-origin limit
+/// (HTTPMaximumConnectionsPerHost, taken in priority order), recording each exchange into the
+/// ``TransferContext`` of the task that sends it (metrics).
+///
+/// Counting happens inside the body sequences the engine already iterates: no extra task or hop per chunk.
+public final class SessionTransport: HTTPTransport {
+    private let base: any HTTPTransport
+    private let limiter: HostConnectionLimiter
+
+    /// Wraps `base`, allowing `maximumConnectionsPerHost` exchanges per origin at once.
+    public init(_ base: any HTTPTransport, maximumConnectionsPerHost: Int) {
+        self.base = base
+        self.limiter = HostConnectionLimiter(limit: maximumConnectionsPerHost)
+    }
+
+    /// Exchanges in progress for the origin of `url` (scheme, host and port).
+    public func activeExchanges(for url: URL) -> Int {
+        limiter.active(for: Self.origin(of: url))
+    }
+
+    public func send(_ request: TransportRequest, deadline: NIODeadline) async throws -> TransportResponse {
+        let context = TransferContext.current
+        var sent = Request(url: request.url)
+        sent.method = request.method
+        sent.headers = request.headers
+        var metrics = TransactionMetrics(request: sent)
+        metrics.fetchStartDate = Date()
+        let index = context?.begin(metrics)
+        let permit = try await limiter.acquire(origin: Self.origin(of: request.url), priority: context?.priority ?? 0.5)
+        var outgoing = request
+        if let context, let index {
+            outgoing.body = Self.counting(request.body) { count in
+                context.update(index) { $0.countOfRequestBodyBytesSent += count }
+            }
+        }
+        let response: TransportResponse
+        do {
+            response = try await base.send(outgoing, deadline: deadline)
+        } catch {
+            permit.release()
+            throw error
+        }
+        let head = Response(url: request.url, statusCode: response.status, headers: response.headers)
+        if let context, let index {
+            context.update(index) { metrics in
+                metrics.response = head
+                metrics.networkProtocolName = response.protocolName
+                metrics.requestStartDate = response.timing.requestStart
+                metrics.requestEndDate = response.timing.requestEnd
+                metrics.responseStartDate = response.timing.responseStart
+            }
+        }
+        var measured = response
+        measured.body = TransportBodyStream(
+            MeasuredBody(base: response.body, permit: permit, context: context, index: index)
+        )
+        return measured
+    }
+
+    public func shutdown() async throws {
+        try await base.shutdown()
+    }
+
+    static func origin(of url: URL) -> String {
+        let scheme = url.scheme?.lowercased() ?? "http"
+        let port = url.port ?? (scheme == "https" ? 443 : 80)
+        return "\(scheme)://\(url.host?.lowercased() ?? ""):\(port)"
+    }
+
+    /// The body with every chunk the transport takes counted.
+    private static func counting(
+        _ body: TransportRequestBody?,
+        _ count: @escaping @Sendable (Int64) -> Void
+    ) -> TransportRequestBody? {
+        switch body {
+        case .bytes(let buffer):
+            // Handed over whole; counted as sent when the transport takes it.
+            return .stream(length: Int64(buffer.readableBytes), TransportBodyStream(OneBuffer(buffer: buffer, count: count)))
+        case .stream(let length, let stream):
+            return .stream(
+                length: length,
+                TransportBodyStream(stream.map { chunk in
+                    count(Int64(chunk.readableBytes))
+                    return chunk
+                })
+            )
+        case nil:
+            return nil
+        }
+    }
+
+    private struct OneBuffer: AsyncSequence, Sendable {
+        typealias Element = ByteBuffer
+        let buffer: ByteBuffer
+        let count: @Sendable (Int64) -> Void
+
+        func makeAsyncIterator() -> Iterator { Iterator(buffer: buffer, count: count) }
+
+        struct Iterator: AsyncIteratorProtocol {
+            var buffer: ByteBuffer?
+            let count: @Sendable (Int64) -> Void
+            mutating func next() async throws -> ByteBuffer? {
+                defer { buffer = nil }
+                if let buffer { count(Int64(buffer.readableBytes)) }
+                return buffer
+            }
+        }
+    }
+
+    /// A response body that counts bytes, marks the end time, and gives the slot back when it ends,
+    /// fails, or is dropped unread.
+    private struct MeasuredBody: AsyncSequence, Sendable {
+        typealias Element = ByteBuffer
+        let base: TransportBodyStream
+        let permit: HostConnectionLimiter.Permit
+        let context: TransferContext?
+        let index: Int?
+
+        func makeAsyncIterator() -> Iterator {
+            Iterator(base: base.makeAsyncIterator(), permit: permit, context: context, index: index)
+        }
+
+        struct Iterator: AsyncIteratorProtocol {
+            var base: TransportBodyStream.Iterator
+            let permit: HostConnectionLimiter.Permit
+            let context: TransferContext?
+            let index: Int?
+            var received: Int64 = 0
+
+            mutating func next() async throws -> ByteBuffer? {
+                let chunk: ByteBuffer?
+                do {
+                    chunk = try await base.next()
+                } catch {
+                    flush(end: nil)
+                    permit.release()
+                    throw error
+                }
+                guard let chunk else {
+                    flush(end: Date())
+                    permit.release()
+                    return nil
+                }
+                received += Int64(chunk.readableBytes)
+                return chunk
+            }
+
+            private mutating func flush(end: Date?) {
+                guard let context, let index else { return }
+                let received = self.received
+                self.received = 0
+                context.update(index) { metrics in
+                    metrics.countOfResponseBodyBytesReceived += received
+                    if let end { metrics.responseEndDate = end }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,40 @@
+public import FerryCore
+import Foundation
+import Synchronization
+
+/// What one task's transfer carries through the engine without threading it through every call: its
+/// priority (for connection slots) and the record of its transactions (metrics, SPEC S3).
+///
+/// Bound with ``TransferContext/$current`` around a transfer; child tasks (deadline races) inherit it.
+public final class TransferContext: Sendable {
+    /// The context of the transfer running on this task, if any.
+    @TaskLocal public static var current: TransferContext?
+
+    /// The task's priority, 0...1 (URLSessionTask.priority); higher gets a connection slot first.
+    public let priority: Float
+    private let transactions = Mutex<[TransactionMetrics]>([])
+
+    /// A context for a task with `priority`.
+    public init(priority: Float = 0.5) {
+        self.priority = priority
+    }
+
+    /// The transactions so far, in the order their requests were sent.
+    public var recordedTransactions: [TransactionMetrics] { transactions.withLock { $0 } }
+
+    /// Starts a transaction and returns its index.
+    func begin(_ metrics: TransactionMetrics) -> Int {
+        transactions.withLock { list in
+            list.append(metrics)
+            return list.count - 1
+        }
+    }
+
+    /// Changes the transaction at `index`.
+    func update(_ index: Int, _ change: (inout TransactionMetrics) -> Void) {
+        transactions.withLock { list in
+            guard list.indices.contains(index) else { return }
+            change(&list[index])
+        }
+    }
+}

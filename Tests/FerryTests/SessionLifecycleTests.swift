@@ -1,0 +1,190 @@
+import Ferry
+import FerryTestServer
+import Foundation
+import Synchronization
+import Testing
+
+@Suite struct SessionLifecycleTests {
+    @Test func aThousandTasksStartedAtOnceAllComplete() async throws {
+        let recorder = Recorder()
+        try await withSession(delegate: recorder) { server, session in
+            let tasks = (0..<1000).map { index in
+                session.dataTask(with: request(server.url("/bytes/1024?seed=\(index)")))
+            }
+            for task in tasks { task.resume() }
+            for task in tasks { await task.waitUntilFinished() }
+            #expect(recorder.completions == 1000)
+            var wrong = 0
+            for (index, task) in tasks.enumerated() {
+                if task.error != nil || sha256(recorder.body(of: task.taskIdentifier)) != expectedSHA256(1024, seed: UInt64(index)) {
+                    wrong += 1
+                }
+            }
+            #expect(wrong == 0)
+            // The per-host limit (6) held: no more connections than that were opened.
+            #expect(server.counters.connectionsAccepted <= 6)
+            #expect(!recorder.callbacksOverlapped)
+            #expect(session.getAllTasks().isEmpty)
+        }
+    }
+
+    @Test func theConnectionLimitPerHostIsAHardLimit() async throws {
+        var configuration = SessionConfiguration.default
+        configuration.httpMaximumConnectionsPerHost = 2
+        try await withSession(configuration) { server, session in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<12 {
+                    group.addTask {
+                        _ = try await session.data(for: request(server.url("/bytes/200000?seed=\(index)&throttle=4000000")))
+                    }
+                }
+                try await group.waitForAll()
+            }
+            #expect(server.counters.connectionsAccepted <= 2)
+            #expect(server.counters.requests(path: "/bytes/200000") == 12)
+        }
+    }
+
+    @Test func invalidateAndCancelCancelsEverythingThenReportsInvalid() async throws {
+        let recorder = Recorder()
+        try await TestServer.withServer { server in
+            let session = try makeSession(delegate: recorder, trusting: server)
+            let tasks = (0..<10).map { index in
+                session.downloadTask(with: request(server.url("/bytes/5000000?seed=\(index)&throttle=500000")))
+            }
+            for task in tasks { task.resume() }
+            let unstarted = session.dataTask(with: request(server.url("/bytes/10")))
+            #expect(session.getAllTasks().count == 11)
+            session.invalidateAndCancel()
+            try await eventually("didBecomeInvalid") { recorder.events.last == .invalid }
+            #expect(recorder.completions == 11)
+            for task in tasks + [unstarted] {
+                #expect(task.error?.code == .cancelled)
+                #expect(task.state == .completed)
+            }
+            #expect(recorder.events.filter { $0 == .invalid }.count == 1)
+            #expect(session.delegate == nil)
+
+            // A task made now fails with a clear error.
+            await #expect(throws: FerryError.self) { try await session.data(for: request(server.url("/bytes/10"))) }
+        }
+    }
+
+    @Test func finishTasksAndInvalidateLetsTasksFinish() async throws {
+        let recorder = Recorder()
+        try await TestServer.withServer { server in
+            let session = try makeSession(delegate: recorder, trusting: server)
+            let tasks = (0..<4).map { index in
+                session.downloadTask(with: request(server.url("/bytes/400000?seed=\(index)&throttle=2000000")))
+            }
+            for task in tasks { task.resume() }
+            session.finishTasksAndInvalidate()
+            try await eventually("didBecomeInvalid") { recorder.events.last == .invalid }
+            for (index, task) in tasks.enumerated() {
+                #expect(task.error == nil)
+                #expect(
+                    recorder.events(of: task.taskIdentifier).contains(
+                        .finished(
+                            task: task.taskIdentifier,
+                            sha256: expectedSHA256(400_000, seed: UInt64(index)),
+                            existedDuringCallback: true
+                        )
+                    )
+                )
+            }
+            let invalidAt = try #require(recorder.events.firstIndex(of: .invalid))
+            #expect(invalidAt == recorder.events.count - 1)
+        }
+    }
+
+    @Test func cancellingABeforeResumedTaskCompletesItCancelled() async throws {
+        let recorder = Recorder()
+        try await withSession(delegate: recorder) { server, session in
+            let task = session.dataTask(with: request(server.url("/bytes/10")))
+            task.cancel()
+            await task.waitUntilFinished()
+            #expect(recorder.events(of: task.taskIdentifier) == [.complete(task: task.taskIdentifier, error: .cancelled)])
+            task.resume()  // does nothing now
+            #expect(task.state == .completed)
+            #expect(server.counters.requests(path: "/bytes/10") == 0)
+        }
+    }
+
+    @Test func cancellingTheCallerCancelsAnAsyncDataCall() async throws {
+        try await withSession { server, session in
+            let call = Task { try await session.data(for: request(server.url("/bytes/5000000?throttle=500000"))) }
+            try await Task.sleep(for: .milliseconds(200))
+            call.cancel()
+            do {
+                _ = try await call.value
+                Issue.record("the call finished despite its cancellation")
+            } catch let error as FerryError {
+                #expect(error.code == .cancelled)
+            }
+        }
+    }
+
+    @Test func resourceTimeoutEndsASlowDownloadWithResumeData() async throws {
+        var configuration = SessionConfiguration.default
+        configuration.timeoutIntervalForResource = 1
+        try await withSession(configuration) { server, session in
+            do {
+                _ = try await session.download(for: request(server.url("/bytes/5000000?throttle=500000")))
+                Issue.record("the resource timeout did not fire")
+            } catch let error as FerryError {
+                #expect(error.code == .timedOut)
+                #expect((error.resumeData?.bytesReceived ?? 0) > 0)
+            }
+        }
+    }
+
+    @Test func requestIdleTimeoutEndsAStalledTransfer() async throws {
+        var configuration = SessionConfiguration.default
+        configuration.timeoutIntervalForRequest = 0.5
+        try await withSession(configuration) { server, session in
+            do {
+                _ = try await session.data(for: request(server.url("/bytes/100000?stall_ms=5000&stall_after=1000")))
+                Issue.record("the idle timeout did not fire")
+            } catch let error as FerryError {
+                #expect(error.code == .timedOut)
+            }
+        }
+    }
+
+    @Test func connectionsAreReusedWithinASession() async throws {
+        try await withSession { server, session in
+            for index in 0..<20 {
+                _ = try await session.data(for: request(server.url("/bytes/100?seed=\(index)")))
+            }
+            #expect(server.counters.connectionsAccepted == 1)
+        }
+    }
+
+    @Test func backgroundConfigurationsSayTheyNeedTheDaemon() async throws {
+        try await TestServer.withServer { server in
+            let session = Session(configuration: .background(identifier: "x"))
+            defer { session.invalidateAndCancel() }
+            do {
+                _ = try await session.data(for: request(server.url("/bytes/10")))
+                Issue.record("a background session ran in-process")
+            } catch let error as FerryError {
+                #expect(error.code == .invalidOperation)
+                #expect(error.message.contains("ferryd"))
+            }
+        }
+    }
+
+    @Test func taskDescriptionAndPriorityAreKept() async throws {
+        try await withSession { server, session in
+            let task = session.dataTask(with: request(server.url("/bytes/10")))
+            task.taskDescription = "mine"
+            task.priority = 2  // clamped
+            #expect(task.taskDescription == "mine")
+            #expect(task.priority == 1)
+            let other = session.dataTask(with: request(server.url("/bytes/10")))
+            #expect(other.taskIdentifier != task.taskIdentifier)
+            task.cancel()
+            other.cancel()
+        }
+    }
+}

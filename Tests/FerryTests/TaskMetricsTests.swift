@@ -1,0 +1,69 @@
+import Ferry
+import FerryTestServer
+import Foundation
+import Testing
+
+@Suite struct TaskMetricsTests {
+    @Test func metricsHaveOneTransactionPerRequestWithMeasuredTimes() async throws {
+        let recorder = Recorder()
+        try await withSession(delegate: recorder) { server, session in
+            let task = session.dataTask(with: request(server.url("/redirect/2")))
+            let before = Date()
+            task.resume()
+            await task.waitUntilFinished()
+            let after = Date()
+            let metrics = try #require(recorder.metrics(of: task.taskIdentifier))
+            #expect(metrics.redirectCount == 2)
+            #expect(metrics.transactionMetrics.count == 3)
+            #expect(metrics.taskInterval.start >= before && metrics.taskInterval.end <= after)
+            for transaction in metrics.transactionMetrics {
+                let fetch = try #require(transaction.fetchStartDate)
+                let responseStart = try #require(transaction.responseStartDate)
+                let responseEnd = try #require(transaction.responseEndDate)
+                #expect(fetch <= responseStart && responseStart <= responseEnd)
+                #expect(metrics.taskInterval.start <= fetch && responseEnd <= metrics.taskInterval.end)
+                #expect(transaction.networkProtocolName == "http/1.1")
+                #expect(transaction.resourceFetchType == .networkLoad)
+                // Not measured by the transport: nil, never invented.
+                #expect(transaction.domainLookupStartDate == nil)
+                #expect(transaction.connectStartDate == nil)
+                #expect(transaction.isReusedConnection == nil)
+            }
+            #expect(metrics.transactionMetrics.map { $0.response?.statusCode } == [302, 302, 200])
+            let last = try #require(metrics.transactionMetrics.last)
+            #expect(last.countOfResponseBodyBytesReceived == Int64(recorder.body(of: task.taskIdentifier).count))
+        }
+    }
+
+    @Test func uploadBytesAreCountedAndRequestTimesOrdered() async throws {
+        let recorder = Recorder()
+        try await withSession(delegate: recorder) { server, session in
+            var upload = request(server.url("/upload"))
+            upload.method = "PUT"
+            let task = session.uploadTask(with: upload, from: Data(count: 123_456))
+            task.resume()
+            await task.waitUntilFinished()
+            let transaction = try #require(recorder.metrics(of: task.taskIdentifier)?.transactionMetrics.first)
+            #expect(transaction.countOfRequestBodyBytesSent == 123_456)
+            let requestStart = try #require(transaction.requestStartDate)
+            let requestEnd = try #require(transaction.requestEndDate)
+            let responseStart = try #require(transaction.responseStartDate)
+            #expect(try #require(transaction.fetchStartDate) <= requestStart)
+            #expect(requestStart <= requestEnd && requestEnd <= responseStart)
+        }
+    }
+
+    @Test func http2IsReportedAsH2() async throws {
+        try await withSession { server, session in
+            let url = server.url("/bytes/1000", on: .tls)
+            let recorder = Recorder()
+            let task = session.dataTask(with: request(url))
+            task.delegate = recorder
+            task.resume()
+            await task.waitUntilFinished()
+            #expect(task.error == nil)
+            let transaction = try #require(recorder.metrics(of: task.taskIdentifier)?.transactionMetrics.first)
+            #expect(transaction.networkProtocolName == "h2")
+        }
+    }
+}
