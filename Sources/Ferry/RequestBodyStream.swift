@@ -1,5 +1,5 @@
-public import Foundation
 import FerryEngine
+public import Foundation
 import NIOCore
 
 /// A request body produced as it is sent (an upload from a stream): any async sequence of byte chunks.

@@ -20,23 +20,45 @@ extension Session {
     }
 
     /// Uploads the file at `fileURL` (streamed, constant memory) and returns the response body.
-    public func upload(for request: Request, fromFile fileURL: URL, delegate: (any TaskDelegate)? = nil)
+    public func upload(
+        for request: Request,
+        fromFile fileURL: URL,
+        delegate: (any TaskDelegate)? = nil
+    )
         async throws -> (Data, Response)
     {
         try await run(delegate: delegate) { route in
             self.register {
-                UploadTask(session: self, identifier: $0, request: request, work: .upload(.file(fileURL)), route: route, rejection: $1)
+                UploadTask(
+                    session: self,
+                    identifier: $0,
+                    request: request,
+                    work: .upload(.file(fileURL)),
+                    route: route,
+                    rejection: $1
+                )
             }
         }.data()
     }
 
     /// Uploads `data` and returns the response body.
-    public func upload(for request: Request, from data: Data, delegate: (any TaskDelegate)? = nil) async throws
+    public func upload(
+        for request: Request,
+        from data: Data,
+        delegate: (any TaskDelegate)? = nil
+    ) async throws
         -> (Data, Response)
     {
         try await run(delegate: delegate) { route in
             self.register {
-                UploadTask(session: self, identifier: $0, request: request, work: .upload(.data(data)), route: route, rejection: $1)
+                UploadTask(
+                    session: self,
+                    identifier: $0,
+                    request: request,
+                    work: .upload(.data(data)),
+                    route: route,
+                    rejection: $1
+                )
             }
         }.data()
     }
@@ -47,7 +69,14 @@ extension Session {
     public func download(for request: Request, delegate: (any TaskDelegate)? = nil) async throws -> (URL, Response) {
         try await run(delegate: delegate) { route in
             self.register {
-                DownloadTask(session: self, identifier: $0, request: request, work: .download(resumeData: nil), route: route, rejection: $1)
+                DownloadTask(
+                    session: self,
+                    identifier: $0,
+                    request: request,
+                    work: .download(resumeData: nil),
+                    route: route,
+                    rejection: $1
+                )
             }
         }.file()
     }
@@ -58,7 +87,10 @@ extension Session {
     }
 
     /// Continues a download from resume data.
-    public func download(resumeFrom resumeData: Data, delegate: (any TaskDelegate)? = nil) async throws
+    public func download(
+        resumeFrom resumeData: Data,
+        delegate: (any TaskDelegate)? = nil
+    ) async throws
         -> (URL, Response)
     {
         try await run(delegate: delegate) { route in
@@ -90,7 +122,8 @@ extension Session {
     /// The body is checked against Content-Length when it ends. The transfer is not a task of
     /// ``getAllTasks()``; stop reading (or cancel the reading task) to end it.
     /// - Throws: ``FerryError``.
-    public func bytes(for request: Request, delegate: (any TaskDelegate)? = nil) async throws -> (AsyncBytes, Response) {
+    public func bytes(for request: Request, delegate: (any TaskDelegate)? = nil) async throws -> (AsyncBytes, Response)
+    {
         try checkUsable()
         let request = configuration.applyingAdditionalHeaders(to: request)
         var loader = DataLoader(transport: transport)
@@ -98,13 +131,25 @@ extension Session {
         let willRedirect: @Sendable (Int, Headers, Request) async -> Request?
         if let delegate {
             let probe = register {
-                DataTask(session: self, identifier: $0, request: request, work: .data, route: .handler { _ in }, rejection: $1)
+                DataTask(
+                    session: self,
+                    identifier: $0,
+                    request: request,
+                    work: .data,
+                    route: .handler { _ in },
+                    rejection: $1
+                )
             }
             taskEnded(probe)
             willRedirect = { [self] status, headers, proposed in
                 let response = Response(url: proposed.url, statusCode: status, headers: headers)
                 return await queue.perform {
-                    await delegate.session(self, task: probe, willPerformHTTPRedirection: response, newRequest: proposed)
+                    await delegate.session(
+                        self,
+                        task: probe,
+                        willPerformHTTPRedirection: response,
+                        newRequest: proposed
+                    )
                 }
             }
         } else {
@@ -116,7 +161,10 @@ extension Session {
             statusCode: opened.response.status,
             headers: opened.response.headers
         )
-        return (AsyncBytes(body: opened.response.body, declaredLength: response.expectedContentLength, url: response.url), response)
+        return (
+            AsyncBytes(body: opened.response.body, declaredLength: response.expectedContentLength, url: response.url),
+            response
+        )
     }
 
     /// Loads `url` as ``bytes(for:delegate:)`` does.

@@ -129,7 +129,9 @@ public final class Session: Sendable {
 
     /// A data task for `request`.
     public func dataTask(with request: Request) -> DataTask {
-        register { DataTask(session: self, identifier: $0, request: request, work: .data, route: .delegates, rejection: $1) }
+        register {
+            DataTask(session: self, identifier: $0, request: request, work: .data, route: .delegates, rejection: $1)
+        }
     }
 
     /// A data task for a GET of `url`.
@@ -140,28 +142,56 @@ public final class Session: Sendable {
     /// An upload of the file at `fileURL`, read as it is sent (constant memory).
     public func uploadTask(with request: Request, fromFile fileURL: URL) -> UploadTask {
         register {
-            UploadTask(session: self, identifier: $0, request: request, work: .upload(.file(fileURL)), route: .delegates, rejection: $1)
+            UploadTask(
+                session: self,
+                identifier: $0,
+                request: request,
+                work: .upload(.file(fileURL)),
+                route: .delegates,
+                rejection: $1
+            )
         }
     }
 
     /// An upload of `data`.
     public func uploadTask(with request: Request, from data: Data) -> UploadTask {
         register {
-            UploadTask(session: self, identifier: $0, request: request, work: .upload(.data(data)), route: .delegates, rejection: $1)
+            UploadTask(
+                session: self,
+                identifier: $0,
+                request: request,
+                work: .upload(.data(data)),
+                route: .delegates,
+                rejection: $1
+            )
         }
     }
 
     /// An upload whose body the delegate provides from `needNewBodyStreamFor`.
     public func uploadTask(withStreamedRequest request: Request) -> UploadTask {
         register {
-            UploadTask(session: self, identifier: $0, request: request, work: .upload(.stream), route: .delegates, rejection: $1)
+            UploadTask(
+                session: self,
+                identifier: $0,
+                request: request,
+                work: .upload(.stream),
+                route: .delegates,
+                rejection: $1
+            )
         }
     }
 
     /// A download of `request` to a temporary file.
     public func downloadTask(with request: Request) -> DownloadTask {
         register {
-            DownloadTask(session: self, identifier: $0, request: request, work: .download(resumeData: nil), route: .delegates, rejection: $1)
+            DownloadTask(
+                session: self,
+                identifier: $0,
+                request: request,
+                work: .download(resumeData: nil),
+                route: .delegates,
+                rejection: $1
+            )
         }
     }
 
@@ -198,7 +228,8 @@ public final class Session: Sendable {
                     work: .download(resumeData: nil),
                     route: route,
                     rejection: rejection
-                        ?? (error as? FerryError ?? FerryError(.invalidResumeData, "the resume data is damaged: \(error)"))
+                        ?? (error as? FerryError
+                            ?? FerryError(.invalidResumeData, "the resume data is damaged: \(error)"))
                 )
             }
         }

@@ -120,7 +120,11 @@ extension TaskDelegate {
 }
 
 extension DataDelegate {
-    public func session(_ session: Session, dataTask: DataTask, didReceive response: Response) async
+    public func session(
+        _ session: Session,
+        dataTask: DataTask,
+        didReceive response: Response
+    ) async
         -> ResponseDisposition
     { .allow }
 

@@ -4,7 +4,11 @@ import NIOCore
 
 extension SessionTask {
     /// A download's transfer: to a temporary file (or the partial file of the resume data).
-    func transferDownload(_ request: Request, resumeData: ResumeData?, deadline: NIODeadline) async throws
+    func transferDownload(
+        _ request: Request,
+        resumeData: ResumeData?,
+        deadline: NIODeadline
+    ) async throws
         -> TransferResult
     {
         let path = resumeData?.partialFilePath ?? reserveFilePath()

@@ -1,5 +1,5 @@
-public import Foundation
 import FerryEngine
+public import Foundation
 import NIOCore
 import Synchronization
 
@@ -342,12 +342,17 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
         if let error { return .failure(error) }
         switch result {
         case .data(let loaded)?:
-            let head = response ?? Response(url: loaded.finalRequest.url, statusCode: loaded.status, headers: loaded.headers)
+            let head =
+                response ?? Response(url: loaded.finalRequest.url, statusCode: loaded.status, headers: loaded.headers)
             return .data(Data(loaded.body.readableBytesView), head)
         case .download(let downloaded)?, .handedOver(_, let downloaded)?:
             let head =
                 response
-                ?? Response(url: downloaded.finalRequest.url, statusCode: downloaded.status, headers: downloaded.headers)
+                ?? Response(
+                    url: downloaded.finalRequest.url,
+                    statusCode: downloaded.status,
+                    headers: downloaded.headers
+                )
             return .file(URL(fileURLWithPath: downloaded.path), head)
         case nil:
             return .failure(FerryError(.cancelled, "the task ended without a result"))
@@ -383,7 +388,12 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
             if let delegate = taskDelegateForEvents() {
                 let response = Response(url: url, statusCode: status, headers: headers)
                 decision = await session.queue.perform { [self] in
-                    await delegate.session(session, task: self, willPerformHTTPRedirection: response, newRequest: proposed)
+                    await delegate.session(
+                        session,
+                        task: self,
+                        willPerformHTTPRedirection: response,
+                        newRequest: proposed
+                    )
                 }
             } else {
                 decision = proposed

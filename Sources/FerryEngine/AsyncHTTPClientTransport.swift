@@ -81,28 +81,50 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     }
 
     public func send(_ request: TransportRequest, deadline: NIODeadline) async throws -> TransportResponse {
-        var outgoing = HTTPClientRequest(url: request.url.absoluteString)
-        outgoing.method = HTTPMethod(rawValue: request.method)
-        for field in request.headers { outgoing.headers.add(name: field.name, value: field.value) }
+        var headers = HTTPHeaders()
+        for field in request.headers { headers.add(name: field.name, value: field.value) }
+        let (delegate, sequence) = StreamingResponseDelegate.make()
+        let body: HTTPClient.Body?
         switch request.body {
-        case .bytes(let buffer): outgoing.body = .bytes(buffer)
+        case .bytes(let buffer):
+            body = .byteBuffer(buffer)
         case .stream(let length, let stream):
-            outgoing.body = .stream(stream, length: length.map { .known($0) } ?? .unknown)
-        case nil: break
+            let loop = client.eventLoopGroup.next()
+            body = .stream(contentLength: length) { writer in
+                let written = loop.makePromise(of: Void.self)
+                written.completeWithTask {
+                    for try await chunk in stream { try await writer.write(.byteBuffer(chunk)).get() }
+                    // Each write above completed, so the whole body is on the wire: the request's end.
+                    delegate.requestBodyWritten()
+                }
+                return written.futureResult
+            }
+        case nil:
+            body = nil
         }
-        let response: HTTPClientResponse
+        let head: HTTPResponseHead
+        let timing: TransportTiming
         do {
-            response = try await client.execute(outgoing, deadline: deadline)
+            let outgoing = try HTTPClient.Request(
+                url: request.url.absoluteString,
+                method: HTTPMethod(rawValue: request.method),
+                headers: headers,
+                body: body
+            )
+            (head, timing) = try await delegate.send(outgoing, on: client, deadline: deadline)
         } catch {
+            delegate.cancel()
             throw TransportErrors.ferryError(for: error, url: request.url.absoluteString)
         }
-        var headers = Headers()
-        for (name, value) in response.headers { headers.add(name: name, value: value) }
+        var responseHeaders = Headers()
+        for (name, value) in head.headers { responseHeaders.add(name: name, value: value) }
         return TransportResponse(
-            status: Int(response.status.code),
-            headers: headers,
-            protocolName: response.version == .http2 ? "h2" : "http/1.1",
-            body: TransportBodyStream(response.body)
+            status: Int(head.status.code),
+            headers: responseHeaders,
+            protocolName: head.version.major == 2 ? "h2" : "http/1.1",
+            body: TransportBodyStream(sequence),
+            timing: timing,
+            latestTiming: { delegate.timing }
         )
     }
 

@@ -60,8 +60,11 @@ public struct TransportResponse: Sendable {
     public var protocolName: String
     /// The body, as it arrives, with backpressure: the next chunk is read when this one is taken.
     public var body: TransportBodyStream
-    /// When the phases of the exchange happened, as far as the transport saw them.
+    /// When the phases of the exchange happened, as far as the transport saw them when the head arrived.
     public var timing: TransportTiming
+    /// The timing as it is now (the request may finish being written after the head arrived), if the
+    /// transport keeps it up to date.
+    public var latestTiming: (@Sendable () -> TransportTiming)?
 
     /// Creates a response.
     public init(
@@ -69,13 +72,15 @@ public struct TransportResponse: Sendable {
         headers: Headers,
         protocolName: String,
         body: TransportBodyStream,
-        timing: TransportTiming = TransportTiming()
+        timing: TransportTiming = TransportTiming(),
+        latestTiming: (@Sendable () -> TransportTiming)? = nil
     ) {
         self.status = status
         self.headers = headers
         self.protocolName = protocolName
         self.body = body
         self.timing = timing
+        self.latestTiming = latestTiming
     }
 }
 

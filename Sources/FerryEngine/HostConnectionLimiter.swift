@@ -81,11 +81,12 @@ final class HostConnectionLimiter: Sendable {
         let next = state.withLock { state -> Waiter? in
             guard var entry = state.origins[origin] else { return nil }
             defer { state.origins[origin] = entry.active == 0 && entry.waiters.isEmpty ? nil : entry }
-            guard let best = entry.waiters.indices.max(by: { a, b in
-                // max: highest priority; among equals, the earliest (lowest id).
-                let (x, y) = (entry.waiters[a], entry.waiters[b])
-                return x.priority != y.priority ? x.priority < y.priority : x.id > y.id
-            })
+            guard
+                let best = entry.waiters.indices.max(by: { a, b in
+                    // max: highest priority; among equals, the earliest (lowest id).
+                    let (x, y) = (entry.waiters[a], entry.waiters[b])
+                    return x.priority != y.priority ? x.priority < y.priority : x.id > y.id
+                })
             else {
                 entry.active -= 1
                 return nil

@@ -57,7 +57,13 @@ public final class SessionTransport: HTTPTransport {
         }
         var measured = response
         measured.body = TransportBodyStream(
-            MeasuredBody(base: response.body, permit: permit, context: context, index: index)
+            MeasuredBody(
+                base: response.body,
+                permit: permit,
+                context: context,
+                index: index,
+                latestTiming: response.latestTiming
+            )
         )
         return measured
     }
@@ -80,14 +86,19 @@ public final class SessionTransport: HTTPTransport {
         switch body {
         case .bytes(let buffer):
             // Handed over whole; counted as sent when the transport takes it.
-            return .stream(length: Int64(buffer.readableBytes), TransportBodyStream(OneBuffer(buffer: buffer, count: count)))
+            return .stream(
+                length: Int64(buffer.readableBytes),
+                TransportBodyStream(OneBuffer(buffer: buffer, count: count))
+            )
         case .stream(let length, let stream):
             return .stream(
                 length: length,
-                TransportBodyStream(stream.map { chunk in
-                    count(Int64(chunk.readableBytes))
-                    return chunk
-                })
+                TransportBodyStream(
+                    stream.map { chunk in
+                        count(Int64(chunk.readableBytes))
+                        return chunk
+                    }
+                )
             )
         case nil:
             return nil
@@ -120,9 +131,16 @@ public final class SessionTransport: HTTPTransport {
         let permit: HostConnectionLimiter.Permit
         let context: TransferContext?
         let index: Int?
+        let latestTiming: (@Sendable () -> TransportTiming)?
 
         func makeAsyncIterator() -> Iterator {
-            Iterator(base: base.makeAsyncIterator(), permit: permit, context: context, index: index)
+            Iterator(
+                base: base.makeAsyncIterator(),
+                permit: permit,
+                context: context,
+                index: index,
+                latestTiming: latestTiming
+            )
         }
 
         struct Iterator: AsyncIteratorProtocol {
@@ -130,6 +148,7 @@ public final class SessionTransport: HTTPTransport {
             let permit: HostConnectionLimiter.Permit
             let context: TransferContext?
             let index: Int?
+            let latestTiming: (@Sendable () -> TransportTiming)?
             var received: Int64 = 0
 
             mutating func next() async throws -> ByteBuffer? {
@@ -154,9 +173,14 @@ public final class SessionTransport: HTTPTransport {
                 guard let context, let index else { return }
                 let received = self.received
                 self.received = 0
+                let timing = latestTiming?()
                 context.update(index) { metrics in
                     metrics.countOfResponseBodyBytesReceived += received
                     if let end { metrics.responseEndDate = end }
+                    if let timing {
+                        metrics.requestStartDate = metrics.requestStartDate ?? timing.requestStart
+                        metrics.requestEndDate = metrics.requestEndDate ?? timing.requestEnd
+                    }
                 }
             }
         }

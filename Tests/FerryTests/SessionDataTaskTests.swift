@@ -82,7 +82,9 @@ import Testing
     @Test func theDelegateCanChangeARedirect() async throws {
         let recorder = Recorder(redirect: { proposed in
             var changed = proposed
-            changed.url = URL(string: proposed.url.absoluteString.replacingOccurrences(of: "/redirect/1", with: "/bytes/10"))!
+            changed.url = URL(
+                string: proposed.url.absoluteString.replacingOccurrences(of: "/redirect/1", with: "/bytes/10")
+            )!
             return changed
         })
         try await withSession(delegate: recorder) { server, session in

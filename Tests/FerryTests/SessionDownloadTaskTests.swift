@@ -1,7 +1,8 @@
-@testable import Ferry
 import FerryTestServer
 import Foundation
 import Testing
+
+@testable import Ferry
 
 @Suite struct SessionDownloadTaskTests {
     @Test func aDownloadIsHandedOverAndItsFileRemovedAfterTheCallback() async throws {
@@ -73,7 +74,11 @@ import Testing
             #expect(recorder.events(of: id).first == .resumed(task: id, offset: 0))
             #expect(
                 recorder.events(of: id).contains(
-                    .finished(task: id, sha256: expectedSHA256(2_000_000, seed: 11, version: 1), existedDuringCallback: true)
+                    .finished(
+                        task: id,
+                        sha256: expectedSHA256(2_000_000, seed: 11, version: 1),
+                        existedDuringCallback: true
+                    )
                 )
             )
         }

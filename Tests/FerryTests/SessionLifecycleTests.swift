@@ -16,7 +16,9 @@ import Testing
             #expect(recorder.completions == 1000)
             var wrong = 0
             for (index, task) in tasks.enumerated() {
-                if task.error != nil || sha256(recorder.body(of: task.taskIdentifier)) != expectedSHA256(1024, seed: UInt64(index)) {
+                if task.error != nil
+                    || sha256(recorder.body(of: task.taskIdentifier)) != expectedSHA256(1024, seed: UInt64(index))
+                {
                     wrong += 1
                 }
             }
@@ -35,7 +37,9 @@ import Testing
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for index in 0..<12 {
                     group.addTask {
-                        _ = try await session.data(for: request(server.url("/bytes/200000?seed=\(index)&throttle=4000000")))
+                        _ = try await session.data(
+                            for: request(server.url("/bytes/200000?seed=\(index)&throttle=4000000"))
+                        )
                     }
                 }
                 try await group.waitForAll()
@@ -103,7 +107,9 @@ import Testing
             let task = session.dataTask(with: request(server.url("/bytes/10")))
             task.cancel()
             await task.waitUntilFinished()
-            #expect(recorder.events(of: task.taskIdentifier) == [.complete(task: task.taskIdentifier, error: .cancelled)])
+            #expect(
+                recorder.events(of: task.taskIdentifier) == [.complete(task: task.taskIdentifier, error: .cancelled)]
+            )
             task.resume()  // does nothing now
             #expect(task.state == .completed)
             #expect(server.counters.requests(path: "/bytes/10") == 0)

@@ -27,7 +27,11 @@ func makeSession(
 ) throws -> Session {
     var options = AsyncHTTPClientTransport.Options(configuration)
     options.additionalTrustRootsPEM = [server.certificates.trustRootPEM]
-    return Session(configuration: configuration, delegate: delegate, transport: try AsyncHTTPClientTransport(options: options))
+    return Session(
+        configuration: configuration,
+        delegate: delegate,
+        transport: try AsyncHTTPClientTransport(options: options)
+    )
 }
 
 /// A request for a URL string.
@@ -129,12 +133,23 @@ final class Recorder: DataDelegate, DownloadDelegate, @unchecked Sendable {
         await record(.invalid)
     }
 
-    func session(_ session: Session, task: SessionTask, willPerformHTTPRedirection response: Response, newRequest: Request) async -> Request? {
+    func session(
+        _ session: Session,
+        task: SessionTask,
+        willPerformHTTPRedirection response: Response,
+        newRequest: Request
+    ) async -> Request? {
         await record(.redirect(task: task.taskIdentifier, to: newRequest.url.absoluteString))
         return redirect(newRequest)
     }
 
-    func session(_ session: Session, task: SessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64) async {
+    func session(
+        _ session: Session,
+        task: SessionTask,
+        didSendBodyData bytesSent: Int64,
+        totalBytesSent: Int64,
+        totalBytesExpectedToSend: Int64
+    ) async {
         await record(.sent(task: task.taskIdentifier, total: totalBytesSent, expected: totalBytesExpectedToSend))
     }
 
@@ -173,11 +188,24 @@ final class Recorder: DataDelegate, DownloadDelegate, @unchecked Sendable {
         await record(.finished(task: downloadTask.taskIdentifier, sha256: digest, existedDuringCallback: exists))
     }
 
-    func session(_ session: Session, downloadTask: DownloadTask, didWriteData bytesWritten: Int64, totalBytesWritten: Int64, totalBytesExpectedToWrite: Int64) async {
-        await record(.wrote(task: downloadTask.taskIdentifier, total: totalBytesWritten, expected: totalBytesExpectedToWrite))
+    func session(
+        _ session: Session,
+        downloadTask: DownloadTask,
+        didWriteData bytesWritten: Int64,
+        totalBytesWritten: Int64,
+        totalBytesExpectedToWrite: Int64
+    ) async {
+        await record(
+            .wrote(task: downloadTask.taskIdentifier, total: totalBytesWritten, expected: totalBytesExpectedToWrite)
+        )
     }
 
-    func session(_ session: Session, downloadTask: DownloadTask, didResumeAtOffset fileOffset: Int64, expectedTotalBytes: Int64) async {
+    func session(
+        _ session: Session,
+        downloadTask: DownloadTask,
+        didResumeAtOffset fileOffset: Int64,
+        expectedTotalBytes: Int64
+    ) async {
         await record(.resumed(task: downloadTask.taskIdentifier, offset: fileOffset))
     }
 }

@@ -57,10 +57,12 @@ private struct UploadReport: Decodable {
     @Test func uploadFromAStreamAsksTheDelegateForTheBody() async throws {
         let pieces = (0..<10).map { DeterministicBytes(seed: UInt64(30 + $0)).bytes(offset: 0, count: 50_000) }
         let recorder = Recorder(bodyStream: {
-            RequestBodyStream(AsyncStream { continuation in
-                for piece in pieces { continuation.yield(piece) }
-                continuation.finish()
-            })
+            RequestBodyStream(
+                AsyncStream { continuation in
+                    for piece in pieces { continuation.yield(piece) }
+                    continuation.finish()
+                }
+            )
         })
         try await withSession(delegate: recorder) { server, session in
             let task = session.uploadTask(withStreamedRequest: post(server.url("/upload")))
@@ -87,7 +89,10 @@ private struct UploadReport: Decodable {
     @Test func aMissingFileIsAClearError() async throws {
         try await withSession { server, session in
             do {
-                _ = try await session.upload(for: post(server.url("/upload")), fromFile: URL(fileURLWithPath: "/nonexistent/file"))
+                _ = try await session.upload(
+                    for: post(server.url("/upload")),
+                    fromFile: URL(fileURLWithPath: "/nonexistent/file")
+                )
                 Issue.record("a missing file was uploaded")
             } catch let error as FerryError {
                 #expect(error.code == .fileDoesNotExist)
