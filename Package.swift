@@ -18,6 +18,7 @@ let package = Package(
         .executable(name: "ferry", targets: ["FerryTool"]),
         .executable(name: "ferryd", targets: ["FerrydTool"]),
         .executable(name: "ferry-testserver", targets: ["FerryTestServerTool"]),
+        .executable(name: "ferry-bench", targets: ["FerryBenchTool"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.3"),
@@ -104,6 +105,13 @@ let package = Package(
             name: "FerryTestServerTool",
             dependencies: ["FerryTestServer", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Sources/ferry-testserver",
+            swiftSettings: swiftSettings
+        ),
+
+        .executableTarget(
+            name: "FerryBenchTool",
+            dependencies: ["Ferry"],
+            path: "Sources/ferry-bench",
             swiftSettings: swiftSettings
         ),
 

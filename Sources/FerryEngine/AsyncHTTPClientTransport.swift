@@ -128,6 +128,9 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         )
     }
 
+    /// The delegate API's deadline fails the exchange whatever its phase, body included.
+    public var enforcesDeadlineOverBody: Bool { true }
+
     public func shutdown() async throws {
         try await client.shutdown()
     }

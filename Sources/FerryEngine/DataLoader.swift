@@ -131,7 +131,7 @@ public struct DataLoader: Sendable {
         }
         let limit = maximumBodyLength
         let url = outcome.request.url.absoluteString
-        let (collected, length) = try await DeadlineRace.run(until: deadline, url: url) {
+        let (collected, length) = try await DeadlineRace.run(until: deadline, url: url, over: transport) {
             let declared = response.headers.contentLength.map { Int(clamping: $0) }
             if let declared, declared > limit {
                 throw FerryError(

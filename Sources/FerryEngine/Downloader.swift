@@ -188,7 +188,7 @@ public struct Downloader: Sendable {
 
     /// Writes the body within the deadline.
     private func finish(_ job: BodyJob, deadline: NIODeadline, events: Events) async throws -> Result {
-        try await DeadlineRace.run(until: deadline, url: job.request.url.absoluteString) {
+        try await DeadlineRace.run(until: deadline, url: job.request.url.absoluteString, over: transport) {
             try await self.writeBody(job, events: events)
         }
     }

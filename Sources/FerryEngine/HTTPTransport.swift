@@ -15,6 +15,14 @@ public protocol HTTPTransport: Sendable {
 
     /// Closes every connection. Requests in flight fail with ``FerryError/Code/cancelled``.
     func shutdown() async throws
+
+    /// Whether `send`'s deadline also ends a body still being read (with a ``FerryError/Code/timedOut``
+    /// error). When false, the engine races bodies against the deadline itself. Default: false.
+    var enforcesDeadlineOverBody: Bool { get }
+}
+
+extension HTTPTransport {
+    public var enforcesDeadlineOverBody: Bool { false }
 }
 
 /// A request for ``HTTPTransport/send(_:deadline:)``.

@@ -78,9 +78,23 @@ enum DeadlineRace {
     static func run<Value: Sendable>(
         until deadline: NIODeadline,
         url: String,
+        over transport: any HTTPTransport,
         _ work: @escaping @Sendable () async throws -> Value
     ) async throws -> Value {
-        try await withThrowingTaskGroup(of: Outcome<Value>.self) { group in
+        guard !transport.enforcesDeadlineOverBody else {
+            // The transport ends the body at the deadline itself: no timer task per exchange.
+            do {
+                return try await work()
+            } catch let error as FerryError where error.code == .timedOut && NIODeadline.now() >= deadline {
+                throw FerryError(
+                    .timedOut,
+                    "the transfer took longer than its resource timeout",
+                    failingURL: url,
+                    resumeData: error.resumeData
+                )
+            }
+        }
+        return try await withThrowingTaskGroup(of: Outcome<Value>.self) { group in
             group.addTask { .done(try await work()) }
             group.addTask {
                 let remaining = deadline.uptimeNanoseconds.subtractingReportingOverflow(

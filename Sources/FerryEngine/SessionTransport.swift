@@ -72,6 +72,8 @@ public final class SessionTransport: HTTPTransport {
         try await base.shutdown()
     }
 
+    public var enforcesDeadlineOverBody: Bool { base.enforcesDeadlineOverBody }
+
     static func origin(of url: URL) -> String {
         let scheme = url.scheme?.lowercased() ?? "http"
         let port = url.port ?? (scheme == "https" ? 443 : 80)
