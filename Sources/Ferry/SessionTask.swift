@@ -182,7 +182,8 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
         }
     }
 
-    /// Returns when the task has completed and its completion has been delivered.
+    /// Returns when the task has completed and its completion has been delivered. Do not await it from
+    /// a delegate callback of the same session: the completion waits for that callback to return.
     public func waitUntilFinished() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let done = locked.withLock { state in
