@@ -21,6 +21,17 @@ public protocol TaskDelegate: SessionDelegate {
         newRequest: Request
     ) async -> Request?
 
+    /// A server asked for credentials (a 401 with a Basic or Digest challenge): answer with
+    /// ``ChallengeDisposition/useCredential(_:)`` to send the request again with them. Asked again, with
+    /// a higher ``AuthenticationChallenge/previousFailureCount``, when they are refused. Default:
+    /// ``ChallengeDisposition/performDefaultHandling`` (the 401 is the response).
+    func session(
+        _ session: Session,
+        task: SessionTask,
+        didReceive challenge: AuthenticationChallenge
+    ) async
+        -> ChallengeDisposition
+
     /// Upload progress: `bytesSent` now, `totalBytesSent` in all, of `totalBytesExpectedToSend`
     /// (``Session/transferSizeUnknown`` when the body has no known length).
     func session(
@@ -113,6 +124,14 @@ extension TaskDelegate {
     ) async {}
 
     public func session(_ session: Session, needNewBodyStreamFor task: SessionTask) async -> RequestBodyStream? { nil }
+
+    public func session(
+        _ session: Session,
+        task: SessionTask,
+        didReceive challenge: AuthenticationChallenge
+    ) async
+        -> ChallengeDisposition
+    { .performDefaultHandling }
 
     public func session(_ session: Session, task: SessionTask, didFinishCollecting metrics: TaskMetrics) async {}
 

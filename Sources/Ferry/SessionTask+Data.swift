@@ -15,6 +15,7 @@ extension SessionTask {
         var hooks = DataLoader.Hooks()
         hooks.gate = gate
         hooks.willRedirect = redirectDecision()
+        hooks.didReceiveChallenge = challengeAnswer()
         if case .handler = route { hooks.collect = true } else { hooks.collect = false }
         hooks.didReceiveResponse = { [self] status, headers, finalRequest in
             let response = received(status: status, headers: headers, request: finalRequest)

@@ -43,6 +43,7 @@ extension SessionTask {
         var events = Downloader.Events()
         events.gate = gate
         events.willRedirect = redirectDecision()
+        events.didReceiveChallenge = challengeAnswer()
         guard let download = self as? DownloadTask else { return events }
         let delegate = downloadDelegate()
         let progress = delegate.map { delegate in

@@ -404,6 +404,16 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
         }
     }
 
+    /// The challenge answer, asked of the delegate in turn; nil without a delegate.
+    func challengeAnswer() -> (@Sendable (AuthenticationChallenge) async -> ChallengeDisposition)? {
+        guard let delegate = taskDelegateForEvents() else { return nil }
+        return { [self] challenge in
+            await session.queue.perform { [self] in
+                await delegate.session(session, task: self, didReceive: challenge)
+            }
+        }
+    }
+
     /// Records the response head.
     func received(status: Int, headers: Headers, request: Request) -> Response {
         let response = Response(url: request.url, statusCode: status, headers: headers)

@@ -39,6 +39,8 @@ public struct FerryError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let httpTooManyRedirects = Code(-1007, "httpTooManyRedirects")
         /// The server's response breaks the protocol or contradicts the request (URLError -1011).
         public static let badServerResponse = Code(-1011, "badServerResponse")
+        /// The delegate cancelled an authentication challenge (URLError -1012).
+        public static let userCancelledAuthentication = Code(-1012, "userCancelledAuthentication")
         /// The content could not be decoded, e.g. broken gzip (URLError -1016).
         public static let cannotDecodeContentData = Code(-1016, "cannotDecodeContentData")
         /// The response could not be parsed (URLError -1017).

@@ -47,6 +47,9 @@ public struct DataLoader: Sendable {
     public struct Hooks: Sendable {
         /// Each redirect: the request to follow (possibly changed), or nil to stop there. Default: follow.
         public var willRedirect: @Sendable (Int, Headers, Request) async -> Request? = { _, _, proposed in proposed }
+        /// A 401's challenge: a credential to send again with, or not. Default: nil, the 401 is the
+        /// response.
+        public var didReceiveChallenge: (@Sendable (AuthenticationChallenge) async -> ChallengeDisposition)?
         /// The final response head, before its body. Default: ``ResponseDisposition/allow``.
         public var didReceiveResponse: @Sendable (Int, Headers, Request) async -> ResponseDisposition = { _, _, _ in
             .allow
@@ -106,7 +109,13 @@ public struct DataLoader: Sendable {
         deadline: NIODeadline,
         hooks: Hooks
     ) async throws -> Outcome {
-        let outcome = try await open(request, body: body, deadline: deadline, willRedirect: hooks.willRedirect)
+        let outcome = try await open(
+            request,
+            body: body,
+            deadline: deadline,
+            willRedirect: hooks.willRedirect,
+            didReceiveChallenge: hooks.didReceiveChallenge
+        )
         let response = outcome.response
         switch await hooks.didReceiveResponse(response.status, response.headers, outcome.request) {
         case .allow:
@@ -187,7 +196,8 @@ public struct DataLoader: Sendable {
         _ request: Request,
         body: TransportRequestBody? = nil,
         deadline: NIODeadline,
-        willRedirect: @escaping @Sendable (Int, Headers, Request) async -> Request? = { _, _, proposed in proposed }
+        willRedirect: @escaping @Sendable (Int, Headers, Request) async -> Request? = { _, _, proposed in proposed },
+        didReceiveChallenge: (@Sendable (AuthenticationChallenge) async -> ChallengeDisposition)? = nil
     ) async throws -> (request: Request, redirects: Int, response: TransportResponse) {
         try request.validate()
         let outcome = try await RedirectFollower(transport: transport, maximumRedirects: maximumRedirects).send(
@@ -195,7 +205,8 @@ public struct DataLoader: Sendable {
             body: body,
             extraHeaders: [],
             deadline: deadline,
-            willRedirect: willRedirect
+            willRedirect: willRedirect,
+            didReceiveChallenge: didReceiveChallenge
         )
         return (outcome.request, outcome.redirects, outcome.response)
     }

@@ -30,6 +30,8 @@ public struct Downloader: Sendable {
             _ in
         }
 
+        /// A 401's challenge: a credential to send again with, or not (nil: the 401 is the response).
+        public var didReceiveChallenge: (@Sendable (AuthenticationChallenge) async -> ChallengeDisposition)?
         /// Closed while the task is suspended: the body loop waits at the next chunk.
         public var gate: TransferGate?
 
@@ -95,7 +97,8 @@ public struct Downloader: Sendable {
                 body: nil,
                 extraHeaders: ranged ? resumption?.requestHeaders ?? [] : [],
                 deadline: deadline,
-                willRedirect: events.willRedirect
+                willRedirect: events.willRedirect,
+                didReceiveChallenge: events.didReceiveChallenge
             )
             let response = outcome.response
             current = outcome.request

@@ -6,6 +6,11 @@ import NIOCore
 struct RedirectFollower: Sendable {
     /// The caller's say on a redirect: the request to follow (possibly changed), or nil to stop there.
     typealias Decision = @Sendable (_ status: Int, _ headers: Headers, _ proposed: Request) async -> Request?
+    /// The caller's answer to an authentication challenge.
+    typealias ChallengeAnswer = @Sendable (AuthenticationChallenge) async -> ChallengeDisposition
+
+    /// Challenges answered per request before the 401 is taken as the answer.
+    static let maximumChallenges = 8
 
     /// The final response, its body unread.
     struct Outcome: Sendable {
@@ -29,15 +34,32 @@ struct RedirectFollower: Sendable {
         body: TransportRequestBody?,
         extraHeaders: [(name: String, value: String)],
         deadline: NIODeadline,
-        willRedirect: Decision
+        willRedirect: Decision,
+        didReceiveChallenge: ChallengeAnswer? = nil
     ) async throws -> Outcome {
         var current = request
         var currentBody = body
         var redirects = 0
+        var authorization: String?
+        var failures = 0
         while true {
             var sent = current
             for header in extraHeaders { sent.headers[header.name] = header.value }
+            if let authorization { sent.headers["Authorization"] = authorization }
             let response = try await transport.send(TransportRequest(sent, body: currentBody), deadline: deadline)
+            if response.status == 401, let didReceiveChallenge, failures < Self.maximumChallenges,
+                let answer = try await answer(
+                    response,
+                    to: sent,
+                    failures: failures,
+                    didReceiveChallenge
+                )
+            {
+                for try await _ in response.body {}  // drain, so the connection can be reused
+                authorization = answer
+                failures += 1
+                continue
+            }
             guard
                 let proposed = Redirect.follow(current, status: response.status, location: response.headers["location"])
             else {
@@ -58,6 +80,44 @@ struct RedirectFollower: Sendable {
             if !Redirect.keepsBody(status: response.status, method: current.method) { currentBody = nil }
             redirects += 1
             current = next
+            authorization = nil
+            failures = 0
+        }
+    }
+
+    /// The Authorization value to send again with, or nil to take the 401 as the response.
+    /// - Throws: ``FerryError/Code/userCancelledAuthentication`` when the caller cancels.
+    private func answer(
+        _ response: TransportResponse,
+        to request: Request,
+        failures: Int,
+        _ didReceiveChallenge: ChallengeAnswer
+    ) async throws -> String? {
+        let url = request.url
+        let port = url.port ?? (url.scheme?.lowercased() == "https" ? 443 : 80)
+        guard
+            var challenge = AuthenticationChallenge.supported(
+                in: response.headers.values("www-authenticate"),
+                host: url.host ?? "",
+                port: port
+            ).first
+        else { return nil }
+        challenge.previousFailureCount = failures
+        challenge.failureResponse = Response(url: url, statusCode: response.status, headers: response.headers)
+        switch await didReceiveChallenge(challenge) {
+        case .useCredential(let credential):
+            var target = url.path.isEmpty ? "/" : url.path
+            if let query = url.query { target += "?" + query }
+            return HTTPAuthorization.value(for: challenge, credential: credential, method: request.method, uri: target)
+        case .performDefaultHandling, .rejectProtectionSpace:
+            return nil
+        case .cancelAuthenticationChallenge:
+            for try await _ in response.body {}
+            throw FerryError(
+                .userCancelledAuthentication,
+                "the authentication challenge was cancelled",
+                failingURL: url.absoluteString
+            )
         }
     }
 }

@@ -1,4 +1,5 @@
 import Crypto
+import FerryCore
 import Foundation
 
 /// Basic (RFC 7617) and Digest (RFC 7616) challenge checks for `/basic-auth/...` and `/digest-auth/...`.
@@ -37,41 +38,7 @@ enum HTTPAuthentication {
     /// The parameters of a `Digest` Authorization header (`name=value` or `name="value"`, comma separated).
     static func digestParameters(_ authorization: String) -> [String: String]? {
         guard authorization.lowercased().hasPrefix("digest ") else { return nil }
-        var parameters: [String: String] = [:]
-        var rest = Substring(authorization.dropFirst("digest ".count))
-        while !rest.isEmpty {
-            rest = rest.drop(while: { $0 == " " || $0 == "," })
-            guard let equals = rest.firstIndex(of: "=") else { break }
-            let name = rest[..<equals].trimmingSpaces.lowercased()
-            rest = rest[rest.index(after: equals)...]
-            var value = ""
-            if rest.first == "\"" {
-                rest = rest.dropFirst()
-                var escaped = false
-                var end = rest.startIndex
-                while end < rest.endIndex {
-                    let character = rest[end]
-                    if escaped {
-                        value.append(character)
-                        escaped = false
-                    } else if character == "\\" {
-                        escaped = true
-                    } else if character == "\"" {
-                        break
-                    } else {
-                        value.append(character)
-                    }
-                    end = rest.index(after: end)
-                }
-                rest = end < rest.endIndex ? rest[rest.index(after: end)...] : rest[end...]
-            } else {
-                let end = rest.firstIndex(of: ",") ?? rest.endIndex
-                value = rest[..<end].trimmingSpaces
-                rest = rest[end...]
-            }
-            parameters[name] = value
-        }
-        return parameters
+        return AuthParameters.parse(authorization.dropFirst("digest ".count))
     }
 
     /// The expected `response` of a Digest Authorization for the given request and credentials.
