@@ -27,10 +27,14 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/vapor/multipart-kit.git", from: "4.7.1"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
     ],
     targets: [
         // MARK: Layers (docs/ARCHITECTURE.md). Thin until their issue lands; their places exist.
@@ -52,11 +56,29 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        .target(name: "FerryStore", dependencies: ["FerryCore"], swiftSettings: swiftSettings),
-        .target(name: "FerryDaemon", dependencies: ["FerryEngine", "FerryStore"], swiftSettings: swiftSettings),
+        .target(
+            name: "FerryStore",
+            dependencies: ["FerryCore", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "FerryDaemon",
+            dependencies: [
+                "FerryEngine",
+                "FerryStore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "Ferry",
-            dependencies: ["FerryEngine", .product(name: "NIOCore", package: "swift-nio")],
+            dependencies: [
+                "FerryEngine",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -119,6 +141,19 @@ let package = Package(
 
         // MARK: Tests (mirror Sources/)
         .testTarget(name: "FerryCoreTests", dependencies: ["FerryCore"], swiftSettings: swiftSettings),
+        .testTarget(name: "FerryStoreTests", dependencies: ["FerryStore"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "FerryDaemonTests",
+            dependencies: [
+                "FerryDaemon",
+                "Ferry",
+                "FerryTestServer",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "FerryEngineTests",
             dependencies: [

@@ -16,6 +16,12 @@ public struct FerryError: Error, Sendable, Hashable, CustomStringConvertible {
             self.name = name
         }
 
+        /// A code as stored or sent elsewhere (the daemon's database, the control API): its number and
+        /// name, as ``rawValue`` and ``name`` gave them.
+        public init(rawValue: Int, name: String) {
+            self.init(rawValue, name)
+        }
+
         public var description: String { name }
 
         // Mirrors of URLError.Code.
@@ -103,5 +109,46 @@ public struct FerryError: Error, Sendable, Hashable, CustomStringConvertible {
         var text = "FerryError.\(code.name): \(message)"
         if let failingURL { text += " (\(failingURL))" }
         return text
+    }
+}
+
+extension FerryError.Code: Codable {
+    private enum CodingKeys: String, CodingKey { case rawValue = "code", name }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            rawValue: try container.decode(Int.self, forKey: .rawValue),
+            name: try container.decode(String.self, forKey: .name)
+        )
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(rawValue, forKey: .rawValue)
+        try container.encode(name, forKey: .name)
+    }
+}
+
+/// Errors cross the daemon's control API as JSON: code, name, message, failing URL, resume data.
+extension FerryError: Codable {
+    private enum CodingKeys: String, CodingKey { case code, message, failingURL, resumeData }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            try container.decode(Code.self, forKey: .code),
+            try container.decode(String.self, forKey: .message),
+            failingURL: try container.decodeIfPresent(String.self, forKey: .failingURL),
+            resumeData: try container.decodeIfPresent(ResumeData.self, forKey: .resumeData)
+        )
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(code, forKey: .code)
+        try container.encode(message, forKey: .message)
+        try container.encodeIfPresent(failingURL, forKey: .failingURL)
+        try container.encodeIfPresent(resumeData, forKey: .resumeData)
     }
 }

@@ -34,9 +34,34 @@ public struct Downloader: Sendable {
         public var didReceiveChallenge: (@Sendable (AuthenticationChallenge) async -> ChallengeDisposition)?
         /// Closed while the task is suspended: the body loop waits at the next chunk.
         public var gate: TransferGate?
+        /// Durable checkpoints (D1), for the daemon: nil in-process.
+        public var checkpoint: Checkpoint?
 
         /// No callbacks.
         public init() {}
+    }
+
+    /// How often the partial file is made durable and its offset handed to ``record`` (D1): whichever
+    /// of the two intervals passes first. A crash loses at most one interval.
+    public struct Checkpoint: Sendable {
+        /// Bytes between checkpoints.
+        public var everyBytes: Int64
+        /// Seconds between checkpoints (checked as bytes arrive).
+        public var everySeconds: Double
+        /// Called after the file is synchronized (fdatasync) up to `resumeData.bytesReceived`; typically
+        /// records the offset in the daemon's database. A throw fails the download.
+        public var record: @Sendable (_ resumeData: ResumeData) throws -> Void
+
+        /// A checkpoint every `everyBytes` or `everySeconds`, whichever comes first.
+        public init(
+            everyBytes: Int64 = 8 << 20,
+            everySeconds: Double = 1,
+            record: @escaping @Sendable (_ resumeData: ResumeData) throws -> Void
+        ) {
+            self.everyBytes = everyBytes
+            self.everySeconds = everySeconds
+            self.record = record
+        }
     }
 
     /// A finished download.
@@ -220,10 +245,22 @@ public struct Downloader: Sendable {
         }
         do {
             let gate = events.gate
+            let checkpoint = events.checkpoint
+            var lastCheckpoint = (bytes: sink.bytesAccepted, time: NIODeadline.now())
             for try await chunk in response.body {
                 if let gate, !gate.isOpen { try await gate.passThrough() }
                 try sink.append(chunk)
                 events.didWrite(Int64(chunk.readableBytes), sink.bytesAccepted, expectedTotal)
+                if let checkpoint {
+                    let now = NIODeadline.now()
+                    if sink.bytesAccepted - lastCheckpoint.bytes >= checkpoint.everyBytes
+                        || now - lastCheckpoint.time >= .nanoseconds(Int64(checkpoint.everySeconds * 1e9))
+                    {
+                        try sink.synchronize()
+                        if let resumeData = resumeData() { try checkpoint.record(resumeData) }
+                        lastCheckpoint = (sink.bytesAccepted, now)
+                    }
+                }
             }
             try sink.flush()
         } catch var error as FerryError {

@@ -1,10 +1,375 @@
-// FerryStore holds the daemon's durable state on SQLite (GRDB, WAL): sessions, tasks, segments, the
-// event journal and launch registrations, with versioned migrations. It lands with the issue
-// "Background sessions: ferryd runs transfers durably out of process" (docs/ARCHITECTURE.md).
-import FerryCore
+public import FerryCore
+public import Foundation
+import GRDB
 
-/// Facts about the store module itself.
-public enum FerryStoreInfo {
-    /// The Ferry version this store was built as.
-    public static var version: String { FerryVersion.current }
+/// The daemon's durable state on SQLite in WAL mode (GRDB): sessions, tasks, the event journal and
+/// launch registrations. Every method is one transaction; a state change and the event it causes are
+/// written together (D2), so a crash leaves either both or neither.
+///
+/// Thread safe: reads run concurrently, writes one at a time.
+public final class FerryStore: Sendable {
+    private let pool: DatabasePool
+    /// The database file.
+    public let path: String
+
+    /// Opens (or creates) the store at `path` and brings its schema up to date.
+    /// - Throws: ``FerryStoreError`` when the file cannot be opened or is not a Ferry store.
+    public init(path: String, clock: @escaping @Sendable () -> Date = Date.init) throws {
+        self.path = path
+        self.clock = clock
+        do {
+            var configuration = Configuration()
+            configuration.busyMode = .timeout(5)
+            pool = try DatabasePool(path: path, configuration: configuration)
+            try StoreSchema.migrator.migrate(pool)
+        } catch {
+            throw FerryStoreError("cannot open the state database at \(path): \(error)")
+        }
+    }
+
+    private let clock: @Sendable () -> Date
+
+    /// The journal mode SQLite reports (`wal`).
+    public func journalMode() throws -> String {
+        try pool.read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") ?? "" }
+    }
+
+    /// The migrations applied, oldest first.
+    public func appliedMigrations() throws -> [String] {
+        try pool.read { db in try StoreSchema.migrator.appliedMigrations(db) }
+    }
+
+    // MARK: Sessions
+
+    /// Records a session identifier (idempotent).
+    public func registerSession(_ identifier: String) throws {
+        try write { db in
+            try db.execute(
+                sql: "INSERT INTO session (identifier, createdAt) VALUES (?, ?) ON CONFLICT(identifier) DO NOTHING",
+                arguments: [identifier, clock()]
+            )
+        }
+    }
+
+    /// The session identifiers, sorted.
+    public func sessions() throws -> [String] {
+        try pool.read { db in try String.fetchAll(db, sql: "SELECT identifier FROM session ORDER BY identifier") }
+    }
+
+    /// Forgets a session, its tasks, events and launch registration (invalidateAndCancel, S6.11).
+    public func removeSession(_ identifier: String) throws {
+        try write { db in try db.execute(sql: "DELETE FROM session WHERE identifier = ?", arguments: [identifier]) }
+    }
+
+    // MARK: Tasks
+
+    /// Creates a pending task with the session's next identifier.
+    /// - Throws: ``FerryStoreError`` when the session is not registered.
+    public func createTask(
+        session: String,
+        kind: StoredTask.Kind,
+        request: Request,
+        taskDescription: String? = nil,
+        priority: Double = 0.5,
+        discretionary: Bool = false
+    ) throws -> StoredTask {
+        let encoded = try JSONEncoder().encode(request)
+        return try write { db in
+            guard
+                let identifier = try Int.fetchOne(
+                    db,
+                    sql: "SELECT nextTaskIdentifier FROM session WHERE identifier = ?",
+                    arguments: [session]
+                )
+            else { throw FerryStoreError("no session '\(session)'; register it before creating tasks") }
+            try db.execute(
+                sql: "UPDATE session SET nextTaskIdentifier = nextTaskIdentifier + 1 WHERE identifier = ?",
+                arguments: [session]
+            )
+            let now = clock()
+            try db.execute(
+                sql: """
+                    INSERT INTO task (session, taskIdentifier, kind, state, originalRequest, taskDescription,
+                                      priority, discretionary, createdAt, updatedAt)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    session, identifier, kind.rawValue, StoredTask.State.pending.rawValue, encoded, taskDescription,
+                    priority, discretionary, now, now,
+                ]
+            )
+            return try Self.task(db, session: session, identifier: identifier)
+        }
+    }
+
+    /// One task.
+    /// - Throws: ``FerryStoreError`` when there is no such task.
+    public func task(session: String, identifier: Int) throws -> StoredTask {
+        try pool.read { db in try Self.task(db, session: session, identifier: identifier) }
+    }
+
+    /// The session's tasks by identifier.
+    public func tasks(session: String) throws -> [StoredTask] {
+        try pool.read { db in
+            try Row.fetchAll(
+                db,
+                sql: "SELECT * FROM task WHERE session = ? ORDER BY taskIdentifier",
+                arguments: [session]
+            ).map(StoredTask.init(row:))
+        }
+    }
+
+    /// Every session's tasks in `state`, the order the scheduler starts them in: non-discretionary first,
+    /// then higher priority, then older.
+    public func tasks(in state: StoredTask.State) throws -> [StoredTask] {
+        try pool.read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM task WHERE state = ?
+                    ORDER BY discretionary, priority DESC, createdAt, session, taskIdentifier
+                    """,
+                arguments: [state.rawValue]
+            ).map(StoredTask.init(row:))
+        }
+    }
+
+    /// Records the request a task's transfer ended up at (after redirects).
+    public func setCurrentRequest(session: String, identifier: Int, request: Request) throws {
+        let encoded = try JSONEncoder().encode(request)
+        try write { db in
+            try db.execute(
+                sql: "UPDATE task SET currentRequest = ?, updatedAt = ? WHERE session = ? AND taskIdentifier = ?",
+                arguments: [encoded, clock(), session, identifier]
+            )
+            try Self.requireChange(db, session: session, identifier: identifier)
+        }
+    }
+
+    /// Records the bytes a download has on disk. Call only after the partial file is flushed
+    /// (fdatasync) up to `bytesReceived` (D1).
+    public func recordProgress(
+        session: String,
+        identifier: Int,
+        partialPath: String,
+        bytesReceived: Int64,
+        expectedLength: Int64?,
+        entityTag: String?,
+        lastModified: String?
+    ) throws {
+        try write { db in
+            try db.execute(
+                sql: """
+                    UPDATE task SET partialPath = ?, bytesReceived = ?, expectedLength = ?, entityTag = ?,
+                                    lastModified = ?, updatedAt = ?
+                    WHERE session = ? AND taskIdentifier = ?
+                    """,
+                arguments: [
+                    partialPath, bytesReceived, expectedLength, entityTag, lastModified, clock(), session, identifier,
+                ]
+            )
+            try Self.requireChange(db, session: session, identifier: identifier)
+        }
+    }
+
+    /// Moves a task to `state` and, in the same transaction, journals `event` (if any) with the
+    /// session's next sequence number (D2). A completed task keeps `error`.
+    /// - Returns: the journaled event, if any.
+    /// - Throws: ``FerryStoreError`` when there is no such task; nothing is written then.
+    @discardableResult
+    public func transition(
+        session: String,
+        identifier: Int,
+        to state: StoredTask.State,
+        error: FerryError? = nil,
+        event: (kind: StoredEvent.Kind, payload: Data?)? = nil
+    ) throws -> StoredEvent? {
+        try transition(
+            session: session,
+            identifier: identifier,
+            to: state,
+            error: error,
+            events: event.map { [$0] } ?? []
+        ).first
+    }
+
+    /// Moves a task to `state` and journals `events`, in order, in the same transaction (D2).
+    /// - Returns: the journaled events.
+    /// - Throws: ``FerryStoreError`` when there is no such task; nothing is written then.
+    @discardableResult
+    public func transition(
+        session: String,
+        identifier: Int,
+        to state: StoredTask.State,
+        error: FerryError? = nil,
+        events: [(kind: StoredEvent.Kind, payload: Data?)]
+    ) throws -> [StoredEvent] {
+        try write { db in
+            try db.execute(
+                sql: """
+                    UPDATE task SET state = ?, errorCode = ?, errorName = ?, errorMessage = ?, updatedAt = ?
+                    WHERE session = ? AND taskIdentifier = ?
+                    """,
+                arguments: [
+                    state.rawValue, error?.code.rawValue, error?.code.name, error?.message, clock(), session, identifier,
+                ]
+            )
+            try Self.requireChange(db, session: session, identifier: identifier)
+            return try events.map { event in
+                try Self.journal(
+                    db,
+                    session: session,
+                    task: identifier,
+                    kind: event.kind,
+                    payload: event.payload,
+                    at: clock()
+                )
+            }
+        }
+    }
+
+    /// D4 after a restart: every running task goes back to pending (its transfer resumes from the
+    /// recorded offset with If-Range). Returns the tasks that were moved.
+    public func recoverAfterRestart() throws -> [StoredTask] {
+        try write { db in
+            let running = try Row.fetchAll(
+                db,
+                sql: "SELECT * FROM task WHERE state = ? ORDER BY session, taskIdentifier",
+                arguments: [StoredTask.State.running.rawValue]
+            ).map(StoredTask.init(row:))
+            try db.execute(
+                sql: "UPDATE task SET state = ?, updatedAt = ? WHERE state = ?",
+                arguments: [StoredTask.State.pending.rawValue, clock(), StoredTask.State.running.rawValue]
+            )
+            return running.map { task in
+                var task = task
+                task.state = .pending
+                return task
+            }
+        }
+    }
+
+    // MARK: Events
+
+    /// The session's unacknowledged events after `sequence`, in order.
+    public func events(session: String, after sequence: Int64 = 0) throws -> [StoredEvent] {
+        try pool.read { db in
+            try Row.fetchAll(
+                db,
+                sql: "SELECT * FROM event WHERE session = ? AND sequence > ? ORDER BY sequence",
+                arguments: [session, sequence]
+            ).map(StoredEvent.init(row:))
+        }
+    }
+
+    /// The client has handled every event up to `sequence`: they are removed.
+    public func acknowledge(session: String, through sequence: Int64) throws {
+        try write { db in
+            try db.execute(
+                sql: "DELETE FROM event WHERE session = ? AND sequence <= ?",
+                arguments: [session, sequence]
+            )
+        }
+    }
+
+    // MARK: Launch registrations
+
+    /// Registers (or replaces) the command the daemon runs when the session has events and no client
+    /// (S6.5).
+    public func setLaunchCommand(session: String, command: String) throws {
+        try write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO launch (session, command) VALUES (?, ?)
+                    ON CONFLICT(session) DO UPDATE SET command = excluded.command
+                    """,
+                arguments: [session, command]
+            )
+        }
+    }
+
+    /// The session's launch command, if one is registered.
+    public func launchCommand(session: String) throws -> String? {
+        try pool.read { db in
+            try String.fetchOne(db, sql: "SELECT command FROM launch WHERE session = ?", arguments: [session])
+        }
+    }
+
+    /// The launch limiter's state (S6.6): the delay before the next launch may happen and when the last
+    /// one happened.
+    public func launchLimiter(session: String) throws -> (delaySeconds: Double, lastLaunchAt: Date?)? {
+        try pool.read { db in
+            guard
+                let row = try Row.fetchOne(
+                    db,
+                    sql: "SELECT delaySeconds, lastLaunchAt FROM launch WHERE session = ?",
+                    arguments: [session]
+                )
+            else { return nil }
+            return (row["delaySeconds"], row["lastLaunchAt"])
+        }
+    }
+
+    /// Saves the launch limiter's state.
+    public func setLaunchLimiter(session: String, delaySeconds: Double, lastLaunchAt: Date?) throws {
+        try write { db in
+            try db.execute(
+                sql: "UPDATE launch SET delaySeconds = ?, lastLaunchAt = ? WHERE session = ?",
+                arguments: [delaySeconds, lastLaunchAt, session]
+            )
+        }
+    }
+
+    // MARK: Helpers
+
+    private func write<Value: Sendable>(_ body: @Sendable (Database) throws -> Value) throws -> Value {
+        do {
+            return try pool.write(body)
+        } catch let error as FerryStoreError {
+            throw error
+        } catch {
+            throw FerryStoreError("the state database refused a write: \(error)")
+        }
+    }
+
+    private static func task(_ db: Database, session: String, identifier: Int) throws -> StoredTask {
+        guard
+            let row = try Row.fetchOne(
+                db,
+                sql: "SELECT * FROM task WHERE session = ? AND taskIdentifier = ?",
+                arguments: [session, identifier]
+            )
+        else { throw FerryStoreError("no task \(identifier) in session '\(session)'") }
+        return try StoredTask(row: row)
+    }
+
+    private static func requireChange(_ db: Database, session: String, identifier: Int) throws {
+        guard db.changesCount > 0 else { throw FerryStoreError("no task \(identifier) in session '\(session)'") }
+    }
+
+    private static func journal(
+        _ db: Database,
+        session: String,
+        task: Int,
+        kind: StoredEvent.Kind,
+        payload: Data?,
+        at now: Date
+    ) throws -> StoredEvent {
+        guard
+            let sequence = try Int64.fetchOne(
+                db,
+                sql: "SELECT nextEventSequence FROM session WHERE identifier = ?",
+                arguments: [session]
+            )
+        else { throw FerryStoreError("no session '\(session)'") }
+        try db.execute(
+            sql: "UPDATE session SET nextEventSequence = nextEventSequence + 1 WHERE identifier = ?",
+            arguments: [session]
+        )
+        try db.execute(
+            sql: "INSERT INTO event (session, sequence, taskIdentifier, kind, payload, createdAt) VALUES (?, ?, ?, ?, ?, ?)",
+            arguments: [session, sequence, task, kind.rawValue, payload, now]
+        )
+        return StoredEvent(session: session, sequence: sequence, taskIdentifier: task, kind: kind, payload: payload)
+    }
 }

@@ -1,0 +1,79 @@
+public import Foundation
+
+/// A background task as the daemon reports it over the control API: what a client or `ferry ls` sees.
+public struct BackgroundTaskInfo: Sendable, Hashable, Codable {
+    /// What the task transfers.
+    public enum Kind: String, Sendable, Hashable, Codable {
+        case download, upload
+    }
+
+    /// Where the task is in the daemon's lifecycle.
+    public enum State: String, Sendable, Hashable, Codable {
+        /// Waiting for a transfer slot (or for its retry's backoff).
+        case pending
+        /// Transferring.
+        case running
+        /// Paused by the client.
+        case suspended
+        /// Finished; ``error`` says whether it failed or was cancelled.
+        case completed
+    }
+
+    /// The session identifier.
+    public var session: String
+    /// Unique within the session; kept across restarts of the daemon (S6.8).
+    public var taskIdentifier: Int
+    /// Download or upload.
+    public var kind: Kind
+    /// The lifecycle state.
+    public var state: State
+    /// The request as created.
+    public var originalRequest: Request
+    /// The request after redirects, once known.
+    public var currentRequest: Request?
+    /// The client's description, kept across restarts.
+    public var taskDescription: String?
+    /// 0...1.
+    public var priority: Double
+    /// Created while no client was attached (S6.10).
+    public var isDiscretionary: Bool
+    /// Body bytes received (and, in the daemon's database, flushed to disk).
+    public var bytesReceived: Int64
+    /// The expected body length, when known.
+    public var expectedLength: Int64?
+    /// Body bytes sent (uploads).
+    public var bytesSent: Int64
+    /// The error the task completed with; nil while running and for a success.
+    public var error: FerryError?
+
+    /// A task description.
+    public init(
+        session: String,
+        taskIdentifier: Int,
+        kind: Kind,
+        state: State,
+        originalRequest: Request,
+        currentRequest: Request? = nil,
+        taskDescription: String? = nil,
+        priority: Double = 0.5,
+        isDiscretionary: Bool = false,
+        bytesReceived: Int64 = 0,
+        expectedLength: Int64? = nil,
+        bytesSent: Int64 = 0,
+        error: FerryError? = nil
+    ) {
+        self.session = session
+        self.taskIdentifier = taskIdentifier
+        self.kind = kind
+        self.state = state
+        self.originalRequest = originalRequest
+        self.currentRequest = currentRequest
+        self.taskDescription = taskDescription
+        self.priority = priority
+        self.isDiscretionary = isDiscretionary
+        self.bytesReceived = bytesReceived
+        self.expectedLength = expectedLength
+        self.bytesSent = bytesSent
+        self.error = error
+    }
+}

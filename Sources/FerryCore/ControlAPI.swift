@@ -1,0 +1,165 @@
+/// The daemon's control API: HTTP/1.1 with JSON bodies over its unix socket, described by
+/// `docs/openapi.yaml`. These are the request and response bodies both ends share; the routes are:
+///
+/// | route | body → answer |
+/// | --- | --- |
+/// | `GET /v1/daemon` | → ``ControlAPI/DaemonStatus`` |
+/// | `GET /v1/tasks` | → `[BackgroundTaskInfo]` of every session |
+/// | `POST /v1/sessions/{id}/attach` | → a stream of ``BackgroundEvent`` JSON lines while attached |
+/// | `GET /v1/sessions/{id}/tasks` | → `[BackgroundTaskInfo]` |
+/// | `POST /v1/sessions/{id}/tasks` | ``ControlAPI/TaskCreation`` → ``BackgroundTaskInfo`` (201) |
+/// | `POST /v1/sessions/{id}/tasks/{n}/resume`, `…/suspend` | → ``BackgroundTaskInfo`` |
+/// | `POST /v1/sessions/{id}/tasks/{n}/cancel` | ``ControlAPI/Cancellation`` → ``ControlAPI/CancelResult`` |
+/// | `GET /v1/sessions/{id}/events` | → `[BackgroundEvent]` waiting, without attaching |
+/// | `POST /v1/sessions/{id}/ack` | ``ControlAPI/Acknowledgement`` → 204 |
+/// | `PUT /v1/sessions/{id}/launch` | ``ControlAPI/LaunchRegistration`` → 204 |
+/// | `POST /v1/sessions/{id}/invalidate` | ``ControlAPI/Invalidation`` → 204 |
+///
+/// Errors answer 4xx/5xx with ``ControlAPI/ErrorBody``.
+public enum ControlAPI {
+    /// The path prefix of this version of the API.
+    public static let prefix = "/v1"
+    /// The largest request body the daemon reads.
+    public static let maximumBodySize = 1 << 20
+    /// Checks a session identifier by the rule of ``SessionConfiguration/background(identifier:)``.
+    public static func validateIdentifier(_ identifier: String) throws {
+        try SessionConfiguration.background(identifier: identifier).validate()
+    }
+
+    /// `GET /v1/daemon`.
+    public struct DaemonStatus: Sendable, Hashable, Codable {
+        /// ferryd's version.
+        public var version: String
+        /// Its process id.
+        public var pid: Int32
+        /// The control socket.
+        public var socketPath: String
+        /// The state directory (database, partial and delivered files).
+        public var stateDirectory: String
+        /// Tasks transferring now, and the daemon-wide limit.
+        public var running: Int
+        /// See ``running``.
+        public var maximumConcurrentTransfers: Int
+
+        /// A status.
+        public init(
+            version: String,
+            pid: Int32,
+            socketPath: String,
+            stateDirectory: String,
+            running: Int,
+            maximumConcurrentTransfers: Int
+        ) {
+            self.version = version
+            self.pid = pid
+            self.socketPath = socketPath
+            self.stateDirectory = stateDirectory
+            self.running = running
+            self.maximumConcurrentTransfers = maximumConcurrentTransfers
+        }
+    }
+
+    /// `POST /v1/sessions/{id}/tasks`.
+    public struct TaskCreation: Sendable, Hashable, Codable {
+        /// Download or upload.
+        public var kind: BackgroundTaskInfo.Kind
+        /// The request (http or https).
+        public var request: Request
+        /// For uploads: the file whose bytes are the body (background uploads come from files only).
+        public var uploadFile: String?
+        /// Kept with the task across restarts.
+        public var taskDescription: String?
+        /// 0...1, default 0.5.
+        public var priority: Double?
+        /// For a download continued from resume data (`downloadTask(withResumeData:)`).
+        public var resumeData: ResumeData?
+        /// Start at once (default), or wait for `resume`.
+        public var start: Bool?
+
+        /// A creation request.
+        public init(
+            kind: BackgroundTaskInfo.Kind,
+            request: Request,
+            uploadFile: String? = nil,
+            taskDescription: String? = nil,
+            priority: Double? = nil,
+            resumeData: ResumeData? = nil,
+            start: Bool? = nil
+        ) {
+            self.kind = kind
+            self.request = request
+            self.uploadFile = uploadFile
+            self.taskDescription = taskDescription
+            self.priority = priority
+            self.resumeData = resumeData
+            self.start = start
+        }
+    }
+
+    /// `POST …/cancel`.
+    public struct Cancellation: Sendable, Hashable, Codable {
+        /// Keep the partial data and answer with resume data (downloads).
+        public var produceResumeData: Bool
+        /// Why, when it is not the client's own call (e.g. "force quit").
+        public var reason: String?
+
+        /// A cancellation.
+        public init(produceResumeData: Bool = false, reason: String? = nil) {
+            self.produceResumeData = produceResumeData
+            self.reason = reason
+        }
+    }
+
+    /// The answer to a cancellation.
+    public struct CancelResult: Sendable, Hashable, Codable {
+        /// The task after the cancellation.
+        public var task: BackgroundTaskInfo
+        /// When asked for and the download can continue.
+        public var resumeData: ResumeData?
+
+        /// A result.
+        public init(task: BackgroundTaskInfo, resumeData: ResumeData?) {
+            self.task = task
+            self.resumeData = resumeData
+        }
+    }
+
+    /// `POST /v1/sessions/{id}/ack`: every journaled event up to ``through`` has been handled.
+    public struct Acknowledgement: Sendable, Hashable, Codable {
+        /// The last sequence number handled.
+        public var through: Int64
+        /// An acknowledgement.
+        public init(through: Int64) { self.through = through }
+    }
+
+    /// `PUT /v1/sessions/{id}/launch`: the command run when the session has events and no client (S6.5).
+    public struct LaunchRegistration: Sendable, Hashable, Codable {
+        /// Run with `/bin/sh -c`; its environment has `FERRY_SESSION` set to the identifier.
+        public var command: String
+        /// A registration.
+        public init(command: String) { self.command = command }
+    }
+
+    /// `POST /v1/sessions/{id}/invalidate`.
+    public struct Invalidation: Sendable, Hashable, Codable {
+        /// Cancel every task and forget the session (invalidateAndCancel, S6.11); else only detach
+        /// (finishTasksAndInvalidate: tasks go on).
+        public var cancelTasks: Bool
+        /// Why the tasks are cancelled, given to each as its error (a force quit, S6.4 scenario 5). When
+        /// set, the session is kept so that the next attach hears of the cancellations.
+        public var reason: String?
+        /// An invalidation.
+        public init(cancelTasks: Bool, reason: String? = nil) {
+            self.cancelTasks = cancelTasks
+            self.reason = reason
+        }
+    }
+
+    /// The body of every error answer.
+    public struct ErrorBody: Sendable, Hashable, Codable {
+        /// The error.
+        public var error: FerryError
+        /// An answer.
+        public init(error: FerryError) { self.error = error }
+    }
+}

@@ -1,0 +1,90 @@
+public import FerryCore
+import Foundation
+import GRDB
+
+/// A background task as the daemon keeps it (SPEC S6.8: its identifier, description and original request
+/// survive restarts).
+public struct StoredTask: Sendable, Hashable {
+    /// What the task transfers.
+    public enum Kind: String, Sendable, Hashable, Codable {
+        case download, upload
+    }
+
+    /// Where the task is in the daemon's lifecycle.
+    public enum State: String, Sendable, Hashable, Codable {
+        /// Waiting for a transfer slot (also every running task after a daemon restart, D4).
+        case pending
+        /// Transferring.
+        case running
+        /// Paused by the client.
+        case suspended
+        /// Finished: completed, failed or cancelled (the error says which).
+        case completed
+    }
+
+    /// The session's identifier.
+    public var session: String
+    /// Unique within the session, never reused.
+    public var taskIdentifier: Int
+    /// Download or upload.
+    public var kind: Kind
+    /// The lifecycle state.
+    public var state: State
+    /// The request as created.
+    public var originalRequest: Request
+    /// The request after redirects, once known.
+    public var currentRequest: Request?
+    /// The client's description.
+    public var taskDescription: String?
+    /// 0...1.
+    public var priority: Double
+    /// Created while no client was attached (S6.10): it runs when nothing else waits.
+    public var isDiscretionary: Bool
+    /// The partial file, once the transfer has started.
+    public var partialPath: String?
+    /// Bytes on disk and flushed (D1: never more than what is on disk).
+    public var bytesReceived: Int64
+    /// The expected total, when known.
+    public var expectedLength: Int64?
+    /// The validators of the version being downloaded.
+    public var entityTag: String?
+    /// See ``entityTag``.
+    public var lastModified: String?
+    /// The error the task completed with (code and message), if any.
+    public var error: FerryError?
+}
+
+extension StoredTask {
+    /// Reads a row of its table.
+    init(row: Row) throws {
+        let decoder = JSONDecoder()
+        session = row["session"]
+        taskIdentifier = row["taskIdentifier"]
+        kind = try Self.decode(Kind.self, row["kind"])
+        state = try Self.decode(State.self, row["state"])
+        originalRequest = try decoder.decode(Request.self, from: row["originalRequest"] as Data)
+        currentRequest = try (row["currentRequest"] as Data?).map { try decoder.decode(Request.self, from: $0) }
+        taskDescription = row["taskDescription"]
+        priority = row["priority"]
+        isDiscretionary = row["discretionary"]
+        partialPath = row["partialPath"]
+        bytesReceived = row["bytesReceived"]
+        expectedLength = row["expectedLength"]
+        entityTag = row["entityTag"]
+        lastModified = row["lastModified"]
+        if let code: Int = row["errorCode"] {
+            error = FerryError(
+                FerryError.Code(rawValue: code, name: row["errorName"] ?? "code \(code)"),
+                row["errorMessage"] ?? ""
+            )
+        }
+    }
+
+    private static func decode<Value: RawRepresentable>(_ type: Value.Type, _ raw: String) throws -> Value
+    where Value.RawValue == String {
+        guard let value = Value(rawValue: raw) else {
+            throw FerryStoreError("the store holds an unknown \(type) '\(raw)'; was it written by a newer ferryd?")
+        }
+        return value
+    }
+}

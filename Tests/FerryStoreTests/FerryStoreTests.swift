@@ -1,0 +1,217 @@
+import FerryCore
+import FerryStore
+import Foundation
+import Testing
+
+/// A fresh store in its own temporary directory, removed when the fixture goes.
+final class StoreFixture {
+    let directory: URL
+    let path: String
+    let store: FerryStore
+
+    init(clock: @escaping @Sendable () -> Date = Date.init) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-store-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        path = directory.appendingPathComponent("state.sqlite").path
+        store = try FerryStore(path: path, clock: clock)
+    }
+
+    /// The same database opened again, as after a daemon restart.
+    func reopen() throws -> FerryStore { try FerryStore(path: path) }
+
+    deinit { try? FileManager.default.removeItem(at: directory) }
+}
+
+func request(_ path: String) -> Request {
+    Request(url: URL(string: "http://127.0.0.1:1/\(path)")!)
+}
+
+@Suite struct FerryStoreTests {
+    @Test func opensInWALModeWithMigrationsApplied() throws {
+        let fixture = try StoreFixture()
+        let store = fixture.store
+        #expect(try store.journalMode() == "wal")
+        #expect(try store.appliedMigrations() == ["v1: sessions, tasks, events, launches"])
+    }
+
+    @Test func aFileThatIsNotADatabaseIsAClearError() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-\(UUID().uuidString)").path
+        try Data("not sqlite at all, just some text that is long enough".utf8).write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let error = #expect(throws: FerryStoreError.self) { try FerryStore(path: path) }
+        #expect(error?.message.contains(path) == true)
+    }
+
+    @Test func identifiersAreUniquePerSessionAndKeptAcrossReopen() throws {
+        let fixture = try StoreFixture()
+        let store = fixture.store
+        try store.registerSession("a")
+        try store.registerSession("b")
+        let a1 = try store.createTask(session: "a", kind: .download, request: request("1"), taskDescription: "first")
+        let a2 = try store.createTask(session: "a", kind: .upload, request: request("2"))
+        let b1 = try store.createTask(session: "b", kind: .download, request: request("3"))
+        let identifiers: [Int] = [a1.taskIdentifier, a2.taskIdentifier, b1.taskIdentifier]
+        #expect(identifiers == [1, 2, 1])
+
+        let reopened = try fixture.reopen()
+        let tasks = try reopened.tasks(session: "a")
+        #expect(tasks.map(\.taskIdentifier) == [1, 2])
+        #expect(tasks[0].taskDescription == "first")
+        #expect(tasks[0].originalRequest == request("1"))
+        #expect(tasks[1].kind == .upload)
+        #expect(tasks.allSatisfy { $0.state == .pending })
+        let a3 = try reopened.createTask(session: "a", kind: .download, request: request("4"))
+        #expect(a3.taskIdentifier == 3)
+    }
+
+    @Test func creatingATaskInAnUnknownSessionIsAClearError() throws {
+        let fixture = try StoreFixture()
+        let store = fixture.store
+        let error = #expect(throws: FerryStoreError.self) {
+            try store.createTask(session: "nobody", kind: .download, request: request("x"))
+        }
+        #expect(error?.message.contains("nobody") == true)
+    }
+
+    @Test func aTransitionJournalsItsEventInSequence() throws {
+        let fixture = try StoreFixture()
+        let store = fixture.store
+        try store.registerSession("s")
+        let one = try store.createTask(session: "s", kind: .download, request: request("1"))
+        let two = try store.createTask(session: "s", kind: .download, request: request("2"))
+        try store.transition(session: "s", identifier: one.taskIdentifier, to: .running)
+        let finished = try store.transition(
+            session: "s",
+            identifier: one.taskIdentifier,
+            to: .completed,
+            event: (.didFinishDownloading, Data("file".utf8))
+        )
+        let failed = try store.transition(
+            session: "s",
+            identifier: two.taskIdentifier,
+            to: .completed,
+            error: FerryError(.timedOut, "too slow"),
+            event: (.didComplete, nil)
+        )
+        #expect(finished?.sequence == 1)
+        #expect(failed?.sequence == 2)
+        let events = try store.events(session: "s")
+        #expect(events.map(\.kind) == [.didFinishDownloading, .didComplete])
+        #expect(events.map(\.taskIdentifier) == [1, 2])
+        #expect(events[0].payload == Data("file".utf8))
+        let stored = try store.task(session: "s", identifier: 2)
+        #expect(stored.state == .completed)
+        #expect(stored.error?.code == .timedOut)
+        #expect(stored.error?.message == "too slow")
+
+        try store.acknowledge(session: "s", through: 1)
+        #expect(try store.events(session: "s").map(\.sequence) == [2])
+        #expect(try store.events(session: "s", after: 2).isEmpty)
+    }
+
+    @Test func aTransitionOfAMissingTaskWritesNoEvent() throws {
+        let fixture = try StoreFixture()
+        let store = fixture.store
+        try store.registerSession("s")
+        #expect(throws: FerryStoreError.self) {
+            try store.transition(session: "s", identifier: 9, to: .completed, event: (.didComplete, nil))
+        }
+        #expect(try store.events(session: "s").isEmpty)
+        // The sequence was not used up either.
+        _ = try store.createTask(session: "s", kind: .download, request: request("1"))
+        let event = try store.transition(session: "s", identifier: 1, to: .completed, event: (.didComplete, nil))
+        #expect(event?.sequence == 1)
+    }
+
+    @Test func runningTasksReturnToPendingAfterARestartWithTheirProgress() throws {
+        let fixture = try StoreFixture()
+        let store = fixture.store
+        try store.registerSession("s")
+        _ = try store.createTask(session: "s", kind: .download, request: request("1"))
+        _ = try store.createTask(session: "s", kind: .download, request: request("2"))
+        try store.transition(session: "s", identifier: 1, to: .running)
+        try store.transition(session: "s", identifier: 2, to: .suspended)
+        try store.recordProgress(
+            session: "s",
+            identifier: 1,
+            partialPath: "/tmp/partial-1",
+            bytesReceived: 4096,
+            expectedLength: 10_000,
+            entityTag: "\"v1\"",
+            lastModified: nil
+        )
+
+        let reopened = try fixture.reopen()
+        let recovered = try reopened.recoverAfterRestart()
+        #expect(recovered.map(\.taskIdentifier) == [1])
+        let task = try reopened.task(session: "s", identifier: 1)
+        #expect(task.state == .pending)
+        #expect(task.bytesReceived == 4096)
+        #expect(task.expectedLength == 10_000)
+        #expect(task.entityTag == "\"v1\"")
+        #expect(task.partialPath == "/tmp/partial-1")
+        #expect(try reopened.task(session: "s", identifier: 2).state == .suspended)
+    }
+
+    @Test func sessionsAreIsolatedAndRemovingOneForgetsItsTasksAndEvents() throws {
+        let fixture = try StoreFixture()
+        let store = fixture.store
+        for name in ["a", "b"] {
+            try store.registerSession(name)
+            _ = try store.createTask(session: name, kind: .download, request: request(name))
+            try store.transition(session: name, identifier: 1, to: .completed, event: (.didComplete, nil))
+        }
+        #expect(try store.events(session: "a").count == 1)
+        try store.acknowledge(session: "a", through: 1)
+        #expect(try store.events(session: "b").count == 1)
+
+        try store.removeSession("a")
+        #expect(try store.sessions() == ["b"])
+        #expect(try store.tasks(session: "a").isEmpty)
+        #expect(try store.tasks(session: "b").count == 1)
+        // The identifier can be used again and starts afresh (S6.11).
+        try store.registerSession("a")
+        #expect(try store.createTask(session: "a", kind: .download, request: request("again")).taskIdentifier == 1)
+    }
+
+    @Test func pendingTasksComeInSchedulingOrder() throws {
+        let now = Date(timeIntervalSince1970: 1_000_000)
+        let fixture = try StoreFixture(clock: { now })
+        let store = fixture.store
+        try store.registerSession("s")
+        _ = try store.createTask(session: "s", kind: .download, request: request("1"), discretionary: true)
+        _ = try store.createTask(session: "s", kind: .download, request: request("2"), priority: 0.2)
+        _ = try store.createTask(session: "s", kind: .download, request: request("3"), priority: 0.9)
+        try store.transition(session: "s", identifier: 2, to: .running)
+        #expect(try store.tasks(in: .pending).map(\.taskIdentifier) == [3, 1])
+        #expect(try store.tasks(in: .running).map(\.taskIdentifier) == [2])
+    }
+
+    @Test func launchRegistrationAndLimiterPersist() throws {
+        let now = Date(timeIntervalSince1970: 2_000_000)
+        let fixture = try StoreFixture(clock: { now })
+        let store = fixture.store
+        try store.registerSession("s")
+        #expect(try store.launchCommand(session: "s") == nil)
+        try store.setLaunchCommand(session: "s", command: "echo hi")
+        try store.setLaunchCommand(session: "s", command: "echo again")
+        try store.setLaunchLimiter(session: "s", delaySeconds: 4, lastLaunchAt: now)
+        let reopened = try fixture.reopen()
+        #expect(try reopened.launchCommand(session: "s") == "echo again")
+        let limiter = try reopened.launchLimiter(session: "s")
+        #expect(limiter?.delaySeconds == 4)
+        #expect(limiter?.lastLaunchAt == now)
+    }
+
+    @Test func currentRequestIsKept() throws {
+        let fixture = try StoreFixture()
+        let store = fixture.store
+        try store.registerSession("s")
+        _ = try store.createTask(session: "s", kind: .download, request: request("1"))
+        try store.setCurrentRequest(session: "s", identifier: 1, request: request("moved"))
+        #expect(try store.task(session: "s", identifier: 1).currentRequest == request("moved"))
+        #expect(throws: FerryStoreError.self) {
+            try store.setCurrentRequest(session: "s", identifier: 5, request: request("x"))
+        }
+    }
+}
