@@ -121,7 +121,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "FerrydTool",
-            dependencies: ["FerryDaemon"],
+            dependencies: ["FerryDaemon", .product(name: "Logging", package: "swift-log")],
             path: "Sources/ferryd",
             swiftSettings: swiftSettings
         ),

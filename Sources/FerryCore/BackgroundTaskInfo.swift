@@ -43,6 +43,10 @@ public struct BackgroundTaskInfo: Sendable, Hashable, Codable {
     public var expectedLength: Int64?
     /// Body bytes sent (uploads).
     public var bytesSent: Int64
+    /// The final response's status, once it has arrived.
+    public var statusCode: Int?
+    /// The final response's header fields, once they have arrived.
+    public var responseHeaders: Headers?
     /// The error the task completed with; nil while running and for a success.
     public var error: FerryError?
 
@@ -60,6 +64,8 @@ public struct BackgroundTaskInfo: Sendable, Hashable, Codable {
         bytesReceived: Int64 = 0,
         expectedLength: Int64? = nil,
         bytesSent: Int64 = 0,
+        statusCode: Int? = nil,
+        responseHeaders: Headers? = nil,
         error: FerryError? = nil
     ) {
         self.session = session
@@ -74,6 +80,8 @@ public struct BackgroundTaskInfo: Sendable, Hashable, Codable {
         self.bytesReceived = bytesReceived
         self.expectedLength = expectedLength
         self.bytesSent = bytesSent
+        self.statusCode = statusCode
+        self.responseHeaders = responseHeaders
         self.error = error
     }
 }

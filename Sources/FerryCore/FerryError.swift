@@ -113,7 +113,10 @@ public struct FerryError: Error, Sendable, Hashable, CustomStringConvertible {
 }
 
 extension FerryError.Code: Codable {
-    private enum CodingKeys: String, CodingKey { case rawValue = "code", name }
+    private enum CodingKeys: String, CodingKey {
+        case rawValue = "code"
+        case name
+    }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)

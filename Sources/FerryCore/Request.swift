@@ -70,3 +70,31 @@ public struct Request: Sendable, Hashable, Codable {
         try headers.validate()
     }
 }
+
+extension Request {
+    private enum CodingKeys: String, CodingKey {
+        case url, method, headers, timeoutInterval, cachePolicy, httpShouldHandleCookies, allowsCellularAccess
+        case allowsExpensiveNetworkAccess, allowsConstrainedNetworkAccess
+    }
+
+    /// Decodes a request; every field but `url` may be left out and takes its default (scripts talking
+    /// to the daemon write `{"url": "..."}`).
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(url: try container.decode(URL.self, forKey: .url))
+        method = try container.decodeIfPresent(String.self, forKey: .method) ?? method
+        headers = try container.decodeIfPresent(Headers.self, forKey: .headers) ?? headers
+        timeoutInterval = try container.decodeIfPresent(Double.self, forKey: .timeoutInterval) ?? timeoutInterval
+        cachePolicy = try container.decodeIfPresent(CachePolicy.self, forKey: .cachePolicy) ?? cachePolicy
+        httpShouldHandleCookies =
+            try container.decodeIfPresent(Bool.self, forKey: .httpShouldHandleCookies) ?? httpShouldHandleCookies
+        allowsCellularAccess =
+            try container.decodeIfPresent(Bool.self, forKey: .allowsCellularAccess) ?? allowsCellularAccess
+        allowsExpensiveNetworkAccess =
+            try container.decodeIfPresent(Bool.self, forKey: .allowsExpensiveNetworkAccess)
+            ?? allowsExpensiveNetworkAccess
+        allowsConstrainedNetworkAccess =
+            try container.decodeIfPresent(Bool.self, forKey: .allowsConstrainedNetworkAccess)
+            ?? allowsConstrainedNetworkAccess
+    }
+}

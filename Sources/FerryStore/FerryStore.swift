@@ -69,6 +69,7 @@ public final class FerryStore: Sendable {
         session: String,
         kind: StoredTask.Kind,
         request: Request,
+        bodyFile: String? = nil,
         taskDescription: String? = nil,
         priority: Double = 0.5,
         discretionary: Bool = false
@@ -89,13 +90,13 @@ public final class FerryStore: Sendable {
             let now = clock()
             try db.execute(
                 sql: """
-                    INSERT INTO task (session, taskIdentifier, kind, state, originalRequest, taskDescription,
-                                      priority, discretionary, createdAt, updatedAt)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO task (session, taskIdentifier, kind, state, originalRequest, bodyFile,
+                                      taskDescription, priority, discretionary, createdAt, updatedAt)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
-                    session, identifier, kind.rawValue, StoredTask.State.pending.rawValue, encoded, taskDescription,
-                    priority, discretionary, now, now,
+                    session, identifier, kind.rawValue, StoredTask.State.pending.rawValue, encoded, bodyFile,
+                    taskDescription, priority, discretionary, now, now,
                 ]
             )
             return try Self.task(db, session: session, identifier: identifier)
@@ -141,6 +142,28 @@ public final class FerryStore: Sendable {
             try db.execute(
                 sql: "UPDATE task SET currentRequest = ?, updatedAt = ? WHERE session = ? AND taskIdentifier = ?",
                 arguments: [encoded, clock(), session, identifier]
+            )
+            try Self.requireChange(db, session: session, identifier: identifier)
+        }
+    }
+
+    /// Records the final response's head (status and fields) and, for uploads, the bytes sent.
+    public func recordResponse(
+        session: String,
+        identifier: Int,
+        status: Int,
+        headers: Headers,
+        bytesSent: Int64? = nil
+    ) throws {
+        let encoded = try JSONEncoder().encode(headers)
+        try write { db in
+            try db.execute(
+                sql: """
+                    UPDATE task SET responseStatus = ?, responseHeaders = ?, bytesSent = COALESCE(?, bytesSent),
+                                    updatedAt = ?
+                    WHERE session = ? AND taskIdentifier = ?
+                    """,
+                arguments: [status, encoded, bytesSent, clock(), session, identifier]
             )
             try Self.requireChange(db, session: session, identifier: identifier)
         }
@@ -211,7 +234,8 @@ public final class FerryStore: Sendable {
                     WHERE session = ? AND taskIdentifier = ?
                     """,
                 arguments: [
-                    state.rawValue, error?.code.rawValue, error?.code.name, error?.message, clock(), session, identifier,
+                    state.rawValue, error?.code.rawValue, error?.code.name, error?.message, clock(), session,
+                    identifier,
                 ]
             )
             try Self.requireChange(db, session: session, identifier: identifier)
@@ -367,7 +391,8 @@ public final class FerryStore: Sendable {
             arguments: [session]
         )
         try db.execute(
-            sql: "INSERT INTO event (session, sequence, taskIdentifier, kind, payload, createdAt) VALUES (?, ?, ?, ?, ?, ?)",
+            sql:
+                "INSERT INTO event (session, sequence, taskIdentifier, kind, payload, createdAt) VALUES (?, ?, ?, ?, ?, ?)",
             arguments: [session, sequence, task, kind.rawValue, payload, now]
         )
         return StoredEvent(session: session, sequence: sequence, taskIdentifier: task, kind: kind, payload: payload)

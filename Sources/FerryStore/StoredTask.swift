@@ -32,6 +32,8 @@ public struct StoredTask: Sendable, Hashable {
     public var state: State
     /// The request as created.
     public var originalRequest: Request
+    /// For uploads: the file whose bytes are the body.
+    public var bodyFile: String?
     /// The request after redirects, once known.
     public var currentRequest: Request?
     /// The client's description.
@@ -50,6 +52,12 @@ public struct StoredTask: Sendable, Hashable {
     public var entityTag: String?
     /// See ``entityTag``.
     public var lastModified: String?
+    /// Request body bytes sent (uploads).
+    public var bytesSent: Int64
+    /// The final response's status, once known.
+    public var responseStatus: Int?
+    /// The final response's header fields, once known.
+    public var responseHeaders: Headers?
     /// The error the task completed with (code and message), if any.
     public var error: FerryError?
 }
@@ -63,6 +71,7 @@ extension StoredTask {
         kind = try Self.decode(Kind.self, row["kind"])
         state = try Self.decode(State.self, row["state"])
         originalRequest = try decoder.decode(Request.self, from: row["originalRequest"] as Data)
+        bodyFile = row["bodyFile"]
         currentRequest = try (row["currentRequest"] as Data?).map { try decoder.decode(Request.self, from: $0) }
         taskDescription = row["taskDescription"]
         priority = row["priority"]
@@ -72,6 +81,9 @@ extension StoredTask {
         expectedLength = row["expectedLength"]
         entityTag = row["entityTag"]
         lastModified = row["lastModified"]
+        bytesSent = row["bytesSent"]
+        responseStatus = row["responseStatus"]
+        responseHeaders = try (row["responseHeaders"] as Data?).map { try decoder.decode(Headers.self, from: $0) }
         if let code: Int = row["errorCode"] {
             error = FerryError(
                 FerryError.Code(rawValue: code, name: row["errorName"] ?? "code \(code)"),

@@ -3,7 +3,9 @@ import Testing
 
 @Suite struct DaemonPathsTests {
     @Test func ferryHomeHoldsEverything() throws {
-        let paths = try DaemonPaths(environment: ["FERRY_HOME": "/tmp/f", "XDG_RUNTIME_DIR": "/run/user/1", "HOME": "/h"])
+        let paths = try DaemonPaths(environment: [
+            "FERRY_HOME": "/tmp/f", "XDG_RUNTIME_DIR": "/run/user/1", "HOME": "/h",
+        ])
         #expect(paths.socket == "/tmp/f/ferryd.sock")
         #expect(paths.stateDirectory == "/tmp/f")
         #expect(paths.database == "/tmp/f/ferry.sqlite")

@@ -1,0 +1,31 @@
+/// When a background transfer that failed with a network error is tried again (S6.10): exponential
+/// backoff from ``baseDelay``, doubling up to ``maximumDelay``, for at most ``maximumAttempts`` tries.
+public struct RetryPolicy: Sendable, Hashable, Codable {
+    /// The delay before the first retry, in seconds.
+    public var baseDelay: Double
+    /// The longest delay between tries, in seconds.
+    public var maximumDelay: Double
+    /// Tries in all, the first included; after them the task completes with its last error.
+    public var maximumAttempts: Int
+
+    /// A policy; the defaults retry for about half an hour.
+    public init(baseDelay: Double = 1, maximumDelay: Double = 300, maximumAttempts: Int = 12) {
+        self.baseDelay = baseDelay
+        self.maximumDelay = maximumDelay
+        self.maximumAttempts = maximumAttempts
+    }
+
+    /// Whether an error of this code is worth another try: the network's faults, not the server's
+    /// answers, the disk or the caller.
+    public static func isRetryable(_ code: FerryError.Code) -> Bool {
+        [.networkConnectionLost, .timedOut, .cannotConnectToHost, .cannotFindHost, .secureConnectionFailed]
+            .contains(code)
+    }
+
+    /// The delay before try number `attempt + 1`, after `attempt` failed tries; nil when no try is left.
+    public func delay(afterFailedAttempts attempt: Int) -> Double? {
+        guard attempt >= 1, attempt < maximumAttempts else { return nil }
+        let exponent = min(attempt - 1, 30)
+        return min(maximumDelay, baseDelay * Double(1 << exponent))
+    }
+}

@@ -1,0 +1,38 @@
+public import FerryCore
+
+/// How a daemon runs: where it keeps things and its limits. Defaults suit a desktop; tests shorten the
+/// intervals.
+public struct DaemonConfiguration: Sendable {
+    /// Socket and state paths.
+    public var paths: DaemonPaths
+    /// Transfers running at once, daemon-wide (S6.10).
+    public var maximumConcurrentTransfers = 6
+    /// Bytes between durable checkpoints of a download (D1).
+    public var checkpointBytes: Int64 = 8 << 20
+    /// Seconds between durable checkpoints of a download (D1).
+    public var checkpointSeconds = 1.0
+    /// Automatic retries of network errors (S6.10).
+    public var retry = RetryPolicy()
+    /// A transfer slower than this many bytes a second over ``throughputWindow`` seconds is stopped
+    /// with an error (S6.10); 0 turns the floor off.
+    public var throughputFloor: Int64 = 1024
+    /// See ``throughputFloor``.
+    public var throughputWindow = 60.0
+    /// Progress events a second, at most, per task.
+    public var progressRate = 10.0
+    /// Seconds between heartbeats on an attached stream (how fast a vanished client is noticed).
+    public var heartbeatInterval = 1.0
+    /// The first delay of the relaunch limiter (S6.6); each launch doubles it.
+    public var launchBaseDelay = 1.0
+    /// The largest relaunch delay.
+    public var launchMaximumDelay = 300.0
+    /// The resource timeout of a background transfer: 7 days, as Apple's.
+    public var resourceTimeout = 7 * 24 * 3600.0
+    /// The idle timeout of a background transfer's reads.
+    public var requestTimeout = 60.0
+
+    /// A configuration with `paths` and the defaults.
+    public init(paths: DaemonPaths) {
+        self.paths = paths
+    }
+}

@@ -1,0 +1,299 @@
+import FerryCore
+import FerryEngine
+import FerryStore
+import Foundation
+import Logging
+
+/// Runs background tasks: starts pending ones up to the daemon-wide limit (S6.10), carries out suspend,
+/// resume and cancel, retries network errors with backoff, stops transfers under the throughput floor,
+/// and turns each outcome into a state change journaled with its events (D2) before any client hears
+/// of it.
+actor Scheduler {
+    /// Why a running transfer is being stopped.
+    enum Intent: Sendable {
+        case suspend
+        case cancel(produceResumeData: Bool, reason: String?)
+        case tooSlow(String)
+        /// The daemon is stopping: the task resumes when it starts again.
+        case stop
+    }
+
+    private struct Running {
+        let handle: Task<Void, Never>
+        let meter: ProgressMeter
+        var intent: Intent?
+        var floorSample: Int64?
+    }
+
+    let store: FerryStore
+    let hub: EventHub
+    let configuration: DaemonConfiguration
+    let transport: any HTTPTransport
+    let logger: Logger
+    /// Told when a session may have events and no client (launches, S6.5).
+    private let onEventsJournaled: @Sendable (String) async -> Void
+
+    private var running: [TaskKey: Running] = [:]
+    private var failedAttempts: [TaskKey: Int] = [:]
+    private var notBefore: [TaskKey: ContinuousClock.Instant] = [:]
+    private var endWaiters: [TaskKey: [CheckedContinuation<Void, Never>]] = [:]
+    private var stopping = false
+
+    init(
+        store: FerryStore,
+        hub: EventHub,
+        configuration: DaemonConfiguration,
+        transport: any HTTPTransport,
+        logger: Logger,
+        onEventsJournaled: @escaping @Sendable (String) async -> Void
+    ) {
+        self.store = store
+        self.hub = hub
+        self.configuration = configuration
+        self.transport = transport
+        self.logger = logger
+        self.onEventsJournaled = onEventsJournaled
+    }
+
+    /// Transfers running now.
+    var runningCount: Int { running.count }
+
+    /// Starts what may start.
+    func poke() {
+        guard !stopping else { return }
+        let pending: [StoredTask]
+        do {
+            pending = try store.tasks(in: .pending)
+        } catch {
+            logger.error("cannot read pending tasks: \(error)")
+            return
+        }
+        let now = ContinuousClock.now
+        var wake: ContinuousClock.Instant?
+        for task in pending {
+            guard running.count < configuration.maximumConcurrentTransfers else { break }
+            if let time = notBefore[task.key], time > now {
+                wake = min(wake ?? time, time)
+                continue
+            }
+            start(task)
+        }
+        if let wake {
+            Task {
+                try? await Task.sleep(until: wake, clock: .continuous)
+                await self.poke()
+            }
+        }
+    }
+
+    private func start(_ task: StoredTask) {
+        let key = task.key
+        guard running[key] == nil else { return }
+        do {
+            try store.transition(session: key.session, identifier: key.identifier, to: .running)
+        } catch {
+            logger.error("cannot start \(key): \(error)")
+            return
+        }
+        var current = task
+        current.state = .running
+        let meter = ProgressMeter(rate: configuration.progressRate)
+        let runner = TransferRunner(
+            task: current,
+            store: store,
+            hub: hub,
+            configuration: configuration,
+            transport: transport,
+            meter: meter
+        )
+        logger.debug("starting \(key) \(task.originalRequest.url.absoluteString)")
+        let handle = Task {
+            let outcome = await runner.run()
+            await self.ended(key, outcome)
+        }
+        running[key] = Running(handle: handle, meter: meter)
+    }
+
+    private func ended(_ key: TaskKey, _ outcome: TransferRunner.Outcome) async {
+        let intent = running.removeValue(forKey: key)?.intent
+        do {
+            try settle(key, outcome, intent: intent)
+        } catch {
+            logger.error("cannot record the end of \(key): \(error)")
+        }
+        for waiter in endWaiters.removeValue(forKey: key) ?? [] { waiter.resume() }
+        poke()
+        await onEventsJournaled(key.session)
+    }
+
+    /// Records how a run ended: the state change and its events in one transaction.
+    private func settle(_ key: TaskKey, _ outcome: TransferRunner.Outcome, intent: Intent?) throws {
+        let (session, identifier) = (key.session, key.identifier)
+        switch outcome {
+        case .downloaded(let location):
+            failedAttempts[key] = nil
+            try complete(key, error: nil, events: [(.didFinishDownloading, Self.encode(location))])
+            logger.info("\(key) downloaded to \(location)")
+            return
+        case .uploaded:
+            failedAttempts[key] = nil
+            try complete(key, error: nil, events: [])
+            return
+        case .failed(let error):
+            switch intent {
+            case .stop?:
+                try store.transition(session: session, identifier: identifier, to: .pending)
+            case .suspend?:
+                try store.transition(session: session, identifier: identifier, to: .suspended)
+            case .cancel(let produceResumeData, let reason)?:
+                try cancelled(key, produceResumeData: produceResumeData, reason: reason)
+            case .tooSlow(let message)?:
+                var failure = FerryError(.timedOut, message, failingURL: error.failingURL)
+                failure.resumeData = try store.task(session: session, identifier: identifier).resumeData
+                try complete(key, error: failure, events: [])
+            case nil:
+                let attempts = (failedAttempts[key] ?? 0) + 1
+                if RetryPolicy.isRetryable(error.code),
+                    let delay = configuration.retry.delay(afterFailedAttempts: attempts)
+                {
+                    failedAttempts[key] = attempts
+                    notBefore[key] = .now + .milliseconds(Int64(delay * 1000))
+                    try store.transition(session: session, identifier: identifier, to: .pending)
+                    logger.info("\(key) failed (\(error.code)); try \(attempts + 1) in \(delay) s")
+                    return
+                }
+                failedAttempts[key] = nil
+                var failure = error
+                if failure.resumeData == nil {
+                    failure.resumeData = try store.task(session: session, identifier: identifier).resumeData
+                }
+                try complete(key, error: failure, events: [])
+                logger.info("\(key) failed: \(error)")
+            }
+        }
+    }
+
+    /// Completes a task: state, error and events (then didComplete) in one transaction; the attached
+    /// client, if any, is told to read them.
+    private func complete(
+        _ key: TaskKey,
+        error: FerryError?,
+        events: [(kind: StoredEvent.Kind, payload: Data?)]
+    ) throws {
+        try store.transition(
+            session: key.session,
+            identifier: key.identifier,
+            to: .completed,
+            error: error,
+            events: events + [(.didComplete, try error.map { try JSONEncoder().encode($0) })]
+        )
+        hub.signal(key.session, .journal)
+    }
+
+    private func cancelled(_ key: TaskKey, produceResumeData: Bool, reason: String?) throws {
+        let task = try store.task(session: key.session, identifier: key.identifier)
+        var error = FerryError(
+            .cancelled,
+            reason ?? "the task was cancelled",
+            failingURL: (task.currentRequest ?? task.originalRequest).url.absoluteString
+        )
+        if produceResumeData, let resumeData = task.resumeData {
+            error.resumeData = resumeData
+        } else if let partial = task.partialPath {
+            // No resume data: the partial file goes (S6.9).
+            try? FileManager.default.removeItem(atPath: partial)
+        }
+        try complete(key, error: error, events: [])
+    }
+
+    // MARK: Client requests
+
+    /// Cancels a task (a completed one stays as it is).
+    /// - Returns: the task afterwards and, when asked for and possible, its resume data.
+    func cancel(_ key: TaskKey, produceResumeData: Bool, reason: String?) async throws -> (StoredTask, ResumeData?) {
+        let task = try store.task(session: key.session, identifier: key.identifier)
+        guard task.state != .completed else { return (task, nil) }
+        if running[key] != nil {
+            await stopRunning(key, intent: .cancel(produceResumeData: produceResumeData, reason: reason))
+        } else {
+            try cancelled(key, produceResumeData: produceResumeData, reason: reason)
+            await onEventsJournaled(key.session)
+        }
+        let after = try store.task(session: key.session, identifier: key.identifier)
+        return (after, after.error?.resumeData ?? (produceResumeData ? after.resumeData : nil))
+    }
+
+    /// Suspends a task: a running transfer stops at its last checkpoint and keeps its partial data.
+    func suspend(_ key: TaskKey) async throws -> StoredTask {
+        let task = try store.task(session: key.session, identifier: key.identifier)
+        switch task.state {
+        case .running where running[key] != nil:
+            await stopRunning(key, intent: .suspend)
+        case .pending, .running:
+            try store.transition(session: key.session, identifier: key.identifier, to: .suspended)
+        case .suspended, .completed:
+            break
+        }
+        return try store.task(session: key.session, identifier: key.identifier)
+    }
+
+    /// Resumes a suspended task (it waits for a slot like any pending one).
+    func resume(_ key: TaskKey) throws -> StoredTask {
+        let task = try store.task(session: key.session, identifier: key.identifier)
+        if task.state == .suspended {
+            try store.transition(session: key.session, identifier: key.identifier, to: .pending)
+            notBefore[key] = nil
+            poke()
+        }
+        return try store.task(session: key.session, identifier: key.identifier)
+    }
+
+    /// Cancels every unfinished task of `session` with `reason` (a force quit, invalidateAndCancel).
+    func cancelAll(session: String, reason: String) async throws {
+        for task in try store.tasks(session: session) where task.state != .completed {
+            _ = try await cancel(task.key, produceResumeData: false, reason: reason)
+        }
+    }
+
+    private func stopRunning(_ key: TaskKey, intent: Intent) async {
+        guard running[key] != nil else { return }
+        running[key]?.intent = intent
+        running[key]?.handle.cancel()
+        await withCheckedContinuation { continuation in
+            endWaiters[key, default: []].append(continuation)
+        }
+    }
+
+    // MARK: Throughput floor and shutdown
+
+    /// Checks every running transfer against the throughput floor; call every ``DaemonConfiguration/throughputWindow``.
+    func checkThroughput() {
+        guard configuration.throughputFloor > 0 else { return }
+        let minimum = Int64(Double(configuration.throughputFloor) * configuration.throughputWindow)
+        for (key, entry) in running where entry.intent == nil {
+            let total = entry.meter.total
+            if let sample = entry.floorSample, total - sample < minimum {
+                let rate = Double(total - sample) / configuration.throughputWindow
+                logger.info("\(key) is under the throughput floor: \(Int(rate)) B/s")
+                running[key]?.intent = .tooSlow(
+                    "the transfer stayed under \(configuration.throughputFloor) bytes a second for \(Int(configuration.throughputWindow)) seconds (it ran at \(Int(rate))); the partial data is kept"
+                )
+                running[key]?.handle.cancel()
+            } else {
+                running[key]?.floorSample = total
+            }
+        }
+    }
+
+    /// Stops every transfer at its last checkpoint; they resume when the daemon starts again.
+    func stopAll() async {
+        stopping = true
+        for key in Array(running.keys) {
+            await stopRunning(key, intent: .stop)
+        }
+    }
+
+    private static func encode(_ location: String) throws -> Data {
+        try JSONEncoder().encode(["location": location])
+    }
+}

@@ -1,0 +1,43 @@
+import FerryCore
+import FerryStore
+
+extension StoredTask {
+    /// The task as the control API shows it.
+    var info: BackgroundTaskInfo {
+        BackgroundTaskInfo(
+            session: session,
+            taskIdentifier: taskIdentifier,
+            kind: kind == .download ? .download : .upload,
+            state: BackgroundTaskInfo.State(rawValue: state.rawValue) ?? .pending,
+            originalRequest: originalRequest,
+            currentRequest: currentRequest,
+            taskDescription: taskDescription,
+            priority: priority,
+            isDiscretionary: isDiscretionary,
+            bytesReceived: bytesReceived,
+            expectedLength: expectedLength,
+            bytesSent: bytesSent,
+            statusCode: responseStatus,
+            responseHeaders: responseHeaders,
+            error: error
+        )
+    }
+
+    var key: TaskKey { TaskKey(session: session, identifier: taskIdentifier) }
+
+    /// Resume data for the bytes recorded on disk, when a validator makes continuing safe.
+    var resumeData: ResumeData? {
+        guard let partialPath, bytesReceived > 0,
+            RangeResumption.validator(entityTag: entityTag, lastModified: lastModified) != nil
+        else { return nil }
+        return ResumeData(
+            originalRequest: originalRequest,
+            currentRequest: currentRequest ?? originalRequest,
+            bytesReceived: bytesReceived,
+            expectedLength: expectedLength,
+            entityTag: entityTag,
+            lastModified: lastModified,
+            partialFilePath: partialPath
+        )
+    }
+}

@@ -1,0 +1,237 @@
+import FerryCore
+import FerryEngine
+import FerryStore
+import Foundation
+import NIOCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs one background task's transfer once, with FerryEngine (the same code as in-process sessions),
+/// and records what must survive a crash: checkpoints of the partial file (D1), the response, and the
+/// delivered file. It changes no task state: the ``Scheduler`` does, from the outcome.
+struct TransferRunner: Sendable {
+    /// How one run ended.
+    enum Outcome: Sendable {
+        /// A download is complete and moved to `location` in the delivery directory.
+        case downloaded(location: String)
+        /// An upload's response has arrived and is recorded.
+        case uploaded
+        /// The transfer failed or was stopped; partial data is checkpointed.
+        case failed(FerryError)
+    }
+
+    let task: StoredTask
+    let store: FerryStore
+    let hub: EventHub
+    let configuration: DaemonConfiguration
+    let transport: any HTTPTransport
+    let meter: ProgressMeter
+
+    func run() async -> Outcome {
+        do {
+            switch task.kind {
+            case .download: return try await download()
+            case .upload: return try await upload()
+            }
+        } catch let error as FerryError {
+            return .failed(error)
+        } catch is CancellationError {
+            return .failed(FerryError(.cancelled, "the transfer was stopped"))
+        } catch {
+            return .failed(FerryError(.unknown, "the transfer failed: \(error)"))
+        }
+    }
+
+    /// The name stem of this task's files: unique per session and task, safe for any identifier.
+    private var fileStem: String {
+        let safe = task.session.unicodeScalars.map { scalar -> String in
+            CharacterSet.alphanumerics.contains(scalar) || scalar == "." || scalar == "-" ? String(scalar) : "_"
+        }.joined()
+        return "\(safe.prefix(64))-\(UInt32(truncatingIfNeeded: task.session.hashValueStable))-\(task.taskIdentifier)"
+    }
+
+    private func download() async throws -> Outcome {
+        let partial = task.partialPath ?? configuration.paths.partialDirectory + "/\(fileStem).part"
+        let (store, hub, meter, session, identifier) = (store, hub, meter, task.session, task.taskIdentifier)
+        var snapshot = task.info
+        var events = Downloader.Events()
+        events.checkpoint = Downloader.Checkpoint(
+            everyBytes: configuration.checkpointBytes,
+            everySeconds: configuration.checkpointSeconds
+        ) { resumeData in
+            try store.recordProgress(
+                session: session,
+                identifier: identifier,
+                partialPath: resumeData.partialFilePath,
+                bytesReceived: resumeData.bytesReceived,
+                expectedLength: resumeData.expectedLength,
+                entityTag: resumeData.entityTag,
+                lastModified: resumeData.lastModified
+            )
+        }
+        let info = snapshot
+        events.didWrite = { written, total, expected in
+            meter.add(written)
+            guard meter.shouldEmit(now: Int64(DispatchTime.now().uptimeNanoseconds)) else { return }
+            var progress = info
+            progress.state = .running
+            progress.bytesReceived = total
+            progress.expectedLength = expected
+            hub.signal(
+                session,
+                .event(
+                    BackgroundEvent(
+                        kind: .didWriteData,
+                        task: progress,
+                        bytes: written,
+                        totalBytes: total,
+                        totalBytesExpected: expected
+                    )
+                )
+            )
+        }
+        events.didResume = { offset, expected in
+            var progress = info
+            progress.state = .running
+            hub.signal(
+                session,
+                .event(
+                    BackgroundEvent(kind: .didResume, task: progress, totalBytes: offset, totalBytesExpected: expected)
+                )
+            )
+        }
+        let downloader = Downloader(transport: transport)
+        let result: Downloader.Result
+        do {
+            result = try await downloader.download(
+                task.originalRequest,
+                resumingFrom: task.resumeData,
+                to: partial,
+                deadline: .now() + .nanoseconds(Int64(configuration.resourceTimeout * 1e9)),
+                events: events
+            )
+        } catch var error as FerryError {
+            checkpointAfterFailure(error.resumeData)
+            if error.resumeData == nil, let stored = try? store.task(session: session, identifier: identifier) {
+                error.resumeData = stored.resumeData
+            }
+            throw error
+        }
+        try store.recordResponse(
+            session: session,
+            identifier: identifier,
+            status: result.status,
+            headers: result.headers
+        )
+        try store.setCurrentRequest(session: session, identifier: identifier, request: result.finalRequest)
+        // The last progress event always goes out, whatever the rate limit dropped.
+        snapshot.bytesReceived = result.length
+        snapshot.expectedLength = result.length
+        hub.signal(
+            session,
+            .event(
+                BackgroundEvent(
+                    kind: .didWriteData,
+                    task: snapshot,
+                    bytes: 0,
+                    totalBytes: result.length,
+                    totalBytesExpected: result.length
+                )
+            )
+        )
+        // Hand over: the file is made durable and moved out of the partial directory (S6.9).
+        try synchronize(path: partial)
+        let location = configuration.paths.deliveryDirectory + "/\(fileStem)-\(UUID().uuidString).download"
+        do {
+            try FileManager.default.moveItem(atPath: partial, toPath: location)
+        } catch {
+            throw FerryError(.cannotMoveFile, "cannot move the finished download to \(location): \(error)")
+        }
+        try store.recordProgress(
+            session: session,
+            identifier: identifier,
+            partialPath: location,
+            bytesReceived: result.length,
+            expectedLength: result.length,
+            entityTag: result.headers["etag"],
+            lastModified: result.headers["last-modified"]
+        )
+        return .downloaded(location: location)
+    }
+
+    private func upload() async throws -> Outcome {
+        guard let file = task.bodyFile else {
+            throw FerryError(.fileDoesNotExist, "the upload task has no file to send")
+        }
+        let body = try TransportRequestBody.file(path: file)
+        let loader = DataLoader(transport: transport)
+        var hooks = DataLoader.Hooks()
+        hooks.collect = false
+        let result = try await loader.perform(
+            task.originalRequest,
+            body: body,
+            deadline: .now() + .nanoseconds(Int64(configuration.resourceTimeout * 1e9)),
+            hooks: hooks
+        )
+        guard case .loaded(let loaded) = result else {
+            throw FerryError(.unknown, "the upload's response became a download unexpectedly")
+        }
+        let size = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? NSNumber)?.int64Value
+        meter.add(size ?? 0)
+        try store.recordResponse(
+            session: task.session,
+            identifier: task.taskIdentifier,
+            status: loaded.status,
+            headers: loaded.headers,
+            bytesSent: size
+        )
+        try store.setCurrentRequest(
+            session: task.session,
+            identifier: task.taskIdentifier,
+            request: loaded.finalRequest
+        )
+        return .uploaded
+    }
+
+    /// D1 for a transfer that stopped: the partial file is made durable, then its length recorded.
+    private func checkpointAfterFailure(_ resumeData: ResumeData?) {
+        guard let resumeData, (try? synchronize(path: resumeData.partialFilePath)) != nil else { return }
+        try? store.recordProgress(
+            session: task.session,
+            identifier: task.taskIdentifier,
+            partialPath: resumeData.partialFilePath,
+            bytesReceived: resumeData.bytesReceived,
+            expectedLength: resumeData.expectedLength,
+            entityTag: resumeData.entityTag,
+            lastModified: resumeData.lastModified
+        )
+    }
+
+    private func synchronize(path: String) throws {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw FerryError(
+                .cannotWriteToFile,
+                "cannot open \(path) to make it durable: \(String(cString: strerror(errno)))"
+            )
+        }
+        defer { close(descriptor) }
+        guard fdatasync(descriptor) == 0 else {
+            throw FerryError(.cannotWriteToFile, "cannot make \(path) durable: \(String(cString: strerror(errno)))")
+        }
+    }
+}
+
+extension String {
+    /// FNV-1a of the UTF-8 bytes: stable across processes (Swift's hashValue is seeded per process).
+    var hashValueStable: UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01b3
+        }
+        return hash
+    }
+}
