@@ -42,7 +42,7 @@ actor Launcher {
             logger.info("launch of '\(session)' waits \(delay) s (relaunch limiter)")
             Task {
                 try? await Task.sleep(for: .milliseconds(Int64(delay * 1000)))
-                await self.fireWaiting(session)
+                self.fireWaiting(session)
             }
         }
     }

@@ -81,7 +81,7 @@ actor Scheduler {
         if let wake {
             Task {
                 try? await Task.sleep(until: wake, clock: .continuous)
-                await self.poke()
+                self.poke()
             }
         }
     }
