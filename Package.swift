@@ -143,18 +143,6 @@ let package = Package(
         .testTarget(name: "FerryCoreTests", dependencies: ["FerryCore"], swiftSettings: swiftSettings),
         .testTarget(name: "FerryStoreTests", dependencies: ["FerryStore"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "FerryDaemonTests",
-            dependencies: [
-                "FerryDaemon",
-                "Ferry",
-                "FerryTestServer",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "Crypto", package: "swift-crypto"),
-            ],
-            swiftSettings: swiftSettings
-        ),
-        .testTarget(
             name: "FerryEngineTests",
             dependencies: [
                 "FerryEngine",

@@ -19,7 +19,7 @@ public final class Session: Sendable {
     static let maximumRedirects = 16
 
     /// The shared session: default configuration, no delegate, never invalidated.
-    public static let shared = Session(configuration: .default, delegate: nil, isShared: true)
+    public static let shared = Session(configuration: .default, delegate: nil, isShared: true, daemon: nil)
 
     private enum Phase {
         case valid
@@ -44,14 +44,23 @@ public final class Session: Sendable {
     private let configurationError: FerryError?
     private let locked: Mutex<State>
     private let downloadDirectory: String
+    /// The link to ferryd, for background sessions.
+    let background: BackgroundLink?
 
     /// A session with `configuration` and an optional delegate for its tasks' events.
     ///
     /// A configuration that fails ``SessionConfiguration/validate()`` makes every task fail with that
-    /// error. Background configurations run through ferryd, which is not built yet: their tasks fail with
-    /// a clear error.
+    /// error. A background configuration (``SessionConfiguration/background(identifier:)``) runs its
+    /// tasks in ferryd, starting it when none runs; it needs a delegate, and its tasks fail with a clear
+    /// error when the identifier is in use or the daemon cannot be reached (docs/BACKGROUND.md).
     public convenience init(configuration: SessionConfiguration = .default, delegate: (any SessionDelegate)? = nil) {
-        self.init(configuration: configuration, delegate: delegate, isShared: false)
+        self.init(configuration: configuration, delegate: delegate, isShared: false, daemon: nil)
+    }
+
+    /// A background session whose daemon is `daemon` rather than this user's (the one `FERRY_HOME` or
+    /// the XDG directories name): for programs that run a daemon of their own, and for tests.
+    public convenience init(configuration: SessionConfiguration, delegate: any SessionDelegate, daemon: DaemonClient) {
+        self.init(configuration: configuration, delegate: delegate, isShared: false, daemon: daemon)
     }
 
     /// A session sending through `transport` (a custom transport, or one that trusts a test server's
@@ -70,23 +79,51 @@ public final class Session: Sendable {
         )
         self.locked = Mutex(State(delegate: delegate))
         self.downloadDirectory = Self.makeDownloadDirectory()
+        self.background = nil
     }
 
-    private init(configuration: SessionConfiguration, delegate: (any SessionDelegate)?, isShared: Bool) {
+    private init(
+        configuration: SessionConfiguration,
+        delegate: (any SessionDelegate)?,
+        isShared: Bool,
+        daemon: DaemonClient?
+    ) {
         self.configuration = configuration
         self.isShared = isShared
         var configurationError = Self.check(configuration)
         let base: any HTTPTransport
         do {
-            base = try AsyncHTTPClientTransport(options: .init(configuration))
+            // A background session's transfers run in ferryd: no connections of its own.
+            base =
+                configuration.identifier != nil
+                ? UnavailableTransport() : try AsyncHTTPClientTransport(options: .init(configuration))
         } catch {
             configurationError = configurationError ?? (error as? FerryError)
             base = UnavailableTransport()
         }
+        var link: BackgroundLink?
+        if configurationError == nil, let identifier = configuration.identifier {
+            if delegate == nil {
+                configurationError = FerryError(
+                    .invalidOperation,
+                    "a background session needs a delegate: its events may arrive after this process restarts"
+                )
+            } else {
+                do {
+                    link = try BackgroundLink(identifier: identifier, client: daemon)
+                } catch {
+                    configurationError = error as? FerryError ?? FerryError(.unknown, "\(error)")
+                }
+            }
+        }
+        self.background = link
         self.configurationError = configurationError
         self.transport = SessionTransport(base, maximumConnectionsPerHost: configuration.httpMaximumConnectionsPerHost)
         self.locked = Mutex(State(delegate: delegate))
         self.downloadDirectory = Self.makeDownloadDirectory()
+        if let link {
+            Task { [self] in await link.run(session: self) }
+        }
     }
 
     private static func check(_ configuration: SessionConfiguration) -> FerryError? {
@@ -96,12 +133,6 @@ public final class Session: Sendable {
             return error
         } catch {
             return FerryError(.invalidOperation, "the configuration is not valid: \(error)")
-        }
-        if configuration.identifier != nil {
-            return FerryError(
-                .invalidOperation,
-                "background sessions run in ferryd, which this build does not have yet; use .default or .ephemeral"
-            )
         }
         return nil
     }
@@ -141,7 +172,20 @@ public final class Session: Sendable {
 
     /// An upload of the file at `fileURL`, read as it is sent (constant memory).
     public func uploadTask(with request: Request, fromFile fileURL: URL) -> UploadTask {
-        register {
+        if background != nil {
+            let creation = ControlAPI.TaskCreation(kind: .upload, request: request, uploadFile: fileURL.path)
+            return registerRemote(creation) {
+                UploadTask(
+                    session: self,
+                    identifier: $0,
+                    request: request,
+                    work: .upload(.file(fileURL)),
+                    route: .delegates,
+                    rejection: $1
+                )
+            }
+        }
+        return register {
             UploadTask(
                 session: self,
                 identifier: $0,
@@ -183,7 +227,19 @@ public final class Session: Sendable {
 
     /// A download of `request` to a temporary file.
     public func downloadTask(with request: Request) -> DownloadTask {
-        register {
+        if background != nil {
+            return registerRemote(ControlAPI.TaskCreation(kind: .download, request: request)) {
+                DownloadTask(
+                    session: self,
+                    identifier: $0,
+                    request: request,
+                    work: .download(resumeData: nil),
+                    route: .delegates,
+                    rejection: $1
+                )
+            }
+        }
+        return register {
             DownloadTask(
                 session: self,
                 identifier: $0,
@@ -209,6 +265,23 @@ public final class Session: Sendable {
 
     func makeDownloadTask(resumeData: Data, route: SessionTask.Route) -> DownloadTask {
         let decoded = Result { try ResumeData(encoded: resumeData) }
+        if background != nil, case .delegates = route, case .success(let resume) = decoded {
+            let creation = ControlAPI.TaskCreation(
+                kind: .download,
+                request: resume.originalRequest,
+                resumeData: resume
+            )
+            return registerRemote(creation) {
+                DownloadTask(
+                    session: self,
+                    identifier: $0,
+                    request: resume.originalRequest,
+                    work: .download(resumeData: resume),
+                    route: route,
+                    rejection: $1
+                )
+            }
+        }
         return register { identifier, rejection in
             switch decoded {
             case .success(let resume):
@@ -238,7 +311,19 @@ public final class Session: Sendable {
     /// Makes a task with the next identifier and tracks it until it ends; on an invalidated session the
     /// task fails when resumed.
     func register<Task: SessionTask>(_ make: (Int, FerryError?) -> Task) -> Task {
-        locked.withLock { state in
+        if background != nil {
+            // S6.2: what a background session does not run is refused, clearly, when resumed. Such a
+            // task has identifier 0: it never exists in the daemon.
+            return make(
+                0,
+                configurationError
+                    ?? FerryError(
+                        .invalidOperation,
+                        "background sessions run download tasks and uploads from a file, with a delegate; data tasks, uploads from data or a stream, and the async and completion-handler forms are refused (use a default session for those)"
+                    )
+            )
+        }
+        return locked.withLock { state in
             let identifier = state.nextIdentifier
             state.nextIdentifier += 1
             guard case .valid = state.phase else {
@@ -268,9 +353,69 @@ public final class Session: Sendable {
         return download
     }
 
-    /// The tasks that have not completed (getAllTasks).
+    /// Makes a background task: created in the daemon (suspended until resumed), tracked here under the
+    /// daemon's identifier. When that fails the task carries the error and fails when resumed.
+    func registerRemote<Task: SessionTask>(
+        _ creation: ControlAPI.TaskCreation,
+        _ make: (Int, FerryError?) -> Task
+    ) -> Task {
+        guard let background else { preconditionFailure("registerRemote needs a background session") }
+        let phaseError: FerryError? = locked.withLock { state in
+            guard case .valid = state.phase else {
+                return FerryError(.invalidOperation, "the session was invalidated; make a new session for new tasks")
+            }
+            return nil
+        }
+        if let failure = configurationError ?? phaseError { return make(0, failure) }
+        do {
+            let info = try background.create(creation)
+            let task = make(info.taskIdentifier, nil)
+            task.locked.withLock { $0.taskDescription = info.taskDescription }
+            locked.withLock { $0.tasks[info.taskIdentifier] = task }
+            return task
+        } catch {
+            return make(0, error as? FerryError ?? FerryError(.unknown, "\(error)"))
+        }
+    }
+
+    /// The task object for a background task the daemon reports: the one made here, or a new one for a
+    /// task made by an earlier process (after a re-attach, S6.3).
+    func backgroundTask(for info: BackgroundTaskInfo) -> SessionTask? {
+        guard info.session == configuration.identifier else { return nil }
+        return locked.withLock { state -> SessionTask in
+            if let known = state.tasks[info.taskIdentifier] { return known }
+            let task: SessionTask
+            switch info.kind {
+            case .download:
+                task = DownloadTask(
+                    session: self,
+                    identifier: info.taskIdentifier,
+                    request: info.originalRequest,
+                    work: .download(resumeData: nil),
+                    route: .delegates
+                )
+            case .upload:
+                task = UploadTask(
+                    session: self,
+                    identifier: info.taskIdentifier,
+                    request: info.originalRequest,
+                    work: .upload(.file(URL(fileURLWithPath: "/"))),
+                    route: .delegates
+                )
+            }
+            task.adopt(info)
+            state.tasks[info.taskIdentifier] = task
+            return task
+        }
+    }
+
+    /// The tasks that have not completed (getAllTasks). For a background session, the daemon's: tasks
+    /// made by an earlier process are included (S6.8).
     public func getAllTasks() -> [SessionTask] {
-        locked.withLock { state in
+        if let background, configurationError == nil, let remote = try? background.tasks() {
+            for info in remote where info.state != .completed { _ = backgroundTask(for: info) }
+        }
+        return locked.withLock { state in
             state.tasks.values.filter { $0.state != .completed }.sorted { $0.taskIdentifier < $1.taskIdentifier }
         }
     }
@@ -287,6 +432,16 @@ public final class Session: Sendable {
     /// Does nothing on ``shared``.
     public func finishTasksAndInvalidate() {
         guard !isShared else { return }
+        if background != nil {
+            // The tasks go on in the daemon; their events wait for the next session with this identifier.
+            let valid = locked.withLock { state -> Bool in
+                guard case .valid = state.phase else { return false }
+                state.phase = .finishing
+                return true
+            }
+            if valid { invalidate() }
+            return
+        }
         let finalize = locked.withLock { state -> Bool in
             guard case .valid = state.phase else { return false }
             state.phase = .finishing
@@ -299,6 +454,25 @@ public final class Session: Sendable {
     /// ``shared``.
     public func invalidateAndCancel() {
         guard !isShared else { return }
+        if let background {
+            // The daemon cancels and forgets the session; the identifier is free again (S6.11).
+            background.invalidateAndCancel()
+            let tasks = locked.withLock { state -> [SessionTask] in
+                if case .invalidated = state.phase { return [] }
+                state.phase = .finishing
+                return Array(state.tasks.values)
+            }
+            Task {
+                for task in tasks {
+                    await task.completeFromDaemon(
+                        error: FerryError(.cancelled, "the session was invalidated and cancelled"),
+                        info: nil
+                    )
+                }
+                self.invalidate()
+            }
+            return
+        }
         let (tasks, finalize) = locked.withLock { state -> ([SessionTask], Bool) in
             if case .invalidated = state.phase { return ([], false) }
             let wasValid: Bool
@@ -322,6 +496,7 @@ public final class Session: Sendable {
 
     private func invalidate() {
         locked.withLock { $0.phase = .invalidated }
+        background?.close()
         let transport = self.transport
         queue.enqueue { [self] in
             try? await transport.shutdown()

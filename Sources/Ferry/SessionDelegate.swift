@@ -7,6 +7,11 @@ public import Foundation
 public protocol SessionDelegate: AnyObject, Sendable {
     /// The session is invalid: every task has ended and the delegate is released after this call.
     func session(_ session: Session, didBecomeInvalidWithError error: FerryError?) async
+
+    /// A background session has delivered every event that waited while no client was attached
+    /// (URLSession's urlSessionDidFinishEvents(forBackgroundURLSession:), SPEC S6.3). Sent once after
+    /// such a replay; a launched client signals here that its work is done.
+    func sessionDidFinishEvents(forBackgroundSession session: Session) async
 }
 
 /// Events of one task (URLSessionTaskDelegate). Set as the session's delegate, or as one task's
@@ -105,6 +110,7 @@ public enum ResponseDisposition: Sendable, Hashable {
 
 extension SessionDelegate {
     public func session(_ session: Session, didBecomeInvalidWithError error: FerryError?) async {}
+    public func sessionDidFinishEvents(forBackgroundSession session: Session) async {}
 }
 
 extension TaskDelegate {

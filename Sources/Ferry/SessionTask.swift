@@ -1,5 +1,5 @@
 import FerryEngine
-public import Foundation
+import Foundation
 import NIOCore
 import Synchronization
 
@@ -140,6 +140,16 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
 
     /// Starts the task, or continues it after ``suspend()``. Does nothing once it is cancelled or done.
     public func resume() {
+        if let link = session.background, rejection == nil {
+            let resumed = locked.withLock { state -> Bool in
+                guard state.machine.state == .suspended else { return false }
+                _ = state.machine.resume()
+                state.startDate = state.startDate ?? Date()
+                return true
+            }
+            if resumed { link.resume(self) }
+            return
+        }
         let action: TaskStateMachine.Action = locked.withLock { state in
             let action = state.machine.resume()
             if case .startTransfer = action {
@@ -157,6 +167,11 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
     /// Pauses a running task: it stops reading from the network and keeps its connection and data. A
     /// server may close a connection that waits too long; the task then fails with that error.
     public func suspend() {
+        if let link = session.background, rejection == nil {
+            let action = locked.withLock { $0.machine.suspend() }
+            if case .pauseTransfer = action { link.suspend(self) }
+            return
+        }
         let action = locked.withLock { $0.machine.suspend() }
         if case .pauseTransfer = action { gate.close() }
     }
@@ -167,6 +182,17 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
     }
 
     func cancel(produceResumeData: Bool) {
+        if let link = session.background, rejection == nil {
+            let proceed = locked.withLock { state -> Bool in
+                guard state.machine.state != .completed, !state.ended else { return false }
+                return true
+            }
+            guard proceed else { return }
+            // The daemon journals the completion; it arrives as an event. The error is known now.
+            let resumeData = link.cancel(self, produceResumeData: produceResumeData)
+            markEnded(error: FerryError(.cancelled, "the task was cancelled", resumeData: resumeData))
+            return
+        }
         let (action, transfer) = locked.withLock { state in
             (state.machine.cancel(produceResumeData: produceResumeData), state.transfer)
         }
@@ -208,7 +234,7 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
         }
     }
 
-    private func markEnded(error: FerryError?) {
+    func markEnded(error: FerryError?) {
         let waiters = locked.withLock { state in
             state.error = error
             state.ended = true
@@ -321,7 +347,7 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
         finishSilently()
     }
 
-    private func deliverCompletion(error: FerryError?, result: TransferResult?, metrics: TaskMetrics?) async {
+    func deliverCompletion(error: FerryError?, result: TransferResult?, metrics: TaskMetrics?) async {
         let session = self.session
         let taskDelegate = taskDelegateForEvents()
         if case .download(let downloaded)? = result, let download = self as? DownloadTask {

@@ -131,6 +131,15 @@ public struct TaskStateMachine: Sendable, Hashable {
         }
     }
 
+    /// The transfer ran elsewhere (in ferryd, for a background session) and has completed there: the
+    /// task is completed, whatever it was here. Returns whether it was not completed before.
+    @discardableResult
+    public mutating func finishedElsewhere() -> Bool {
+        if case .completed = phase { return false }
+        phase = .completed
+        return true
+    }
+
     private static func cancelledError(resumeData: ResumeData?) -> FerryError {
         FerryError(.cancelled, "the task was cancelled", resumeData: resumeData)
     }

@@ -83,6 +83,8 @@ enum Event: Sendable, Equatable {
     case metrics(task: Int, transactions: Int)
     case complete(task: Int, error: FerryError.Code?)
     case invalid
+    /// sessionDidFinishEvents(forBackgroundSession:).
+    case finishedEvents
 }
 
 /// A delegate that records every event, with knobs for the decisions.
@@ -131,6 +133,10 @@ final class Recorder: DataDelegate, DownloadDelegate, @unchecked Sendable {
 
     func session(_ session: Session, didBecomeInvalidWithError error: FerryError?) async {
         await record(.invalid)
+    }
+
+    func sessionDidFinishEvents(forBackgroundSession session: Session) async {
+        await record(.finishedEvents)
     }
 
     func session(
@@ -218,7 +224,7 @@ extension Event {
             .complete(let task, _):
             task
         case .becameDownload(let from, _): from
-        case .invalid: nil
+        case .invalid, .finishedEvents: nil
         }
     }
 
@@ -232,6 +238,7 @@ extension Event {
         case .resumed: "resumed"
         case .finished: "finished"
         case .becameDownload: "became"
+        case .finishedEvents: "finishedEvents"
         case .redirect: "redirect"
         case .metrics: "metrics"
         case .complete: "complete"

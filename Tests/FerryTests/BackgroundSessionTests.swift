@@ -1,0 +1,151 @@
+import Ferry
+import FerryTestServer
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Background sessions against a real ferryd (started on demand, as the library does) and real
+/// processes and signals (SPEC S6, docs/BACKGROUND.md).
+@Suite(.serialized) struct BackgroundSessionTests {
+    @Test func aBackgroundDownloadIsDeliveredInOrderWithItsFile() async throws {
+        try await TestServer.withServer { server in
+            try await withDaemon { daemon in
+                let recorder = Recorder()
+                let session = Session(
+                    configuration: .background(identifier: "t.deliver"),
+                    delegate: recorder,
+                    daemon: daemon.client
+                )
+                defer { session.finishTasksAndInvalidate() }
+                let task = session.downloadTask(with: request(server.url("/bytes/2000000?seed=3&throttle=4000000")))
+                #expect(task.taskIdentifier == 1)
+                #expect(task.state == .suspended)
+                task.resume()
+                await task.waitUntilFinished()
+                #expect(task.error == nil)
+                #expect(task.response?.statusCode == 200)
+                #expect(task.countOfBytesReceived == 2_000_000)
+                let events = recorder.events(of: 1)
+                #expect(collapsed(events) == ["wrote", "finished", "complete"])
+                #expect(
+                    events.contains(
+                        .finished(task: 1, sha256: expectedSHA256(2_000_000, seed: 3), existedDuringCallback: true)
+                    )
+                )
+                // The delivered file is gone once the event is acknowledged (S2.7, D2).
+                let delivered = try FileManager.default.contentsOfDirectory(atPath: daemon.home + "/deliver")
+                try await eventually("the delivered file is removed") {
+                    (try? FileManager.default.contentsOfDirectory(atPath: daemon.home + "/deliver"))?.isEmpty == true
+                }
+                _ = delivered
+            }
+        }
+    }
+
+    @Test func whatABackgroundSessionDoesNotRunIsRefusedClearly() async throws {
+        try await withDaemon { daemon in
+            let recorder = Recorder()
+            let session = Session(
+                configuration: .background(identifier: "t.refuse"),
+                delegate: recorder,
+                daemon: daemon.client
+            )
+            defer { session.finishTasksAndInvalidate() }
+            let data = session.dataTask(with: request("http://127.0.0.1:1/x"))
+            let fromData = session.uploadTask(with: request("http://127.0.0.1:1/x"), from: Data([1, 2, 3]))
+            let ftp = session.downloadTask(with: request("ftp://127.0.0.1/x"))
+            for task in [data, fromData, ftp] {
+                task.resume()
+                await task.waitUntilFinished()
+            }
+            #expect(data.error?.code == .invalidOperation)
+            #expect(data.error?.message.contains("background") == true)
+            #expect(fromData.error?.code == .invalidOperation)
+            #expect(ftp.error?.code == .unsupportedURL)
+            await #expect(throws: FerryError.self) { _ = try await session.data(for: request("http://127.0.0.1:1/x")) }
+            await #expect(throws: FerryError.self) {
+                _ = try await session.download(for: request("http://127.0.0.1:1/x"))
+            }
+            // Nothing of it reached the daemon.
+            let reached = try daemon.tasks("t.refuse")
+            #expect(reached.isEmpty)
+
+            let noDelegate = Session(configuration: .background(identifier: "t.refuse2"), delegate: nil)
+            let orphan = noDelegate.downloadTask(with: request("http://127.0.0.1:1/x"))
+            orphan.resume()
+            await orphan.waitUntilFinished()
+            #expect(orphan.error?.message.contains("delegate") == true)
+        }
+    }
+
+    @Test func anIdentifierInUseIsRefusedHereAndByTheDaemon() async throws {
+        try await withDaemon { daemon in
+            let first = Session(
+                configuration: .background(identifier: "t.busy"),
+                delegate: Recorder(),
+                daemon: daemon.client
+            )
+            let second = Session(
+                configuration: .background(identifier: "t.busy"),
+                delegate: Recorder(),
+                daemon: daemon.client
+            )
+            let refused = second.downloadTask(with: request("http://127.0.0.1:1/x"))
+            refused.resume()
+            await refused.waitUntilFinished()
+            #expect(refused.error?.code == .backgroundSessionInUseByAnotherProcess)
+
+            // Another attach to the daemon (as another process would make) is refused while the first holds it.
+            let other = DaemonClient(paths: daemon.client.paths)
+            #expect(throws: FerryError.self) {
+                do {
+                    _ = try other.call(
+                        "POST",
+                        "/v1/sessions/t.busy/attach",
+                        timeout: 5,
+                        as: [String: String].self
+                    )
+                } catch let error as FerryError {
+                    #expect(error.code == .backgroundSessionInUseByAnotherProcess)
+                    #expect(error.message.contains("in use by another process"))
+                    throw error
+                }
+            }
+            first.finishTasksAndInvalidate()
+            second.finishTasksAndInvalidate()
+        }
+    }
+
+    @Test func invalidateAndCancelResetsTheIdentifier() async throws {
+        try await TestServer.withServer { server in
+            try await withDaemon { daemon in
+                let recorder = Recorder()
+                let session = Session(
+                    configuration: .background(identifier: "t.reset"),
+                    delegate: recorder,
+                    daemon: daemon.client
+                )
+                let slow = session.downloadTask(with: request(server.url("/bytes/5000000?throttle=1000000")))
+                slow.resume()
+                try await eventually("the transfer runs") { slow.countOfBytesReceived > 0 }
+                session.invalidateAndCancel()
+                await slow.waitUntilFinished()
+                #expect(slow.error?.code == .cancelled)
+                try await eventually("the session is invalid") { recorder.events.contains(.invalid) }
+                let left = try daemon.tasks("t.reset")
+                #expect(left.isEmpty)
+
+                let again = Session(
+                    configuration: .background(identifier: "t.reset"),
+                    delegate: Recorder(),
+                    daemon: daemon.client
+                )
+                defer { again.finishTasksAndInvalidate() }
+                #expect(again.downloadTask(with: request(server.url("/bytes/10"))).taskIdentifier == 1)
+            }
+        }
+    }
+}

@@ -1,0 +1,88 @@
+import Ferry
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A ferryd of a test's own: a fresh FERRY_HOME, the daemon built beside this test binary started on
+/// demand (as the library does), stopped with SIGTERM and its directory removed at the end.
+final class DaemonFixture: @unchecked Sendable {
+    let home: String
+    let client: DaemonClient
+    /// Tuning for the daemon (`ferryd --help`).
+    let environment: [String: String]
+
+    init(environment: [String: String] = [:]) throws {
+        // Short, so the socket path fits a unix socket.
+        home = "/tmp/ferry-t-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        client = DaemonClient(paths: try DaemonPaths(environment: ["FERRY_HOME": home]))
+        self.environment = environment
+    }
+
+    /// Starts the daemon unless it runs; returns its pid.
+    @discardableResult
+    func start() throws -> Int32 {
+        try client.ensureRunning(environment: environment)
+        return try pid()
+    }
+
+    func pid() throws -> Int32 {
+        guard let status = client.status() else { throw FixtureError("ferryd does not answer; log:\n\(log)") }
+        return status.pid
+    }
+
+    /// Sends `signal` to the daemon and waits until it has exited.
+    func stop(signal: Int32 = SIGTERM) async throws {
+        guard let pid = client.status()?.pid else { return }
+        kill(pid, signal)
+        try await eventually("ferryd \(pid) exits", within: 20) { kill(pid, 0) != 0 }
+    }
+
+    var log: String {
+        (try? String(contentsOfFile: client.paths.logFile, encoding: .utf8)) ?? "(no log)"
+    }
+
+    /// The daemon's tasks of `session`.
+    func tasks(_ session: String) throws -> [BackgroundTaskInfo] {
+        try client.call("GET", "/v1/sessions/\(DaemonClient.pathComponent(session))/tasks")
+    }
+
+    /// Creates a download in the daemon directly (as `ferry get --background` does).
+    func download(_ url: String, session: String, description: String? = nil) throws -> BackgroundTaskInfo {
+        try client.call(
+            "POST",
+            "/v1/sessions/\(DaemonClient.pathComponent(session))/tasks",
+            body: ControlAPI.TaskCreation(kind: .download, request: request(url), taskDescription: description)
+        )
+    }
+
+    func cleanUp() async {
+        try? await stop()
+        try? FileManager.default.removeItem(atPath: home)
+    }
+
+    struct FixtureError: Error, CustomStringConvertible {
+        let description: String
+        init(_ description: String) { self.description = description }
+    }
+}
+
+/// Runs `body` with a fresh daemon, stopped afterwards.
+func withDaemon<Result>(
+    environment: [String: String] = [:],
+    _ body: (DaemonFixture) async throws -> Result
+) async throws -> Result {
+    let fixture = try DaemonFixture(environment: environment)
+    do {
+        try fixture.start()
+        let result = try await body(fixture)
+        await fixture.cleanUp()
+        return result
+    } catch {
+        let log = fixture.log
+        await fixture.cleanUp()
+        throw DaemonFixture.FixtureError("\(error)\n--- ferryd log ---\n\(log.suffix(4000))")
+    }
+}
