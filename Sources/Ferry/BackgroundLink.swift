@@ -63,7 +63,8 @@ final class BackgroundLink: Sendable {
     }
 
     func resume(_ task: SessionTask) {
-        send(task, "resume")
+        let update = ControlAPI.TaskUpdate(taskDescription: task.taskDescription, priority: Double(task.priority))
+        send(task, "resume", body: update)
     }
 
     func suspend(_ task: SessionTask) {
@@ -85,9 +86,13 @@ final class BackgroundLink: Sendable {
         }
     }
 
-    private func send(_ task: SessionTask, _ action: String) {
+    private func send(_ task: SessionTask, _ action: String, body: ControlAPI.TaskUpdate? = nil) {
         do {
-            let _: BackgroundTaskInfo = try client.call("POST", "\(sessionPath)/tasks/\(task.taskIdentifier)/\(action)")
+            let _: BackgroundTaskInfo = try client.call(
+                "POST",
+                "\(sessionPath)/tasks/\(task.taskIdentifier)/\(action)",
+                body: body
+            )
         } catch let error as FerryError {
             // The daemon is gone or refuses: the task cannot go on.
             Task { await task.completeFromDaemon(error: error, info: nil) }

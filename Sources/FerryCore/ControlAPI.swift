@@ -8,7 +8,8 @@
 /// | `POST /v1/sessions/{id}/attach` | → a stream of ``BackgroundEvent`` JSON lines while attached |
 /// | `GET /v1/sessions/{id}/tasks` | → `[BackgroundTaskInfo]` |
 /// | `POST /v1/sessions/{id}/tasks` | ``ControlAPI/TaskCreation`` → ``BackgroundTaskInfo`` (201) |
-/// | `POST /v1/sessions/{id}/tasks/{n}/resume`, `…/suspend` | → ``BackgroundTaskInfo`` |
+/// | `POST /v1/sessions/{id}/tasks/{n}/resume` | optional ``ControlAPI/TaskUpdate`` → ``BackgroundTaskInfo`` |
+/// | `POST /v1/sessions/{id}/tasks/{n}/suspend` | → ``BackgroundTaskInfo`` |
 /// | `POST /v1/sessions/{id}/tasks/{n}/cancel` | ``ControlAPI/Cancellation`` → ``ControlAPI/CancelResult`` |
 /// | `GET /v1/sessions/{id}/events` | → `[BackgroundEvent]` waiting, without attaching |
 /// | `POST /v1/sessions/{id}/ack` | ``ControlAPI/Acknowledgement`` → 204 |
@@ -93,6 +94,20 @@ public enum ControlAPI {
             self.priority = priority
             self.resumeData = resumeData
             self.start = start
+        }
+    }
+
+    /// `POST …/resume` (optional body): what the client changed since it created the task.
+    public struct TaskUpdate: Sendable, Hashable, Codable {
+        /// Kept with the task across restarts (S6.8).
+        public var taskDescription: String?
+        /// 0...1.
+        public var priority: Double?
+
+        /// An update.
+        public init(taskDescription: String? = nil, priority: Double? = nil) {
+            self.taskDescription = taskDescription
+            self.priority = priority
         }
     }
 

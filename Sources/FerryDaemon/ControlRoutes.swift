@@ -147,6 +147,17 @@ struct ControlRoutes: Sendable {
         let encoder = JSONEncoder()
         switch action {
         case "resume":
+            if let update = try await decodeIfPresent(ControlAPI.TaskUpdate.self, from: request) {
+                if let priority = update.priority, !(0...1).contains(priority) {
+                    throw FerryError(.invalidOperation, "priority must be between 0 and 1")
+                }
+                try store.updateTask(
+                    session: session,
+                    identifier: identifier,
+                    taskDescription: update.taskDescription,
+                    priority: update.priority
+                )
+            }
             return try encoder.encode(try await scheduler.resume(task.key).info)
         case "suspend":
             return try encoder.encode(try await scheduler.suspend(task.key).info)
@@ -193,6 +204,7 @@ struct ControlRoutes: Sendable {
         guard invalidation.cancelTasks else { return }
         if let reason = invalidation.reason {
             // A force quit (S6.4 scenario 5): cancelled, no launch; the next attach hears of it.
+            await launcher.suppressUntilAttach(session)
             try await scheduler.cancelAll(session: session, reason: reason)
             return
         }

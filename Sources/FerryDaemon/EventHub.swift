@@ -26,6 +26,8 @@ final class EventHub: Sendable {
 
     private struct State {
         var attachments: [String: Attachment] = [:]
+        /// The process that attached last, per session (S6.4 scenario 2: a live one is not launched).
+        var lastClient: [String: Int32] = [:]
         var nextID: UInt64 = 1
     }
 
@@ -46,6 +48,7 @@ final class EventHub: Sendable {
             let id = state.nextID
             state.nextID += 1
             state.attachments[session] = Attachment(id: id, pid: pid, continuation: continuation)
+            state.lastClient[session] = pid
             return id
         }
         return (id, stream)
@@ -58,6 +61,11 @@ final class EventHub: Sendable {
             return state.attachments.removeValue(forKey: session)
         }
         removed?.continuation.finish()
+    }
+
+    /// The process that attached to `session` last, if it said who it is.
+    func lastClient(of session: String) -> Int32? {
+        state.withLock { $0.lastClient[session] }
     }
 
     /// Whether a client is attached to `session`.

@@ -3,6 +3,10 @@ import FerryStore
 import Foundation
 import Logging
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Launches a session's registered command when it has events and no client (S6.5), once per batch:
 /// when none of its tasks is pending or running any more. The relaunch limiter (S6.6) spaces launches
 /// out; its state is kept in the store so that a restart does not reset it.
@@ -14,6 +18,8 @@ actor Launcher {
     private let now: @Sendable () -> Double
     private var waiting: Set<String> = []
     private var launchedNotAttached: Set<String> = []
+    /// Sessions force-quit by the user (S6.4 scenario 5): no launch until a client attaches by itself.
+    private var suppressed: Set<String> = []
 
     init(
         store: FerryStore,
@@ -47,8 +53,14 @@ actor Launcher {
         }
     }
 
+    /// The user force-quit the session's client: it is not launched until it attaches by itself.
+    func suppressUntilAttach(_ session: String) {
+        suppressed.insert(session)
+    }
+
     /// A client attached: if the daemon did not launch it, the limiter starts over (S6.6).
     func clientAttached(_ session: String) {
+        suppressed.remove(session)
         if launchedNotAttached.remove(session) == nil {
             var limiter = self.limiter(session)
             limiter.clientAttachedByItself()
@@ -62,7 +74,9 @@ actor Launcher {
     }
 
     private func shouldLaunch(_ session: String) -> Bool {
-        guard !hub.isAttached(session) else { return false }
+        guard !hub.isAttached(session), !suppressed.contains(session) else { return false }
+        // A client that is alive but detached gets its events when it attaches again: no launch (S6.4 2).
+        if let pid = hub.lastClient(of: session), pid > 0, kill(pid, 0) == 0 { return false }
         do {
             guard try store.launchCommand(session: session) != nil, !(try store.events(session: session).isEmpty)
             else { return false }

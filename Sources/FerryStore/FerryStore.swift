@@ -135,6 +135,22 @@ public final class FerryStore: Sendable {
         }
     }
 
+    /// Changes what the client may change after creating a task: its description and priority (nil
+    /// leaves a value as it is).
+    public func updateTask(session: String, identifier: Int, taskDescription: String?, priority: Double?) throws {
+        try write { db in
+            try db.execute(
+                sql: """
+                    UPDATE task SET taskDescription = COALESCE(?, taskDescription), priority = COALESCE(?, priority),
+                                    updatedAt = ?
+                    WHERE session = ? AND taskIdentifier = ?
+                    """,
+                arguments: [taskDescription, priority, clock(), session, identifier]
+            )
+            try Self.requireChange(db, session: session, identifier: identifier)
+        }
+    }
+
     /// Records the request a task's transfer ended up at (after redirects).
     public func setCurrentRequest(session: String, identifier: Int, request: Request) throws {
         let encoded = try JSONEncoder().encode(request)

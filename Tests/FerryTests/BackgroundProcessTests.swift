@@ -1,0 +1,270 @@
+import Ferry
+import FerryTestServer
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The lifecycle with real processes and real signals (SPEC S6.1, S6.3–S6.6, D1, D4). The client
+/// process that gets killed is this test binary run again with a filter selecting
+/// ``childCreatesADownloadAndHangs()``.
+@Suite(.serialized) struct BackgroundProcessTests {
+    private static let roleVariable = "FERRY_TEST_BG_ROLE"
+
+    @Test func aClientKilledMidTransferGetsTheEventsReplayedInOrder() async throws {
+        try await TestServer.withServer { server in
+            try await withDaemon(environment: ["FERRY_CHECKPOINT_SECONDS": "0.2"]) { daemon in
+                let session = "t.killclient"
+                let mark = daemon.home + "/child.mark"
+                let child = try Self.spawnChild([
+                    "FERRY_TEST_BG_HOME": daemon.home,
+                    "FERRY_TEST_BG_SESSION": session,
+                    "FERRY_TEST_BG_URL": server.url("/bytes/3000000?seed=21&throttle=2000000"),
+                    "FERRY_TEST_BG_MARK": mark,
+                ])
+                try await eventually("the child created its task", within: 30) {
+                    FileManager.default.fileExists(atPath: mark)
+                }
+                try await eventually("bytes are on disk") {
+                    ((try? daemon.tasks(session))?.first?.bytesReceived ?? 0) > 0
+                }
+                kill(child.processIdentifier, SIGKILL)
+                child.waitUntilExit()
+                try await eventually("the transfer completes without its client", within: 30) {
+                    (try? daemon.tasks(session))?.first?.state == .completed
+                }
+                let stored = try #require(try daemon.tasks(session).first)
+                #expect(stored.taskDescription == "made by a child")
+
+                // This process attaches to the identifier: the replay in S6.3's order.
+                let recorder = Recorder()
+                let reattached = Session(
+                    configuration: .background(identifier: session),
+                    delegate: recorder,
+                    daemon: daemon.client
+                )
+                defer { reattached.finishTasksAndInvalidate() }
+                try await eventually("the replay ends") { recorder.events.contains(.finishedEvents) }
+                let id = stored.taskIdentifier
+                #expect(
+                    recorder.events.filter { $0.kind != "wrote" }.map(\.kind) == [
+                        "finished", "complete", "finishedEvents",
+                    ]
+                )
+                #expect(
+                    recorder.events.contains(
+                        .finished(task: id, sha256: expectedSHA256(3_000_000, seed: 21), existedDuringCallback: true)
+                    )
+                )
+                #expect(recorder.events.contains(.complete(task: id, error: nil)))
+                try await eventually("the events are acknowledged") {
+                    let pending: [BackgroundEvent]? = try? daemon.client.call("GET", "/v1/sessions/\(session)/events")
+                    return pending?.isEmpty == true
+                }
+            }
+        }
+    }
+
+    @Test func aDaemonKilledMidDownloadResumesAndTheFileIsExact() async throws {
+        let size = 8_000_000
+        let checkpoint = 512 * 1024
+        try await TestServer.withServer { server in
+            try await withDaemon(environment: [
+                "FERRY_CHECKPOINT_BYTES": "\(checkpoint)", "FERRY_CHECKPOINT_SECONDS": "1000",
+                "FERRY_RETRY_BASE_DELAY": "0.1",
+            ]) { daemon in
+                let session = "t.killdaemon"
+                let created = try daemon.download(
+                    server.url("/bytes/\(size)?seed=33&throttle=4000000"),
+                    session: session,
+                    description: "survives kills"
+                )
+                var kills = 0
+                for fraction in [0.2, 0.45, 0.7] {
+                    try await eventually("\(Int(fraction * 100)) % is on disk", within: 30) {
+                        ((try? daemon.tasks(session))?.first?.bytesReceived ?? 0) >= Int64(Double(size) * fraction)
+                    }
+                    try await daemon.stop(signal: SIGKILL)
+                    kills += 1
+                    try daemon.start()
+                }
+                try await eventually("the download completes", within: 60) {
+                    (try? daemon.tasks(session))?.first?.state == .completed
+                }
+                let task = try #require(try daemon.tasks(session).first)
+                #expect(task.taskIdentifier == created.taskIdentifier)
+                #expect(task.taskDescription == "survives kills")
+                #expect(task.error == nil)
+                let events: [BackgroundEvent] = try daemon.client.call("GET", "/v1/sessions/\(session)/events")
+                #expect(events.map(\.kind) == [.didFinishDownloading, .didComplete])
+                let location = try #require(events.first?.location)
+                #expect(try sha256(ofFile: location) == expectedSHA256(size, seed: 33))
+
+                // D1: each kill costs at most one checkpoint interval, plus what was in flight.
+                let served = server.counters.bodyBytesSent(path: "/bytes/\(size)")
+                let again = served - Int64(size)
+                print(
+                    "daemon SIGKILLed \(kills)×: \(again) bytes fetched again (\(again / Int64(kills)) a kill; interval \(checkpoint))"
+                )
+                #expect(again <= Int64(kills) * Int64(checkpoint + 256 * 1024))
+            }
+        }
+    }
+
+    @Test func aLaunchCommandRunsOncePerBatchAndTheNextWaitsTheDoubledDelay() async throws {
+        try await TestServer.withServer { server in
+            try await withDaemon(environment: ["FERRY_LAUNCH_BASE_DELAY": "1"]) { daemon in
+                let session = "t.launch"
+                let launches = daemon.home + "/launches"
+                try daemon.client.perform(
+                    "PUT",
+                    "/v1/sessions/\(session)/launch",
+                    body: ControlAPI.LaunchRegistration(
+                        command: "echo \"$FERRY_SESSION $(date +%s.%N)\" >> \(launches)"
+                    )
+                )
+                func lines() -> [String] {
+                    ((try? String(contentsOfFile: launches, encoding: .utf8)) ?? "").split(separator: "\n").map(
+                        String.init
+                    )
+                }
+                // Batch 1: two tasks, one launch when both are done.
+                _ = try daemon.download(server.url("/bytes/1000?delay_ms=300"), session: session)
+                _ = try daemon.download(server.url("/bytes/2000?delay_ms=600"), session: session)
+                try await eventually("the first launch") { lines().count == 1 }
+                try await Task.sleep(for: .milliseconds(500))
+                #expect(lines().count == 1)
+                #expect(lines().first?.hasPrefix("t.launch ") == true)
+                // Batches 2 and 3 at once: each launch waits the delay, doubled each time.
+                _ = try daemon.download(server.url("/bytes/10"), session: session)
+                try await eventually("the second launch") { lines().count == 2 }
+                _ = try daemon.download(server.url("/bytes/10"), session: session)
+                try await eventually("the third launch") { lines().count == 3 }
+                let times = lines().compactMap { $0.split(separator: " ").last.flatMap { Double($0) } }
+                try #require(times.count == 3)
+                print("launch gaps: \(times[1] - times[0]) s, \(times[2] - times[1]) s")
+                #expect(times[1] - times[0] >= 0.9)
+                #expect(times[2] - times[1] >= 1.9)
+            }
+        }
+    }
+
+    @Test func aForceQuitCancelsWithAReasonAndLaunchesNothing() async throws {
+        try await TestServer.withServer { server in
+            try await withDaemon { daemon in
+                let session = "t.forcequit"
+                let launches = daemon.home + "/launches"
+                try daemon.client.perform(
+                    "PUT",
+                    "/v1/sessions/\(session)/launch",
+                    body: ControlAPI.LaunchRegistration(command: "echo launched >> \(launches)")
+                )
+                _ = try daemon.download(server.url("/bytes/5000000?throttle=1000000"), session: session)
+                try await eventually("the transfer runs") { (try? daemon.tasks(session))?.first?.state == .running }
+                try daemon.client.perform(
+                    "POST",
+                    "/v1/sessions/\(session)/invalidate",
+                    body: ControlAPI.Invalidation(cancelTasks: true, reason: "force quit by the user")
+                )
+                // The launcher would act within its first delay; nothing may run.
+                try await Task.sleep(for: .milliseconds(1500))
+                #expect(!FileManager.default.fileExists(atPath: launches))
+
+                let recorder = Recorder()
+                let attached = Session(
+                    configuration: .background(identifier: session),
+                    delegate: recorder,
+                    daemon: daemon.client
+                )
+                defer { attached.finishTasksAndInvalidate() }
+                try await eventually("the replay ends") { recorder.events.contains(.finishedEvents) }
+                #expect(recorder.events.map(\.kind) == ["complete", "finishedEvents"])
+                #expect(recorder.events.first == .complete(task: 1, error: .cancelled))
+                #expect(recorder.error(of: 1)?.message.contains("force quit") == true)
+            }
+        }
+    }
+
+    @Test func eventsWaitForALiveDetachedClientWithoutALaunch() async throws {
+        try await TestServer.withServer { server in
+            try await withDaemon { daemon in
+                let session = "t.detached"
+                let launches = daemon.home + "/launches"
+                try daemon.client.perform(
+                    "PUT",
+                    "/v1/sessions/\(session)/launch",
+                    body: ControlAPI.LaunchRegistration(command: "echo launched >> \(launches)")
+                )
+                let first = Recorder()
+                let attached = Session(
+                    configuration: .background(identifier: session),
+                    delegate: first,
+                    daemon: daemon.client
+                )
+                let task = attached.downloadTask(with: request(server.url("/bytes/300000?seed=4&throttle=1000000")))
+                task.resume()
+                // This process stays alive but detaches (S6.4 scenario 2).
+                attached.finishTasksAndInvalidate()
+                try await eventually("the transfer completes", within: 30) {
+                    (try? daemon.tasks(session))?.first?.state == .completed
+                }
+                try await Task.sleep(for: .milliseconds(1500))
+                #expect(!FileManager.default.fileExists(atPath: launches))
+
+                let second = Recorder()
+                let again = Session(
+                    configuration: .background(identifier: session),
+                    delegate: second,
+                    daemon: daemon.client
+                )
+                defer { again.finishTasksAndInvalidate() }
+                try await eventually("the replay ends") { second.events.contains(.finishedEvents) }
+                #expect(
+                    second.events.filter { $0.kind != "wrote" }.map(\.kind) == [
+                        "finished", "complete", "finishedEvents",
+                    ]
+                )
+            }
+        }
+    }
+
+    // MARK: The child process
+
+    /// The child's part: create a background download, say its identifier, wait to be killed.
+    @Test(.enabled(if: ProcessInfo.processInfo.environment[roleVariable] == "createAndHang"))
+    func childCreatesADownloadAndHangs() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        let home = try #require(environment["FERRY_TEST_BG_HOME"])
+        let daemon = DaemonClient(paths: try DaemonPaths(environment: ["FERRY_HOME": home]))
+        let session = Session(
+            configuration: .background(identifier: try #require(environment["FERRY_TEST_BG_SESSION"])),
+            delegate: Recorder(),
+            daemon: daemon
+        )
+        let task = session.downloadTask(with: request(try #require(environment["FERRY_TEST_BG_URL"])))
+        task.taskDescription = "made by a child"
+        task.resume()
+        try "\(task.taskIdentifier)".write(
+            toFile: try #require(environment["FERRY_TEST_BG_MARK"]),
+            atomically: true,
+            encoding: .utf8
+        )
+        try await Task.sleep(for: .seconds(120))
+    }
+
+    private static func spawnChild(_ variables: [String: String]) throws -> Process {
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        child.arguments = ["--testing-library", "swift-testing", "--filter", "childCreatesADownloadAndHangs"]
+        var environment = ProcessInfo.processInfo.environment
+        environment.merge(variables) { _, new in new }
+        environment[roleVariable] = "createAndHang"
+        child.environment = environment
+        child.standardOutput = FileHandle.nullDevice
+        child.standardError = FileHandle.nullDevice
+        try child.run()
+        return child
+    }
+}
