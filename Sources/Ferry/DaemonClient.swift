@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 public import FerryCore
+import FerryEngine
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -191,48 +192,22 @@ public final class DaemonClient: Sendable {
         return found
     }
 
-    /// Starts `executable` in a session of its own (a terminal's signals to this program do not reach
-    /// it), with standard output and error appended to `log`.
+    /// Starts the daemon detached (``DetachedProcess``), its paths in its environment whatever this
+    /// process's environment says.
     private static func spawnDetached(
         _ executable: String,
         log: String,
         paths: DaemonPaths,
         extra: [String: String]
     ) throws {
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        // POSIX_SPAWN_SETSID (glibc ≥ 2.26): the daemon leads a new session.
-        posix_spawnattr_setflags(&attributes, Int16(0x80))
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        var pid: pid_t = 0
-        let arguments = [executable]
-        let argv = arguments.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        // The daemon finds its paths in its environment: these, whatever this process's environment says.
         var environment = ProcessInfo.processInfo.environment
         environment["FERRY_HOME"] = paths.stateDirectory
         environment["FERRY_SOCKET"] = paths.socket
         environment.merge(extra) { _, new in new }
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { envp.forEach { free($0) } }
-        let status = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
-        guard status == 0 else {
-            throw FerryError(
-                .backgroundSessionWasDisconnected,
-                "cannot start \(executable): \(String(cString: strerror(status)))"
-            )
-        }
-        // Reap it if it exits while this process lives (e.g. another daemon won the lock).
-        let child = pid
-        Thread.detachNewThread {
-            var code: Int32 = 0
-            waitpid(child, &code, 0)
+        do {
+            try DetachedProcess.spawn(executable, environment: environment, log: log)
+        } catch let error as FerryError {
+            throw FerryError(.backgroundSessionWasDisconnected, error.message)
         }
     }
 

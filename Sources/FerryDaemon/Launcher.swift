@@ -1,4 +1,5 @@
 import FerryCore
+import FerryEngine
 import FerryStore
 import Foundation
 import Logging
@@ -93,22 +94,20 @@ actor Launcher {
         limiter.launched(at: now())
         save(limiter, session)
         launchedNotAttached.insert(session)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", command]
         var environment = ProcessInfo.processInfo.environment
         environment["FERRY_SESSION"] = session
         environment["FERRY_LAUNCHED_BY_DAEMON"] = "1"
-        process.environment = environment
         let logger = self.logger
-        process.terminationHandler = { process in
-            logger.info("launch command of '\(session)' exited with status \(process.terminationStatus)")
-        }
         do {
-            try process.run()
-            logger.info(
-                "launched '\(command)' for '\(session)' (pid \(process.processIdentifier); next launch waits \(limiter.delay) s)"
-            )
+            let pid = try DetachedProcess.spawn(
+                "/bin/sh",
+                arguments: ["-c", command],
+                environment: environment,
+                log: configuration.paths.logFile
+            ) { status in
+                logger.info("launch command of '\(session)' exited with status \(status)")
+            }
+            logger.info("launched '\(command)' for '\(session)' (pid \(pid); next launch waits \(limiter.delay) s)")
         } catch {
             logger.error("cannot run the launch command of '\(session)': \(error)")
         }

@@ -23,7 +23,7 @@ import Testing
             child.environment = environment
             // The child's own test report goes to a file, shown only when it failed.
             let report = output.deletingLastPathComponent().appendingPathComponent("child.log")
-            FileManager.default.createFile(atPath: report.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: report.path, contents: nil)
             let reportHandle = try FileHandle(forWritingTo: report)
             child.standardOutput = reportHandle
             child.standardError = reportHandle

@@ -166,7 +166,7 @@ import Testing
         }
     }
 
-    @Test func backgroundConfigurationsSayTheyNeedTheDaemon() async throws {
+    @Test func backgroundConfigurationsWithoutADelegateAreRefused() async throws {
         try await TestServer.withServer { server in
             let session = Session(configuration: .background(identifier: "x"))
             defer { session.invalidateAndCancel() }
@@ -175,7 +175,7 @@ import Testing
                 Issue.record("a background session ran in-process")
             } catch let error as FerryError {
                 #expect(error.code == .invalidOperation)
-                #expect(error.message.contains("ferryd"))
+                #expect(error.message.contains("delegate"))
             }
         }
     }
