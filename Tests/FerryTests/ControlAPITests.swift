@@ -1,0 +1,204 @@
+import Ferry
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The control API against a real ferryd: docs/openapi.json describes exactly the routes it serves,
+/// and bad requests get a 4xx with an error body and change nothing (D6).
+@Suite(.serialized) struct ControlAPITests {
+    /// docs/openapi.json, found from this file's place in the repository.
+    static func document() throws -> [String: Any] {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let data = try Data(contentsOf: root.appendingPathComponent("docs/openapi.json"))
+        return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+    }
+
+    @Test func everyDocumentedRouteIsServedWithADocumentedStatus() async throws {
+        let paths = try #require(try Self.document()["paths"] as? [String: [String: Any]])
+        #expect(paths.count == 11)
+        let bodies: [String: String] = [
+            "post /v1/sessions/{session}/tasks":
+                #"{"kind":"download","request":{"url":"http://127.0.0.1:1/x"},"start":false}"#,
+            "post /v1/sessions/{session}/ack": #"{"through":0}"#,
+            "put /v1/sessions/{session}/launch": #"{"command":"true"}"#,
+            "post /v1/sessions/{session}/invalidate": #"{"cancelTasks":false}"#,
+        ]
+        try await withDaemon { daemon in
+            // The task the task routes act on.
+            let creation = #"{"kind":"download","request":{"url":"http://127.0.0.1:1/x"},"start":false}"#
+            let created = try RawControl(daemon).send("POST", "/v1/sessions/t.doc/tasks", creation)
+            #expect(created.status == 201)
+            for (template, operations) in paths.sorted(by: { $0.key < $1.key }) {
+                for (method, operation) in operations {
+                    let path = template.replacingOccurrences(of: "{session}", with: "t.doc")
+                        .replacingOccurrences(of: "{task}", with: "1")
+                    let responses = try #require((operation as? [String: Any])?["responses"] as? [String: Any])
+                    let answer = try RawControl(daemon).send(
+                        method.uppercased(),
+                        path,
+                        bodies["\(method) \(template)"]
+                    )
+                    #expect(
+                        responses.keys.contains(String(answer.status)),
+                        "\(method.uppercased()) \(path) answered \(answer.status), not one of \(responses.keys.sorted())"
+                    )
+                }
+            }
+            // And a route the document does not name is not served.
+            let unknown = try RawControl(daemon).send("GET", "/v1/sessions/t.doc/secrets", nil)
+            #expect(unknown.status == 404)
+        }
+    }
+
+    @Test func badRequestsGetAClearErrorAndChangeNothing() async throws {
+        try await withDaemon { daemon in
+            let raw = RawControl(daemon)
+            let valid = #"{"kind":"download","request":{"url":"http://127.0.0.1:1/x"},"start":false}"#
+            let created = try raw.send("POST", "/v1/sessions/t.bad/tasks", valid)
+            #expect(created.status == 201)
+            let before = try daemon.tasks("t.bad")
+
+            let cases: [(String, String, String?, Int, String)] = [
+                ("POST", "/v1/sessions/t.bad/tasks", "{not json", 400, "not a valid"),
+                ("POST", "/v1/sessions/t.bad/tasks", #"{"kind":"download"}"#, 400, "request"),
+                (
+                    "POST", "/v1/sessions/t.bad/tasks", #"{"kind":"sideways","request":{"url":"http://h/"}}"#, 400,
+                    "kind"
+                ),
+                (
+                    "POST", "/v1/sessions/t.bad/tasks", #"{"kind":"download","request":{"url":"ftp://h/x"}}"#, 400,
+                    "http"
+                ),
+                (
+                    "POST", "/v1/sessions/t.bad/tasks",
+                    #"{"kind":"download","request":{"url":"http://h/","headers":{"fields":[{"name":"A","value":"b\r\nc: d"}]}}}"#,
+                    400, "CR"
+                ),
+                (
+                    "POST", "/v1/sessions/t.bad/tasks", #"{"kind":"upload","request":{"url":"http://h/"}}"#, 400,
+                    "uploadFile"
+                ),
+                (
+                    "POST", "/v1/sessions/t.bad/tasks",
+                    #"{"kind":"upload","request":{"url":"http://h/"},"uploadFile":"/no/such/file"}"#, 400,
+                    "does not exist"
+                ),
+                ("POST", "/v1/sessions/t.bad/tasks", String(repeating: " ", count: 2 << 20), 413, "larger"),
+                ("POST", "/v1/sessions/t.bad/tasks/99/cancel", nil, 404, "no task 99"),
+                ("POST", "/v1/sessions/t.bad/tasks/x/resume", nil, 400, "number"),
+                ("POST", "/v1/sessions/t.bad/ack", #"{"through":"soon"}"#, 400, "through"),
+                ("PUT", "/v1/sessions/t.bad/launch", #"{"command":"  "}"#, 400, "empty"),
+            ]
+            for (method, path, body, status, words) in cases {
+                let answer = try raw.send(method, path, body)
+                #expect(answer.status == status, "\(method) \(path) \(body?.prefix(60) ?? "") → \(answer.status)")
+                let error = try? JSONDecoder().decode(ControlAPI.ErrorBody.self, from: answer.body).error
+                #expect(
+                    error?.message.localizedCaseInsensitiveContains(words) == true,
+                    "\(method) \(path): '\(error?.message ?? String(decoding: answer.body, as: UTF8.self))' lacks '\(words)'"
+                )
+            }
+            let after = try daemon.tasks("t.bad")
+            #expect(after == before)
+            let events = try daemon.client.call("GET", "/v1/sessions/t.bad/events", as: [BackgroundEvent].self)
+            #expect(events.isEmpty)
+        }
+    }
+
+    @Test func theSocketAndStateAreTheUsersAlone() async throws {
+        try await withDaemon { daemon in
+            func mode(_ path: String) -> Int {
+                ((try? FileManager.default.attributesOfItem(atPath: path)[.posixPermissions]) as? NSNumber)?.intValue
+                    ?? -1
+            }
+            #expect(mode(daemon.client.paths.socket) == 0o600)
+            #expect(mode(daemon.home) == 0o700)
+            #expect(mode(daemon.client.paths.database) == 0o600)
+            #expect(mode(daemon.client.paths.partialDirectory) == 0o700)
+        }
+    }
+
+    @Test func aSecondDaemonForTheSameStateRefusesToStart() async throws {
+        try await withDaemon { daemon in
+            let second = Process()
+            second.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+                .deletingLastPathComponent().appendingPathComponent("ferryd")
+            second.environment = ["FERRY_HOME": daemon.home, "PATH": "/usr/bin:/bin"]
+            let errors = Pipe()
+            second.standardError = errors
+            try second.run()
+            second.waitUntilExit()
+            let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            #expect(second.terminationStatus == 1)
+            let pid = try daemon.pid()
+            #expect(message.contains("another ferryd (pid \(pid))"))
+            #expect(daemon.client.status() != nil)
+        }
+    }
+}
+
+/// Raw HTTP/1.1 over the daemon's socket: any method, path and body, and the status as sent.
+struct RawControl {
+    let socketPath: String
+
+    init(_ daemon: DaemonFixture) { socketPath = daemon.client.paths.socket }
+
+    func send(_ method: String, _ path: String, _ body: String?) throws -> (status: Int, body: Data) {
+        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw DaemonFixture.FixtureError("no socket") }
+        defer { close(descriptor) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(socketPath.utf8)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard connected == 0 else { throw DaemonFixture.FixtureError("cannot connect to \(socketPath)") }
+        // Neither end may block the test: the daemon stops reading a body it refuses, and an attach
+        // answers with a stream that does not end (the head and first line are enough).
+        var timeout = timeval(tv_sec: 2, tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let payload = Array((body ?? "").utf8)
+        var request = "\(method) \(path) HTTP/1.1\r\nHost: ferryd\r\nConnection: close\r\n"
+        if body != nil { request += "Content-Type: application/json\r\n" }
+        request += "Content-Length: \(payload.count)\r\n\r\n"
+        let message = Array(request.utf8) + payload
+        var sent = 0
+        while sent < message.count {
+            let count = message[sent...].withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+            if count <= 0 { break }  // the daemon may answer (413) and close before reading it all
+            sent += count
+        }
+        var response = Data()
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = read(descriptor, &buffer, buffer.count)
+            if count <= 0 { break }
+            response.append(contentsOf: buffer[0..<count])
+            if path.hasSuffix("/attach"), response.contains(0x0A) { break }
+        }
+        let text = String(decoding: response, as: UTF8.self)
+        let statusLine = text.prefix { $0 != "\r" }
+        guard let status = statusLine.split(separator: " ").dropFirst().first.flatMap({ Int($0) }) else {
+            throw DaemonFixture.FixtureError("no HTTP answer to \(method) \(path): \(text.prefix(200))")
+        }
+        let bodyStart = response.range(of: Data("\r\n\r\n".utf8)).map { $0.upperBound } ?? response.endIndex
+        var rest = Data(response[bodyStart...])
+        if text.lowercased().contains("transfer-encoding: chunked") {
+            // One chunk is all the daemon's error bodies need: drop its size line.
+            if let line = rest.range(of: Data("\r\n".utf8)) { rest = Data(rest[line.upperBound...]) }
+        }
+        return (status, rest)
+    }
+}
