@@ -60,10 +60,12 @@ actor Scheduler {
 
     /// Starts what may start.
     func poke() {
-        guard !stopping else { return }
+        guard !stopping, running.count < configuration.maximumConcurrentTransfers else { return }
         let pending: [StoredTask]
         do {
-            pending = try store.tasks(in: .pending)
+            // Enough to fill the free slots past those waiting for a retry's backoff.
+            let free = configuration.maximumConcurrentTransfers - running.count
+            pending = try store.tasks(in: .pending, limit: free + notBefore.count)
         } catch {
             logger.error("cannot read pending tasks: \(error)")
             return
@@ -89,6 +91,7 @@ actor Scheduler {
     private func start(_ task: StoredTask) {
         let key = task.key
         guard running[key] == nil else { return }
+        notBefore[key] = nil
         do {
             try store.transition(session: key.session, identifier: key.identifier, to: .running)
         } catch {

@@ -122,15 +122,16 @@ public final class FerryStore: Sendable {
 
     /// Every session's tasks in `state`, the order the scheduler starts them in: non-discretionary first,
     /// then higher priority, then older.
-    public func tasks(in state: StoredTask.State) throws -> [StoredTask] {
+    public func tasks(in state: StoredTask.State, limit: Int = Int.max) throws -> [StoredTask] {
         try pool.read { db in
             try Row.fetchAll(
                 db,
                 sql: """
                     SELECT * FROM task WHERE state = ?
                     ORDER BY discretionary, priority DESC, createdAt, session, taskIdentifier
+                    LIMIT ?
                     """,
-                arguments: [state.rawValue]
+                arguments: [state.rawValue, Int64(clamping: limit)]
             ).map(StoredTask.init(row:))
         }
     }

@@ -6,6 +6,8 @@ import Foundation
 ///
 ///     ferry-bench download URL PATH     one download through Session, moved to PATH
 ///     ferry-bench gets URL COUNT        COUNT sequential GETs of URL through one Session
+///     ferry-bench background-download URL PATH   one download through ferryd (a background session)
+///     ferry-bench background-submit URL COUNT    COUNT downloads created in ferryd, timed
 @main
 struct FerryBench {
     static func main() async {
@@ -17,6 +19,11 @@ struct FerryBench {
             case ("gets", 3):
                 guard let count = Int(arguments[2]), count > 0 else { throw usage() }
                 try await gets(arguments[1], count: count)
+            case ("background-download", 3):
+                try await backgroundDownload(arguments[1], to: arguments[2])
+            case ("background-submit", 3):
+                guard let count = Int(arguments[2]), count > 0 else { throw usage() }
+                try backgroundSubmit(arguments[1], count: count)
             default:
                 throw usage()
             }
@@ -27,7 +34,7 @@ struct FerryBench {
     }
 
     static func usage() -> FerryError {
-        FerryError(.invalidOperation, "usage: ferry-bench download URL PATH | ferry-bench gets URL COUNT")
+        FerryError(.invalidOperation, "usage: ferry-bench download URL PATH | gets URL COUNT | background-download URL PATH | background-submit URL COUNT")
     }
 
     static func url(_ text: String) throws -> URL {
@@ -64,5 +71,54 @@ struct FerryBench {
         let elapsed = ContinuousClock.now - start
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         print("requests=\(count) bytes=\(bytes) seconds=\(seconds) rps=\(Double(count) / seconds)")
+    }
+}
+
+/// Background work through ferryd (this user's, or the one FERRY_HOME names).
+extension FerryBench {
+    /// One download through a background session: from resume to the file handed over, moved to `path`.
+    static func backgroundDownload(_ text: String, to path: String) async throws {
+        let delegate = MovingDelegate(destination: path)
+        let session = Session(configuration: .background(identifier: "ferry-bench-\(getpid())"), delegate: delegate)
+        defer { session.invalidateAndCancel() }
+        let task = session.downloadTask(with: try url(text))
+        let start = ContinuousClock.now
+        task.resume()
+        await task.waitUntilFinished()
+        let elapsed = ContinuousClock.now - start
+        if let error = task.error { throw error }
+        let size = (try FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value ?? 0
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        print("status=\(task.response?.statusCode ?? 0) bytes=\(size) seconds=\(seconds) MBps=\(Double(size) / seconds / 1e6)")
+    }
+
+    /// `count` tasks created in the daemon through its control API, one request each, as the CLI does.
+    static func backgroundSubmit(_ text: String, count: Int) throws {
+        let client = try DaemonClient.forCurrentUser()
+        try client.ensureRunning()
+        let session = "ferry-bench-submit-\(getpid())"
+        let request = Request(url: try url(text))
+        let start = ContinuousClock.now
+        for _ in 0..<count {
+            let _: BackgroundTaskInfo = try client.call(
+                "POST",
+                "/v1/sessions/\(session)/tasks",
+                body: ControlAPI.TaskCreation(kind: .download, request: request)
+            )
+        }
+        let elapsed = ContinuousClock.now - start
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        print("session=\(session) tasks=\(count) seconds=\(seconds) perSecond=\(Double(count) / seconds)")
+    }
+}
+
+/// Moves the delivered file to its destination during didFinishDownloadingTo.
+final class MovingDelegate: DownloadDelegate, Sendable {
+    let destination: String
+    init(destination: String) { self.destination = destination }
+
+    func session(_ session: Session, downloadTask: DownloadTask, didFinishDownloadingTo location: URL) async {
+        try? FileManager.default.removeItem(atPath: destination)
+        try? FileManager.default.moveItem(atPath: location.path, toPath: destination)
     }
 }

@@ -1,0 +1,92 @@
+import Ferry
+import FerryTestServer
+import Foundation
+import Testing
+
+/// What ferryd does on its own for background transfers: retries with resume, the throughput floor,
+/// uploads from files, discretionary tasks (SPEC S6.10).
+@Suite(.serialized) struct BackgroundTransferTests {
+    @Test func aNetworkErrorIsRetriedAndContinuesFromItsOffset() async throws {
+        try await TestServer.withServer { server in
+            try await withDaemon(environment: ["FERRY_RETRY_BASE_DELAY": "0.1"]) { daemon in
+                let path = "/bytes/2000000"
+                _ = try daemon.download(
+                    server.url("\(path)?seed=5&close_after=700000&only_first=1&key=retry"),
+                    session: "t.retry"
+                )
+                try await eventually("the download completes", within: 30) {
+                    (try? daemon.tasks("t.retry"))?.first?.state == .completed
+                }
+                let task = try #require(try daemon.tasks("t.retry").first)
+                #expect(task.error == nil)
+                #expect(task.statusCode == 206)
+                #expect(server.counters.requests(path: path) == 2)
+                // Only what was not on disk was fetched again.
+                #expect(server.counters.bodyBytesSent(path: path) < 2_000_000 + 700_000)
+                let events: [BackgroundEvent] = try daemon.client.call("GET", "/v1/sessions/t.retry/events")
+                let location = try #require(events.first?.location)
+                #expect(try sha256(ofFile: location) == expectedSHA256(2_000_000, seed: 5))
+            }
+        }
+    }
+
+    @Test func aTransferUnderTheThroughputFloorStopsWithItsDataKept() async throws {
+        try await TestServer.withServer { server in
+            try await withDaemon(environment: [
+                "FERRY_THROUGHPUT_FLOOR": "1000000", "FERRY_THROUGHPUT_WINDOW": "0.5", "FERRY_CHECKPOINT_SECONDS": "0.1",
+            ]) { daemon in
+                _ = try daemon.download(server.url("/bytes/5000000?throttle=200000"), session: "t.slow")
+                try await eventually("the slow transfer is stopped", within: 20) {
+                    (try? daemon.tasks("t.slow"))?.first?.state == .completed
+                }
+                let task = try #require(try daemon.tasks("t.slow").first)
+                #expect(task.error?.code == .timedOut)
+                #expect(task.error?.message.contains("under 1000000 bytes a second") == true)
+                #expect(task.bytesReceived > 0)
+            }
+        }
+    }
+
+    @Test func anUploadFromAFileRunsInTheDaemon() async throws {
+        try await TestServer.withServer { server in
+            try await withDaemon { daemon in
+                let file = try temporaryDirectory().appendingPathComponent("body.bin")
+                let body = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+                try body.write(to: file)
+                let recorder = Recorder()
+                let session = Session(
+                    configuration: .background(identifier: "t.upload"),
+                    delegate: recorder,
+                    daemon: daemon.client
+                )
+                defer { session.finishTasksAndInvalidate() }
+                var upload = request(server.url("/upload?keep=bg-upload"))
+                upload.method = "PUT"
+                let task = session.uploadTask(with: upload, fromFile: file)
+                task.resume()
+                await task.waitUntilFinished()
+                #expect(task.error == nil)
+                #expect(task.response?.statusCode == 201)
+                #expect(task.countOfBytesSent == 300_000)
+                let plain = try makeSession(trusting: server)
+                defer { plain.invalidateAndCancel() }
+                let (kept, _) = try await plain.data(for: request(server.url("/uploads/bg-upload")))
+                #expect(sha256(kept) == sha256(body))
+            }
+        }
+    }
+
+    @Test func tasksCreatedWithNoClientAttachedAreDiscretionary() async throws {
+        try await withDaemon { daemon in
+            let detached = try daemon.download("http://127.0.0.1:1/x", session: "t.disc")
+            #expect(detached.isDiscretionary)
+            let session = Session(configuration: .background(identifier: "t.disc"), delegate: Recorder(), daemon: daemon.client)
+            defer { session.finishTasksAndInvalidate() }
+            let attached = session.downloadTask(with: request("http://127.0.0.1:1/y"))
+            let infos = try daemon.tasks("t.disc")
+            #expect(infos.first { $0.taskIdentifier == attached.taskIdentifier }?.isDiscretionary == false)
+            // getAllTasks includes the task this process did not make (S6.8).
+            #expect(Set(session.getAllTasks().map(\.taskIdentifier)) == [detached.taskIdentifier, attached.taskIdentifier])
+        }
+    }
+}
