@@ -105,7 +105,7 @@ struct ControlRoutes: Sendable {
         try store.registerSession(session)
         let task = try store.createTask(
             session: session,
-            kind: creation.kind == .download ? .download : .upload,
+            kind: creation.kind,
             request: target,
             bodyFile: creation.uploadFile,
             taskDescription: creation.taskDescription,

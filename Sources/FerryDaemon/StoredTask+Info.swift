@@ -7,8 +7,8 @@ extension StoredTask {
         BackgroundTaskInfo(
             session: session,
             taskIdentifier: taskIdentifier,
-            kind: kind == .download ? .download : .upload,
-            state: BackgroundTaskInfo.State(rawValue: state.rawValue) ?? .pending,
+            kind: kind,
+            state: state,
             originalRequest: originalRequest,
             currentRequest: currentRequest,
             taskDescription: taskDescription,

@@ -5,22 +5,11 @@ import GRDB
 /// A background task as the daemon keeps it (SPEC S6.8: its identifier, description and original request
 /// survive restarts).
 public struct StoredTask: Sendable, Hashable {
-    /// What the task transfers.
-    public enum Kind: String, Sendable, Hashable, Codable {
-        case download, upload
-    }
-
-    /// Where the task is in the daemon's lifecycle.
-    public enum State: String, Sendable, Hashable, Codable {
-        /// Waiting for a transfer slot (also every running task after a daemon restart, D4).
-        case pending
-        /// Transferring.
-        case running
-        /// Paused by the client.
-        case suspended
-        /// Finished: completed, failed or cancelled (the error says which).
-        case completed
-    }
+    /// What the task transfers: the control API's kinds, stored by their raw values.
+    public typealias Kind = BackgroundTaskInfo.Kind
+    /// Where the task is in the daemon's lifecycle (pending also holds every task that was running when
+    /// the daemon stopped, D4).
+    public typealias State = BackgroundTaskInfo.State
 
     /// The session's identifier.
     public var session: String

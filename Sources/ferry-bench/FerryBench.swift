@@ -34,7 +34,10 @@ struct FerryBench {
     }
 
     static func usage() -> FerryError {
-        FerryError(.invalidOperation, "usage: ferry-bench download URL PATH | gets URL COUNT | background-download URL PATH | background-submit URL COUNT")
+        FerryError(
+            .invalidOperation,
+            "usage: ferry-bench download URL PATH | gets URL COUNT | background-download URL PATH | background-submit URL COUNT"
+        )
     }
 
     static func url(_ text: String) throws -> URL {
@@ -89,7 +92,9 @@ extension FerryBench {
         if let error = task.error { throw error }
         let size = (try FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value ?? 0
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        print("status=\(task.response?.statusCode ?? 0) bytes=\(size) seconds=\(seconds) MBps=\(Double(size) / seconds / 1e6)")
+        print(
+            "status=\(task.response?.statusCode ?? 0) bytes=\(size) seconds=\(seconds) MBps=\(Double(size) / seconds / 1e6)"
+        )
     }
 
     /// `count` tasks created in the daemon through its control API, one request each, as the CLI does.

@@ -33,7 +33,8 @@ import Testing
     @Test func aTransferUnderTheThroughputFloorStopsWithItsDataKept() async throws {
         try await TestServer.withServer { server in
             try await withDaemon(environment: [
-                "FERRY_THROUGHPUT_FLOOR": "1000000", "FERRY_THROUGHPUT_WINDOW": "0.5", "FERRY_CHECKPOINT_SECONDS": "0.1",
+                "FERRY_THROUGHPUT_FLOOR": "1000000", "FERRY_THROUGHPUT_WINDOW": "0.5",
+                "FERRY_CHECKPOINT_SECONDS": "0.1",
             ]) { daemon in
                 _ = try daemon.download(server.url("/bytes/5000000?throttle=200000"), session: "t.slow")
                 try await eventually("the slow transfer is stopped", within: 20) {
@@ -80,13 +81,19 @@ import Testing
         try await withDaemon { daemon in
             let detached = try daemon.download("http://127.0.0.1:1/x", session: "t.disc")
             #expect(detached.isDiscretionary)
-            let session = Session(configuration: .background(identifier: "t.disc"), delegate: Recorder(), daemon: daemon.client)
+            let session = Session(
+                configuration: .background(identifier: "t.disc"),
+                delegate: Recorder(),
+                daemon: daemon.client
+            )
             defer { session.finishTasksAndInvalidate() }
             let attached = session.downloadTask(with: request("http://127.0.0.1:1/y"))
             let infos = try daemon.tasks("t.disc")
             #expect(infos.first { $0.taskIdentifier == attached.taskIdentifier }?.isDiscretionary == false)
             // getAllTasks includes the task this process did not make (S6.8).
-            #expect(Set(session.getAllTasks().map(\.taskIdentifier)) == [detached.taskIdentifier, attached.taskIdentifier])
+            #expect(
+                Set(session.getAllTasks().map(\.taskIdentifier)) == [detached.taskIdentifier, attached.taskIdentifier]
+            )
         }
     }
 }
