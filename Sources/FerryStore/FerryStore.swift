@@ -76,17 +76,10 @@ public final class FerryStore: Sendable {
     ) throws -> StoredTask {
         let encoded = try JSONEncoder().encode(request)
         return try write { db in
-            guard
-                let identifier = try Int.fetchOne(
-                    db,
-                    sql: "SELECT nextTaskIdentifier FROM session WHERE identifier = ?",
-                    arguments: [session]
-                )
-            else { throw FerryStoreError("no session '\(session)'; register it before creating tasks") }
-            try db.execute(
-                sql: "UPDATE session SET nextTaskIdentifier = nextTaskIdentifier + 1 WHERE identifier = ?",
-                arguments: [session]
-            )
+            guard let next = try Self.takeNext(.nextTaskIdentifier, of: session, db) else {
+                throw FerryStoreError("no session '\(session)'; register it before creating tasks")
+            }
+            let identifier = Int(next)
             let now = clock()
             try db.execute(
                 sql: """
@@ -388,6 +381,28 @@ public final class FerryStore: Sendable {
         guard db.changesCount > 0 else { throw FerryStoreError("no task \(identifier) in session '\(session)'") }
     }
 
+    /// A session's counters: never reused, so identifiers and sequence numbers only grow.
+    private enum Counter: String {
+        case nextTaskIdentifier, nextEventSequence
+    }
+
+    /// Takes a session's next value of `counter` and advances it; nil when there is no such session.
+    private static func takeNext(_ counter: Counter, of session: String, _ db: Database) throws -> Int64? {
+        let column = counter.rawValue
+        guard
+            let value = try Int64.fetchOne(
+                db,
+                sql: "SELECT \(column) FROM session WHERE identifier = ?",
+                arguments: [session]
+            )
+        else { return nil }
+        try db.execute(
+            sql: "UPDATE session SET \(column) = \(column) + 1 WHERE identifier = ?",
+            arguments: [session]
+        )
+        return value
+    }
+
     private static func journal(
         _ db: Database,
         session: String,
@@ -396,17 +411,9 @@ public final class FerryStore: Sendable {
         payload: Data?,
         at now: Date
     ) throws -> StoredEvent {
-        guard
-            let sequence = try Int64.fetchOne(
-                db,
-                sql: "SELECT nextEventSequence FROM session WHERE identifier = ?",
-                arguments: [session]
-            )
-        else { throw FerryStoreError("no session '\(session)'") }
-        try db.execute(
-            sql: "UPDATE session SET nextEventSequence = nextEventSequence + 1 WHERE identifier = ?",
-            arguments: [session]
-        )
+        guard let sequence = try takeNext(.nextEventSequence, of: session, db) else {
+            throw FerryStoreError("no session '\(session)'")
+        }
         try db.execute(
             sql:
                 "INSERT INTO event (session, sequence, taskIdentifier, kind, payload, createdAt) VALUES (?, ?, ?, ?, ?, ?)",
