@@ -367,6 +367,11 @@ public final class Session: Sendable {
             return nil
         }
         if let failure = configurationError ?? phaseError { return make(0, failure) }
+        // The configuration travels with each task: the daemon has no session object (S1.3).
+        var creation = creation
+        creation.request = configuration.applyingAdditionalHeaders(to: creation.request)
+        if configuration.isDiscretionary { creation.discretionary = true }
+        creation.resourceTimeout = configuration.timeoutIntervalForResource
         do {
             let info = try background.create(creation)
             let task = make(info.taskIdentifier, nil)

@@ -46,6 +46,23 @@ extension SessionTask {
                     totalBytesExpectedToWrite: expected
                 )
             }
+        case .didSendBodyData:
+            let total = event.totalBytes ?? 0
+            let expected = event.totalBytesExpected ?? Session.transferSizeUnknown
+            locked.withLock { state in
+                state.bytesSent = total
+                state.bytesExpectedToSend = expected
+            }
+            guard let delegate = taskDelegateForEvents() else { return }
+            session.queue.enqueue {
+                await delegate.session(
+                    session,
+                    task: self,
+                    didSendBodyData: event.bytes ?? 0,
+                    totalBytesSent: total,
+                    totalBytesExpectedToSend: expected
+                )
+            }
         case .didResume:
             guard let download = self as? DownloadTask, let delegate = downloadDelegate() else { return }
             session.queue.enqueue {

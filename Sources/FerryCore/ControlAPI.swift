@@ -76,6 +76,12 @@ public enum ControlAPI {
         public var resumeData: ResumeData?
         /// Start at once (default), or wait for `resume`.
         public var start: Bool?
+        /// Run only when nothing else waits (the session's `isDiscretionary`). A task created while no
+        /// client is attached is discretionary whatever this says (S6.10).
+        public var discretionary: Bool?
+        /// Seconds from creation after which the task fails with `timedOut` (the session's
+        /// `timeoutIntervalForResource`); the daemon's own limit (7 days) when absent.
+        public var resourceTimeout: Double?
 
         /// A creation request.
         public init(
@@ -85,7 +91,9 @@ public enum ControlAPI {
             taskDescription: String? = nil,
             priority: Double? = nil,
             resumeData: ResumeData? = nil,
-            start: Bool? = nil
+            start: Bool? = nil,
+            discretionary: Bool? = nil,
+            resourceTimeout: Double? = nil
         ) {
             self.kind = kind
             self.request = request
@@ -94,6 +102,8 @@ public enum ControlAPI {
             self.priority = priority
             self.resumeData = resumeData
             self.start = start
+            self.discretionary = discretionary
+            self.resourceTimeout = resourceTimeout
         }
     }
 

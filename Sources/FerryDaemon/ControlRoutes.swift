@@ -91,6 +91,9 @@ struct ControlRoutes: Sendable {
         if let priority = creation.priority, !(0...1).contains(priority) {
             throw FerryError(.invalidOperation, "priority must be between 0 and 1")
         }
+        if let timeout = creation.resourceTimeout, !(timeout > 0 && timeout <= 365 * 24 * 3600) {
+            throw FerryError(.invalidOperation, "resourceTimeout must be a number of seconds above 0, at most a year")
+        }
         switch creation.kind {
         case .upload:
             guard resumeData == nil else {
@@ -110,7 +113,8 @@ struct ControlRoutes: Sendable {
             bodyFile: creation.uploadFile,
             taskDescription: creation.taskDescription,
             priority: creation.priority ?? 0.5,
-            discretionary: !hub.isAttached(session)
+            discretionary: creation.discretionary == true || !hub.isAttached(session),
+            resourceTimeout: creation.resourceTimeout
         )
         if let resumeData {
             try store.recordProgress(

@@ -32,7 +32,7 @@ public enum Daemon {
 
         let store: FerryStore
         do {
-            store = try FerryStore(path: paths.database)
+            store = try FerryStore(path: paths.database, clock: configuration.clock)
         } catch let error as FerryStoreError {
             throw FerryError(.cannotCreateFile, error.message)
         }

@@ -1,4 +1,5 @@
 public import FerryCore
+public import Foundation
 
 /// How a daemon runs: where it keeps things and its limits. Defaults suit a desktop; tests shorten the
 /// intervals.
@@ -30,6 +31,9 @@ public struct DaemonConfiguration: Sendable {
     public var resourceTimeout = 7 * 24 * 3600.0
     /// The idle timeout of a background transfer's reads.
     public var requestTimeout = 60.0
+
+    /// The wall clock: times in the store, and tasks' resource deadlines (tests move it).
+    public var clock: @Sendable () -> Date = Date.init
 
     /// A configuration with `paths` and the defaults.
     public init(paths: DaemonPaths) {

@@ -156,6 +156,13 @@ actor Scheduler {
                 try complete(key, error: failure, events: [])
             case nil:
                 let attempts = (failedAttempts[key] ?? 0) + 1
+                let stored = try store.task(session: session, identifier: identifier)
+                if let end = stored.resourceDeadline, end <= configuration.clock() {
+                    failedAttempts[key] = nil
+                    try complete(key, error: TransferRunner.resourceTimedOut(stored), events: [])
+                    logger.info("\(key) passed its resource deadline: \(error)")
+                    return
+                }
                 if RetryPolicy.isRetryable(error.code),
                     let delay = configuration.retry.delay(afterFailedAttempts: attempts)
                 {

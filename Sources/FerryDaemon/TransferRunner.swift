@@ -3,6 +3,7 @@ import FerryEngine
 import FerryStore
 import Foundation
 import NIOCore
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -30,6 +31,9 @@ struct TransferRunner: Sendable {
     let meter: ProgressMeter
 
     func run() async -> Outcome {
+        if secondsLeft <= 0 {
+            return .failed(Self.resourceTimedOut(task))
+        }
         do {
             switch task.kind {
             case .download: return try await download()
@@ -42,6 +46,24 @@ struct TransferRunner: Sendable {
         } catch {
             return .failed(FerryError(.unknown, "the transfer failed: \(error)"))
         }
+    }
+
+    /// Seconds until the task's resource deadline (creation plus the session's
+    /// timeoutIntervalForResource), or the daemon's own limit for one run, whichever comes first.
+    private var secondsLeft: Double {
+        guard let end = task.resourceDeadline else { return configuration.resourceTimeout }
+        return min(configuration.resourceTimeout, end.timeIntervalSince(configuration.clock()))
+    }
+
+    /// The error of a task whose resource deadline has passed.
+    static func resourceTimedOut(_ task: StoredTask) -> FerryError {
+        var error = FerryError(
+            .timedOut,
+            "the task's resource timeout (timeoutIntervalForResource) passed before it finished",
+            failingURL: (task.currentRequest ?? task.originalRequest).url.absoluteString
+        )
+        error.resumeData = task.resumeData
+        return error
     }
 
     /// The name stem of this task's files: unique per session and task, safe for any identifier.
@@ -109,7 +131,7 @@ struct TransferRunner: Sendable {
                 task.originalRequest,
                 resumingFrom: task.resumeData,
                 to: partial,
-                deadline: .now() + .nanoseconds(Int64(configuration.resourceTimeout * 1e9)),
+                deadline: .now() + .nanoseconds(Int64(secondsLeft * 1e9)),
                 events: events
             )
         } catch var error as FerryError {
@@ -165,21 +187,69 @@ struct TransferRunner: Sendable {
         guard let file = task.bodyFile else {
             throw FerryError(.fileDoesNotExist, "the upload task has no file to send")
         }
-        let body = try TransportRequestBody.file(path: file)
+        guard case .stream(let length, let stream) = try TransportRequestBody.file(path: file) else {
+            preconditionFailure("a file body is a stream")
+        }
+        let (hub, meter, session) = (hub, meter, task.session)
+        let sent = Mutex<Int64>(0)
+        let info = task.info
+        // Progress as the body leaves (S6.3 didSendBodyData), at most ten events a second; the last
+        // one always goes out after the response, below.
+        let counted = stream.map { @Sendable (chunk: ByteBuffer) -> ByteBuffer in
+            let delta = Int64(chunk.readableBytes)
+            let total = sent.withLock { total in
+                total += delta
+                return total
+            }
+            meter.add(delta)
+            if meter.shouldEmit(now: Int64(DispatchTime.now().uptimeNanoseconds)) {
+                var progress = info
+                progress.state = .running
+                progress.bytesSent = total
+                hub.signal(
+                    session,
+                    .event(
+                        BackgroundEvent(
+                            kind: .didSendBodyData,
+                            task: progress,
+                            bytes: delta,
+                            totalBytes: total,
+                            totalBytesExpected: length
+                        )
+                    )
+                )
+            }
+            return chunk
+        }
+        let body = TransportRequestBody.stream(length: length, TransportBodyStream(counted))
         let loader = DataLoader(transport: transport)
         var hooks = DataLoader.Hooks()
         hooks.collect = false
         let result = try await loader.perform(
             task.originalRequest,
             body: body,
-            deadline: .now() + .nanoseconds(Int64(configuration.resourceTimeout * 1e9)),
+            deadline: .now() + .nanoseconds(Int64(secondsLeft * 1e9)),
             hooks: hooks
         )
         guard case .loaded(let loaded) = result else {
             throw FerryError(.unknown, "the upload's response became a download unexpectedly")
         }
-        let size = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? NSNumber)?.int64Value
-        meter.add(size ?? 0)
+        let size = length ?? sent.withLock { $0 }
+        var finished = info
+        finished.state = .running
+        finished.bytesSent = size
+        hub.signal(
+            session,
+            .event(
+                BackgroundEvent(
+                    kind: .didSendBodyData,
+                    task: finished,
+                    bytes: 0,
+                    totalBytes: size,
+                    totalBytesExpected: length
+                )
+            )
+        )
         try store.recordResponse(
             session: task.session,
             identifier: task.taskIdentifier,

@@ -72,7 +72,8 @@ public final class FerryStore: Sendable {
         bodyFile: String? = nil,
         taskDescription: String? = nil,
         priority: Double = 0.5,
-        discretionary: Bool = false
+        discretionary: Bool = false,
+        resourceTimeout: Double? = nil
     ) throws -> StoredTask {
         let encoded = try JSONEncoder().encode(request)
         return try write { db in
@@ -81,15 +82,17 @@ public final class FerryStore: Sendable {
             }
             let identifier = Int(next)
             let now = clock()
+            let deadline = resourceTimeout.map { now.addingTimeInterval($0) }
             try db.execute(
                 sql: """
                     INSERT INTO task (session, taskIdentifier, kind, state, originalRequest, bodyFile,
-                                      taskDescription, priority, discretionary, createdAt, updatedAt)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                      taskDescription, priority, discretionary, resourceDeadline,
+                                      createdAt, updatedAt)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     session, identifier, kind.rawValue, StoredTask.State.pending.rawValue, encoded, bodyFile,
-                    taskDescription, priority, discretionary, now, now,
+                    taskDescription, priority, discretionary, deadline, now, now,
                 ]
             )
             return try Self.task(db, session: session, identifier: identifier)

@@ -55,6 +55,11 @@ enum StoreSchema {
                 table.column("lastLaunchAt", .datetime)
             }
         }
+        migrator.registerMigration("v2: task resource deadline") { db in
+            try db.alter(table: "task") { table in
+                table.add(column: "resourceDeadline", .datetime)
+            }
+        }
         return migrator
     }
 }

@@ -1,5 +1,5 @@
 public import FerryCore
-import Foundation
+public import Foundation
 import GRDB
 
 /// A background task as the daemon keeps it (SPEC S6.8: its identifier, description and original request
@@ -31,6 +31,9 @@ public struct StoredTask: Sendable, Hashable {
     public var priority: Double
     /// Created while no client was attached (S6.10): it runs when nothing else waits.
     public var isDiscretionary: Bool
+    /// When the task fails with `timedOut` if it has not finished (creation plus the session's
+    /// `timeoutIntervalForResource`); nil: the daemon's own limit.
+    public var resourceDeadline: Date?
     /// The partial file, once the transfer has started.
     public var partialPath: String?
     /// Bytes on disk and flushed (D1: never more than what is on disk).
@@ -65,6 +68,7 @@ extension StoredTask {
         taskDescription = row["taskDescription"]
         priority = row["priority"]
         isDiscretionary = row["discretionary"]
+        resourceDeadline = row["resourceDeadline"]
         partialPath = row["partialPath"]
         bytesReceived = row["bytesReceived"]
         expectedLength = row["expectedLength"]

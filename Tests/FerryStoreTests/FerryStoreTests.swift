@@ -31,7 +31,22 @@ func request(_ path: String) -> Request {
         let fixture = try StoreFixture()
         let store = fixture.store
         #expect(try store.journalMode() == "wal")
-        #expect(try store.appliedMigrations() == ["v1: sessions, tasks, events, launches"])
+        #expect(
+            try store.appliedMigrations() == ["v1: sessions, tasks, events, launches", "v2: task resource deadline"]
+        )
+    }
+
+    @Test func aResourceTimeoutIsKeptAsADeadlineFromCreation() throws {
+        let created = Date(timeIntervalSince1970: 1_800_000_000)
+        let fixture = try StoreFixture(clock: { created })
+        let store = fixture.store
+        try store.registerSession("a")
+        let limited = try store.createTask(session: "a", kind: .download, request: request("1"), resourceTimeout: 90)
+        let unlimited = try store.createTask(session: "a", kind: .download, request: request("2"))
+        #expect(limited.resourceDeadline == created.addingTimeInterval(90))
+        #expect(unlimited.resourceDeadline == nil)
+        let reopened = try fixture.reopen()
+        #expect(try reopened.task(session: "a", identifier: 1).resourceDeadline == created.addingTimeInterval(90))
     }
 
     @Test func aFileThatIsNotADatabaseIsAClearError() throws {

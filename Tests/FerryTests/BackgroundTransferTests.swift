@@ -69,6 +69,17 @@ import Testing
                 #expect(task.error == nil)
                 #expect(task.response?.statusCode == 201)
                 #expect(task.countOfBytesSent == 300_000)
+                // Upload progress comes from the daemon: totals never go down, the last is the whole body,
+                // and it arrives before the completion.
+                let events = recorder.events
+                let sent: [Int64] = events.compactMap { if case .sent(_, let total, _) = $0 { total } else { nil } }
+                #expect(!sent.isEmpty)
+                #expect(sent == sent.sorted())
+                #expect(sent.last == 300_000)
+                #expect(events.contains(.sent(task: task.taskIdentifier, total: 300_000, expected: 300_000)))
+                let lastSent = events.lastIndex { if case .sent = $0 { true } else { false } }
+                let completed = events.firstIndex { if case .complete = $0 { true } else { false } }
+                #expect(lastSent != nil && completed != nil && lastSent! < completed!)
                 let plain = try makeSession(trusting: server)
                 defer { plain.invalidateAndCancel() }
                 let (kept, _) = try await plain.data(for: request(server.url("/uploads/bg-upload")))
@@ -94,6 +105,48 @@ import Testing
             #expect(
                 Set(session.getAllTasks().map(\.taskIdentifier)) == [detached.taskIdentifier, attached.taskIdentifier]
             )
+        }
+    }
+
+    @Test func theSessionsConfigurationTravelsWithEachTask() async throws {
+        try await withDaemon { daemon in
+            var configuration = SessionConfiguration.background(identifier: "t.cfg")
+            configuration.httpAdditionalHeaders = ["X-Ferry-Test": "from the configuration"]
+            configuration.isDiscretionary = true
+            configuration.timeoutIntervalForResource = 3600
+            let session = Session(configuration: configuration, delegate: Recorder(), daemon: daemon.client)
+            defer { session.invalidateAndCancel() }
+            var own = request("http://127.0.0.1:1/own")
+            own.headers["X-Ferry-Test"] = "the request's own"
+            let plain = session.downloadTask(with: request("http://127.0.0.1:1/plain"))
+            let overridden = session.downloadTask(with: own)
+            let infos = try daemon.tasks("t.cfg")
+            let first = try #require(infos.first { $0.taskIdentifier == plain.taskIdentifier })
+            let second = try #require(infos.first { $0.taskIdentifier == overridden.taskIdentifier })
+            #expect(first.originalRequest.headers["x-ferry-test"] == "from the configuration")
+            #expect(second.originalRequest.headers["x-ferry-test"] == "the request's own")
+            #expect(first.isDiscretionary && second.isDiscretionary)
+        }
+    }
+
+    @Test func aTaskPastItsResourceTimeoutFailsAndIsNotRetried() async throws {
+        try await TestServer.withServer { server in
+            try await withDaemon(environment: ["FERRY_THROUGHPUT_FLOOR": "0"]) { daemon in
+                var configuration = SessionConfiguration.background(identifier: "t.resource")
+                configuration.timeoutIntervalForResource = 1.5
+                let recorder = Recorder()
+                let session = Session(configuration: configuration, delegate: recorder, daemon: daemon.client)
+                defer { session.finishTasksAndInvalidate() }
+                let task = session.downloadTask(with: request(server.url("/bytes/5000000?throttle=100000")))
+                task.resume()
+                await task.waitUntilFinished()
+                let error = try #require(task.error)
+                #expect(error.code == .timedOut)
+                #expect(error.message.contains("timeoutIntervalForResource"))
+                // The partial data is kept for a later try.
+                #expect((error.resumeData?.bytesReceived ?? 0) > 0)
+                #expect(recorder.completions == 1)
+            }
         }
     }
 }
