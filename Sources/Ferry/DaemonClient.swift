@@ -4,6 +4,7 @@ import FerryEngine
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOPosix
 import Synchronization
 
 #if canImport(Glibc)
@@ -24,8 +25,18 @@ public final class DaemonClient: Sendable {
     /// A client for the daemon at `paths`.
     public init(paths: DaemonPaths) {
         self.paths = paths
-        self.http = HTTPClient.shared
+        self.http = Self.controlClient
     }
+
+    /// The HTTP client of every DaemonClient in the process. Unlike `HTTPClient.shared` it does not
+    /// retry a refused connection (AsyncHTTPClient's default keeps trying until the deadline), so a
+    /// daemon that is not running is known at once, with no probe connection before each call.
+    private static let controlClient: HTTPClient = {
+        var configuration = HTTPClient.Configuration()
+        configuration.connectionPool.retryConnectionEstablishment = false
+        configuration.timeout.connect = .seconds(5)
+        return HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration)
+    }()
 
     /// A client for this user's daemon (or the one `FERRY_HOME` names).
     /// - Throws: ``FerryError`` when no directory can be worked out.
@@ -69,7 +80,6 @@ public final class DaemonClient: Sendable {
     }
 
     private func send(_ method: String, _ path: String, body: (some Encodable)?, timeout: Double) throws -> Data {
-        guard socketAccepts() else { throw unreachable("nothing listens on the socket") }
         var request = try makeRequest(method, path)
         if let body {
             request.body = .data(try JSONEncoder().encode(body))

@@ -105,8 +105,8 @@ struct ControlRoutes: Sendable {
                 throw FerryError(.invalidOperation, "a download has no upload file; use kind \"upload\"")
             }
         }
-        try store.registerSession(session)
         let task = try store.createTask(
+            registeringSession: true,
             session: session,
             kind: creation.kind,
             request: target,
@@ -134,8 +134,9 @@ struct ControlRoutes: Sendable {
         }
         if creation.start == false {
             try store.transition(session: session, identifier: task.taskIdentifier, to: .suspended)
-        } else {
-            await scheduler.poke()
+        } else if await scheduler.poke() == 0, resumeData == nil {
+            // Still pending as created: no need to read it back.
+            return task.info
         }
         return try store.task(session: session, identifier: task.taskIdentifier).info
     }
@@ -209,7 +210,7 @@ struct ControlRoutes: Sendable {
         if let reason = invalidation.reason {
             // A force quit (S6.4 scenario 5): cancelled, no launch; the next attach hears of it.
             await launcher.suppressUntilAttach(session)
-            try await scheduler.cancelAll(session: session, reason: reason)
+            try await scheduler.cancelAll(session: session, reason: reason, keepSuspended: true)
             return
         }
         try await scheduler.cancelAll(session: session, reason: "the session was invalidated and cancelled")

@@ -59,8 +59,10 @@ actor Scheduler {
     var runningCount: Int { running.count }
 
     /// Starts what may start.
-    func poke() {
-        guard !stopping, running.count < configuration.maximumConcurrentTransfers else { return }
+    /// - Returns: how many transfers it started.
+    @discardableResult
+    func poke() -> Int {
+        guard !stopping, running.count < configuration.maximumConcurrentTransfers else { return 0 }
         let pending: [StoredTask]
         do {
             // Enough to fill the free slots past those waiting for a retry's backoff.
@@ -68,8 +70,9 @@ actor Scheduler {
             pending = try store.tasks(in: .pending, limit: free + notBefore.count)
         } catch {
             logger.error("cannot read pending tasks: \(error)")
-            return
+            return 0
         }
+        let before = running.count
         let now = ContinuousClock.now
         var wake: ContinuousClock.Instant?
         for task in pending {
@@ -86,6 +89,7 @@ actor Scheduler {
                 self.poke()
             }
         }
+        return running.count - before
     }
 
     private func start(_ task: StoredTask) {
@@ -259,9 +263,12 @@ actor Scheduler {
     }
 
     /// Cancels every unfinished task of `session` with `reason` (a force quit, invalidateAndCancel).
-    func cancelAll(session: String, reason: String) async throws {
+    /// With `keepSuspended`, suspended downloads keep their partial data and complete with resume data,
+    /// as a force quit leaves them (seed 000 §7.3.2); the others lose it, as `cancel()` does.
+    func cancelAll(session: String, reason: String, keepSuspended: Bool = false) async throws {
         for task in try store.tasks(session: session) where task.state != .completed {
-            _ = try await cancel(task.key, produceResumeData: false, reason: reason)
+            let keep = keepSuspended && task.state == .suspended && task.kind == .download
+            _ = try await cancel(task.key, produceResumeData: keep, reason: reason)
         }
     }
 

@@ -64,12 +64,15 @@ final class FileSink {
         staging.clear()
     }
 
-    /// Writes what is staged and makes the file's data durable (fdatasync).
-    func synchronize() throws {
+    /// Writes what is staged and returns a way to make the file durable up to its current ``length``
+    /// from another thread while this sink goes on writing (the daemon's checkpoints, D1).
+    func durabilityPoint() throws -> DurabilityPoint {
         try flush()
-        guard fdatasync(descriptor) == 0 else {
+        let copy = dup(descriptor)
+        guard copy >= 0 else {
             throw FerryError(.cannotWriteToFile, "cannot synchronize \(path): \(Self.reason(errno))")
         }
+        return DurabilityPoint(path: path, descriptor: copy, length: length)
     }
 
     private func write(_ buffer: ByteBuffer) throws {
@@ -89,7 +92,24 @@ final class FileSink {
         }
     }
 
-    private static func reason(_ code: Int32) -> String {
+    static func reason(_ code: Int32) -> String {
         String(cString: strerror(code))
+    }
+}
+
+/// A file's first ``length`` bytes, written and waiting to be made durable; ``synchronize()`` may run on
+/// any thread (its own descriptor, closed after).
+struct DurabilityPoint: Sendable {
+    let path: String
+    let descriptor: Int32
+    /// Bytes in the file when the point was taken: durable once ``synchronize()`` returns.
+    let length: Int64
+
+    /// fdatasync, then the descriptor is closed.
+    func synchronize() throws {
+        defer { close(descriptor) }
+        guard fdatasync(descriptor) == 0 else {
+            throw FerryError(.cannotWriteToFile, "cannot synchronize \(path): \(FileSink.reason(errno))")
+        }
     }
 }

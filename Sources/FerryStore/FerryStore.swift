@@ -43,12 +43,14 @@ public final class FerryStore: Sendable {
 
     /// Records a session identifier (idempotent).
     public func registerSession(_ identifier: String) throws {
-        try write { db in
-            try db.execute(
-                sql: "INSERT INTO session (identifier, createdAt) VALUES (?, ?) ON CONFLICT(identifier) DO NOTHING",
-                arguments: [identifier, clock()]
-            )
-        }
+        let now = clock()
+        try write { db in try Self.registerSession(identifier, at: now, db) }
+    }
+
+    private static func registerSession(_ identifier: String, at now: Date, _ db: Database) throws {
+        try db.cachedStatement(
+            sql: "INSERT INTO session (identifier, createdAt) VALUES (?, ?) ON CONFLICT(identifier) DO NOTHING"
+        ).execute(arguments: [identifier, now])
     }
 
     /// The session identifiers, sorted.
@@ -63,9 +65,12 @@ public final class FerryStore: Sendable {
 
     // MARK: Tasks
 
-    /// Creates a pending task with the session's next identifier.
+    /// Creates a pending task with the session's next identifier, in one transaction.
+    /// - Parameter registeringSession: registers the session first when it is new (otherwise an
+    ///   unknown session is an error).
     /// - Throws: ``FerryStoreError`` when the session is not registered.
     public func createTask(
+        registeringSession: Bool = false,
         session: String,
         kind: StoredTask.Kind,
         request: Request,
@@ -76,26 +81,44 @@ public final class FerryStore: Sendable {
         resourceTimeout: Double? = nil
     ) throws -> StoredTask {
         let encoded = try JSONEncoder().encode(request)
+        let now = clock()
         return try write { db in
+            if registeringSession { try Self.registerSession(session, at: now, db) }
             guard let next = try Self.takeNext(.nextTaskIdentifier, of: session, db) else {
                 throw FerryStoreError("no session '\(session)'; register it before creating tasks")
             }
             let identifier = Int(next)
-            let now = clock()
             let deadline = resourceTimeout.map { now.addingTimeInterval($0) }
-            try db.execute(
+            try db.cachedStatement(
                 sql: """
                     INSERT INTO task (session, taskIdentifier, kind, state, originalRequest, bodyFile,
                                       taskDescription, priority, discretionary, resourceDeadline,
                                       createdAt, updatedAt)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: [
-                    session, identifier, kind.rawValue, StoredTask.State.pending.rawValue, encoded, bodyFile,
-                    taskDescription, priority, discretionary, deadline, now, now,
-                ]
+                    """
+            ).execute(arguments: [
+                session, identifier, kind.rawValue, StoredTask.State.pending.rawValue, encoded, bodyFile,
+                taskDescription, priority, discretionary, deadline, now, now,
+            ])
+            // What was just inserted, without reading it back (decoding the request again costs more
+            // than the insert).
+            return StoredTask(
+                session: session,
+                taskIdentifier: identifier,
+                kind: kind,
+                state: .pending,
+                originalRequest: request,
+                bodyFile: bodyFile,
+                taskDescription: taskDescription,
+                priority: priority,
+                isDiscretionary: discretionary,
+                // As it reads back: SQLite keeps milliseconds.
+                resourceDeadline: deadline.map {
+                    Date(timeIntervalSince1970: ($0.timeIntervalSince1970 * 1000).rounded(.down) / 1000)
+                },
+                bytesReceived: 0,
+                bytesSent: 0
             )
-            return try Self.task(db, session: session, identifier: identifier)
         }
     }
 
@@ -372,8 +395,7 @@ public final class FerryStore: Sendable {
     private static func task(_ db: Database, session: String, identifier: Int) throws -> StoredTask {
         guard
             let row = try Row.fetchOne(
-                db,
-                sql: "SELECT * FROM task WHERE session = ? AND taskIdentifier = ?",
+                db.cachedStatement(sql: "SELECT * FROM task WHERE session = ? AND taskIdentifier = ?"),
                 arguments: [session, identifier]
             )
         else { throw FerryStoreError("no task \(identifier) in session '\(session)'") }
@@ -394,15 +416,12 @@ public final class FerryStore: Sendable {
         let column = counter.rawValue
         guard
             let value = try Int64.fetchOne(
-                db,
-                sql: "SELECT \(column) FROM session WHERE identifier = ?",
+                db.cachedStatement(sql: "SELECT \(column) FROM session WHERE identifier = ?"),
                 arguments: [session]
             )
         else { return nil }
-        try db.execute(
-            sql: "UPDATE session SET \(column) = \(column) + 1 WHERE identifier = ?",
-            arguments: [session]
-        )
+        try db.cachedStatement(sql: "UPDATE session SET \(column) = \(column) + 1 WHERE identifier = ?")
+            .execute(arguments: [session])
         return value
     }
 

@@ -55,6 +55,35 @@ public struct StoredTask: Sendable, Hashable {
 }
 
 extension StoredTask {
+    /// A task as created: nothing transferred yet.
+    init(
+        session: String,
+        taskIdentifier: Int,
+        kind: Kind,
+        state: State,
+        originalRequest: Request,
+        bodyFile: String?,
+        taskDescription: String?,
+        priority: Double,
+        isDiscretionary: Bool,
+        resourceDeadline: Date?,
+        bytesReceived: Int64,
+        bytesSent: Int64
+    ) {
+        self.session = session
+        self.taskIdentifier = taskIdentifier
+        self.kind = kind
+        self.state = state
+        self.originalRequest = originalRequest
+        self.bodyFile = bodyFile
+        self.taskDescription = taskDescription
+        self.priority = priority
+        self.isDiscretionary = isDiscretionary
+        self.resourceDeadline = resourceDeadline
+        self.bytesReceived = bytesReceived
+        self.bytesSent = bytesSent
+    }
+
     /// Reads a row of its table.
     init(row: Row) throws {
         let decoder = JSONDecoder()

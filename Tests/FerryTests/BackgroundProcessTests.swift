@@ -162,7 +162,14 @@ import Glibc
                     body: ControlAPI.LaunchRegistration(command: "echo launched >> \(launches)")
                 )
                 _ = try daemon.download(server.url("/bytes/5000000?throttle=1000000"), session: session)
-                try await eventually("the transfer runs") { (try? daemon.tasks(session))?.first?.state == .running }
+                _ = try daemon.download(server.url("/bytes/5000001?throttle=1000000"), session: session)
+                try await eventually("the transfers run") {
+                    (try? daemon.tasks(session))?.allSatisfy { $0.state == .running } == true
+                }
+                // Task 2 is suspended with data: a force quit keeps it as cancel(byProducingResumeData:)
+                // would (seed 000 §7.3.2); the running task 1 loses its partial file as cancel would.
+                try await Task.sleep(for: .milliseconds(300))
+                try daemon.client.perform("POST", "/v1/sessions/\(session)/tasks/2/suspend")
                 try daemon.client.perform(
                     "POST",
                     "/v1/sessions/\(session)/invalidate",
@@ -180,9 +187,15 @@ import Glibc
                 )
                 defer { attached.finishTasksAndInvalidate() }
                 try await eventually("the replay ends") { recorder.events.contains(.finishedEvents) }
-                #expect(recorder.events.map(\.kind) == ["complete", "finishedEvents"])
+                #expect(recorder.events.map(\.kind) == ["complete", "complete", "finishedEvents"])
                 #expect(recorder.events.first == .complete(task: 1, error: .cancelled))
                 #expect(recorder.error(of: 1)?.message.contains("force quit") == true)
+                #expect(recorder.error(of: 1)?.resumeData == nil)
+                let kept = try #require(recorder.error(of: 2)?.resumeData)
+                #expect(kept.bytesReceived > 0)
+                #expect(FileManager.default.fileExists(atPath: kept.partialFilePath))
+                let partials = try FileManager.default.contentsOfDirectory(atPath: daemon.client.paths.partialDirectory)
+                #expect(partials.map { daemon.client.paths.partialDirectory + "/" + $0 } == [kept.partialFilePath])
             }
         }
     }

@@ -25,8 +25,13 @@ final class DaemonFixture: @unchecked Sendable {
     @discardableResult
     func start() throws -> Int32 {
         try client.ensureRunning(environment: environment)
-        return try pid()
+        let pid = try pid()
+        startedPid = pid
+        return pid
     }
+
+    /// The daemon this fixture started last: stopped even when it no longer answers.
+    private var startedPid: Int32?
 
     func pid() throws -> Int32 {
         guard let status = client.status() else { throw FixtureError("ferryd does not answer; log:\n\(log)") }
@@ -35,7 +40,7 @@ final class DaemonFixture: @unchecked Sendable {
 
     /// Sends `signal` to the daemon and waits until it has exited.
     func stop(signal: Int32 = SIGTERM) async throws {
-        guard let pid = client.status()?.pid else { return }
+        guard let pid = client.status()?.pid ?? startedPid.flatMap({ kill($0, 0) == 0 ? $0 : nil }) else { return }
         kill(pid, signal)
         try await eventually("ferryd \(pid) exits", within: 20) { kill(pid, 0) != 0 }
     }
