@@ -84,7 +84,13 @@ let package = Package(
         ),
         .target(
             name: "FerryCLI",
-            dependencies: ["Ferry", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [
+                "Ferry",
+                "FerryEngine",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
 
@@ -141,6 +147,15 @@ let package = Package(
         ),
 
         // MARK: Tests (mirror Sources/)
+        .testTarget(
+            name: "FerryCLITests",
+            dependencies: [
+                "FerryCLI",
+                "FerryTestServer",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(name: "FerryCoreTests", dependencies: ["FerryCore"], swiftSettings: swiftSettings),
         .testTarget(name: "FerryStoreTests", dependencies: ["FerryStore"], swiftSettings: swiftSettings),
         .testTarget(

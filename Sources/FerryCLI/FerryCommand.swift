@@ -1,21 +1,60 @@
 public import ArgumentParser
 import Ferry
+import Foundation
 
-/// The `ferry` command. Its subcommands (get, put, ls, watch, wait, ...) land with the issue
-/// "ferry: the command-line tool"; until then it answers `--version` and says what is missing.
-public struct FerryCommand: ParsableCommand {
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The `ferry` command: downloads and uploads in the foreground, background transfers through ferryd,
+/// and the daemon itself. Errors are one line on stderr; the exit statuses are ``ExitStatus``.
+public struct FerryCommand: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "ferry",
-        abstract: "Background transfers for Swift on Linux (command-line tool).",
-        version: FerryVersion.current
+        abstract: "Fast, resumable HTTP transfers; background transfers that survive the command (ferryd).",
+        discussion: """
+            Exit status: 0 success, 1 a transfer failed, 2 bad usage or input, 3 checksum mismatch, \
+            4 a local file problem, 5 ferryd unavailable, 130 interrupted (continue a download with -C).
+            """,
+        version: FerryVersion.current,
+        subcommands: [
+            GetCommand.self, PutCommand.self, ListCommand.self, WatchCommand.self, WaitCommand.self,
+            PauseCommand.self, ResumeCommand.self, CancelCommand.self, EventsCommand.self, DaemonCommand.self,
+        ]
     )
 
     public init() {}
 
-    public func run() throws {
-        throw ValidationError(
-            "ferry has no transfer commands yet: they come with the command-line tool issue. "
-                + "Use ferry-testserver meanwhile."
-        )
+    /// Runs the command line: help and version on stdout, every error as one line on stderr with its
+    /// exit status.
+    public static func runCommandLine() async {
+        signal(SIGPIPE, SIG_IGN)
+        let status: Int32
+        do {
+            var command = try parseAsRoot()
+            if var asynchronous = command as? any AsyncParsableCommand {
+                try await asynchronous.run()
+            } else {
+                try command.run()
+            }
+            status = ExitStatus.success.rawValue
+        } catch let failure as CLIFailure {
+            Console.errorLine(failure.message)
+            status = failure.status.rawValue
+        } catch let code as ExitCode {
+            status = code.rawValue
+        } catch {
+            let code = exitCode(for: error)
+            if code == .success {
+                Console.out(fullMessage(for: error) + "\n")
+                status = 0
+            } else {
+                let message = message(for: error).split(separator: "\n").first.map(String.init) ?? "\(error)"
+                let text = message.hasPrefix("Error: ") ? String(message.dropFirst(7)) : message
+                Console.errorLine("\(text) (see ferry --help)")
+                status = ExitStatus.usage.rawValue
+            }
+        }
+        Glibc.exit(status)
     }
 }

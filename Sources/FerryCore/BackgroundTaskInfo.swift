@@ -49,6 +49,10 @@ public struct BackgroundTaskInfo: Sendable, Hashable, Codable {
     public var responseHeaders: Headers?
     /// The error the task completed with; nil while running and for a success.
     public var error: FerryError?
+    /// Where the daemon puts the finished file itself (``ControlAPI/TaskCreation/destination``).
+    public var destination: String?
+    /// While running: the recent transfer rate, bytes a second (the listing's live view).
+    public var bytesPerSecond: Double?
 
     /// A task description.
     public init(
@@ -66,7 +70,9 @@ public struct BackgroundTaskInfo: Sendable, Hashable, Codable {
         bytesSent: Int64 = 0,
         statusCode: Int? = nil,
         responseHeaders: Headers? = nil,
-        error: FerryError? = nil
+        error: FerryError? = nil,
+        destination: String? = nil,
+        bytesPerSecond: Double? = nil
     ) {
         self.session = session
         self.taskIdentifier = taskIdentifier
@@ -83,5 +89,7 @@ public struct BackgroundTaskInfo: Sendable, Hashable, Codable {
         self.statusCode = statusCode
         self.responseHeaders = responseHeaders
         self.error = error
+        self.destination = destination
+        self.bytesPerSecond = bytesPerSecond
     }
 }

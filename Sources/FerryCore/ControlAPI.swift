@@ -82,6 +82,13 @@ public enum ControlAPI {
         /// Seconds from creation after which the task fails with `timedOut` (the session's
         /// `timeoutIntervalForResource`); the daemon's own limit (7 days) when absent.
         public var resourceTimeout: Double?
+        /// Downloads: an absolute path where the daemon moves the finished file itself (replacing what
+        /// is there), for clients that are gone when it finishes (`ferry get --background -o`). Only a
+        /// 2xx response is moved there; another status fails the task with `badServerResponse` and
+        /// writes nothing. Its directory must exist.
+        public var destination: String?
+        /// The permission bits of the file at ``destination`` (e.g. 0o644); default 0o600.
+        public var destinationMode: Int?
 
         /// A creation request.
         public init(
@@ -93,7 +100,9 @@ public enum ControlAPI {
             resumeData: ResumeData? = nil,
             start: Bool? = nil,
             discretionary: Bool? = nil,
-            resourceTimeout: Double? = nil
+            resourceTimeout: Double? = nil,
+            destination: String? = nil,
+            destinationMode: Int? = nil
         ) {
             self.kind = kind
             self.request = request
@@ -104,6 +113,8 @@ public enum ControlAPI {
             self.start = start
             self.discretionary = discretionary
             self.resourceTimeout = resourceTimeout
+            self.destination = destination
+            self.destinationMode = destinationMode
         }
     }
 

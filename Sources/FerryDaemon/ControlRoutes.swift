@@ -21,7 +21,7 @@ struct ControlRoutes: Sendable {
         let router = Router(context: BasicRequestContext.self)
         let v1 = router.group(RouterPath(ControlAPI.prefix))
         v1.get("daemon") { _, _ in try await self.handle { try await self.status() } }
-        v1.get("tasks") { _, _ in try await self.handle { try self.allTasks() } }
+        v1.get("tasks") { _, _ in try await self.handle { try await self.allTasks() } }
         v1.post("sessions/:session/attach") { request, context in
             do {
                 return try self.attach(request, context)
@@ -30,7 +30,7 @@ struct ControlRoutes: Sendable {
             }
         }
         v1.get("sessions/:session/tasks") { _, context in
-            try await self.handle { try self.tasks(try self.session(context)) }
+            try await self.handle { try await self.tasks(try self.session(context)) }
         }
         v1.post("sessions/:session/tasks") { request, context in
             try await self.handle(status: .created) { try await self.create(request, context) }
@@ -68,12 +68,12 @@ struct ControlRoutes: Sendable {
         )
     }
 
-    private func allTasks() throws -> [BackgroundTaskInfo] {
-        try store.sessions().flatMap { try store.tasks(session: $0).map(\.info) }
+    private func allTasks() async throws -> [BackgroundTaskInfo] {
+        await scheduler.withLiveProgress(try store.sessions().flatMap { try store.tasks(session: $0).map(\.info) })
     }
 
-    private func tasks(_ session: String) throws -> [BackgroundTaskInfo] {
-        try store.tasks(session: session).map(\.info)
+    private func tasks(_ session: String) async throws -> [BackgroundTaskInfo] {
+        await scheduler.withLiveProgress(try store.tasks(session: session).map(\.info))
     }
 
     private func create(_ request: Request, _ context: BasicRequestContext) async throws -> BackgroundTaskInfo {
@@ -104,6 +104,10 @@ struct ControlRoutes: Sendable {
             guard creation.uploadFile == nil else {
                 throw FerryError(.invalidOperation, "a download has no upload file; use kind \"upload\"")
             }
+            try Self.checkDestination(creation.destination)
+            if let mode = creation.destinationMode, !(0...0o777).contains(mode) {
+                throw FerryError(.invalidOperation, "destinationMode holds permission bits, 0 to 0o777 (511)")
+            }
         }
         let task = try store.createTask(
             registeringSession: true,
@@ -114,7 +118,9 @@ struct ControlRoutes: Sendable {
             taskDescription: creation.taskDescription,
             priority: creation.priority ?? 0.5,
             discretionary: creation.discretionary == true || !hub.isAttached(session),
-            resourceTimeout: creation.resourceTimeout
+            resourceTimeout: creation.resourceTimeout,
+            destination: creation.destination,
+            destinationMode: creation.destinationMode
         )
         if let resumeData {
             try store.recordProgress(
@@ -188,7 +194,7 @@ struct ControlRoutes: Sendable {
         // A delivered file that the client did not move goes now (D2, S6.9).
         for event in try store.events(session: session)
         where event.sequence <= acknowledgement.through && event.kind == .didFinishDownloading {
-            if let location = Self.location(event.payload) { try? FileManager.default.removeItem(atPath: location) }
+            if let location = deliveredFile(event.payload) { try? FileManager.default.removeItem(atPath: location) }
         }
         try store.acknowledge(session: session, through: acknowledgement.through)
     }
@@ -215,7 +221,7 @@ struct ControlRoutes: Sendable {
         }
         try await scheduler.cancelAll(session: session, reason: "the session was invalidated and cancelled")
         for event in try store.events(session: session) where event.kind == .didFinishDownloading {
-            if let location = Self.location(event.payload) { try? FileManager.default.removeItem(atPath: location) }
+            if let location = deliveredFile(event.payload) { try? FileManager.default.removeItem(atPath: location) }
         }
         try store.removeSession(session)
         hub.signal(session, .close)
@@ -304,6 +310,15 @@ struct ControlRoutes: Sendable {
         payload.flatMap { try? JSONDecoder().decode([String: String].self, from: $0) }?["location"]
     }
 
+    /// An event's file when it is the daemon's to remove: in the delivery directory (a task's own
+    /// destination belongs to the client).
+    private func deliveredFile(_ payload: Data?) -> String? {
+        guard let location = Self.location(payload),
+            location.hasPrefix(configuration.paths.deliveryDirectory + "/")
+        else { return nil }
+        return location
+    }
+
     // MARK: Plumbing
 
     /// A 404 with a message.
@@ -343,6 +358,25 @@ struct ControlRoutes: Sendable {
     }
 
     struct PayloadTooLarge: Error {}
+
+    private static func checkDestination(_ path: String?) throws {
+        guard let path else { return }
+        guard path.hasPrefix("/"), !path.hasSuffix("/"), !path.contains("\0") else {
+            throw FerryError(.cannotCreateFile, "the destination must be an absolute file path, not '\(path)'")
+        }
+        let directory = (path as NSString).deletingLastPathComponent
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue
+        else {
+            throw FerryError(.cannotCreateFile, "the destination's directory \(directory) does not exist")
+        }
+        guard FileManager.default.isWritableFile(atPath: directory) else {
+            throw FerryError(.cannotWriteToFile, "the daemon cannot write in \(directory)")
+        }
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw FerryError(.fileIsDirectory, "the destination \(path) is a directory")
+        }
+    }
 
     private static func checkReadableFile(_ path: String?) throws {
         guard let path, !path.isEmpty else {

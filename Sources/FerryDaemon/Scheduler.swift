@@ -58,6 +58,27 @@ actor Scheduler {
     /// Transfers running now.
     var runningCount: Int { running.count }
 
+    /// `tasks` with the live position and rate of those running now (the store has the last
+    /// checkpoint only).
+    func withLiveProgress(_ tasks: [BackgroundTaskInfo]) -> [BackgroundTaskInfo] {
+        let now = Int64(DispatchTime.now().uptimeNanoseconds)
+        return tasks.map { info in
+            guard let entry = running[TaskKey(session: info.session, identifier: info.taskIdentifier)] else {
+                return info
+            }
+            var live = info
+            live.state = .running
+            if let position = entry.meter.latestPosition {
+                switch info.kind {
+                case .download: live.bytesReceived = max(info.bytesReceived, position)
+                case .upload: live.bytesSent = position
+                }
+            }
+            live.bytesPerSecond = entry.meter.rate(now: now)
+            return live
+        }
+    }
+
     /// Starts what may start.
     /// - Returns: how many transfers it started.
     @discardableResult

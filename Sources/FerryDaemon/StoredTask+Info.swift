@@ -19,7 +19,8 @@ extension StoredTask {
             bytesSent: bytesSent,
             statusCode: responseStatus,
             responseHeaders: responseHeaders,
-            error: error
+            error: error,
+            destination: destination
         )
     }
 

@@ -96,6 +96,7 @@ struct TransferRunner: Sendable {
         let info = snapshot
         events.didWrite = { written, total, expected in
             meter.add(written)
+            meter.setPosition(total)
             guard meter.shouldEmit(now: Int64(DispatchTime.now().uptimeNanoseconds)) else { return }
             var progress = info
             progress.state = .running
@@ -163,6 +164,9 @@ struct TransferRunner: Sendable {
                 )
             )
         )
+        if let destination = task.destination {
+            return try deliver(partial, to: destination, result: result)
+        }
         // Hand over: the file is made durable and moved out of the partial directory (S6.9).
         try synchronize(path: partial)
         let location = configuration.paths.deliveryDirectory + "/\(fileStem)-\(UUID().uuidString).download"
@@ -171,16 +175,76 @@ struct TransferRunner: Sendable {
         } catch {
             throw FerryError(.cannotMoveFile, "cannot move the finished download to \(location): \(error)")
         }
+        try recordFinished(at: location, result)
+        return .downloaded(location: location)
+    }
+
+    /// A task with a destination: a 2xx body replaces the destination (atomically when on the same file
+    /// system); any other status writes nothing there and fails the task.
+    private func deliver(_ partial: String, to destination: String, result: Downloader.Result) throws -> Outcome {
+        let (session, identifier) = (task.session, task.taskIdentifier)
+        guard (200..<300).contains(result.status) else {
+            try? FileManager.default.removeItem(atPath: partial)
+            try store.recordProgress(
+                session: session,
+                identifier: identifier,
+                partialPath: partial,
+                bytesReceived: 0,
+                expectedLength: nil,
+                entityTag: nil,
+                lastModified: nil
+            )
+            throw FerryError(
+                .badServerResponse,
+                "the server answered \(result.status); nothing was written to \(destination)",
+                failingURL: result.finalRequest.url.absoluteString
+            )
+        }
+        try synchronize(path: partial)
+        chmod(partial, mode_t(task.destinationMode ?? 0o600))
+        try Self.replace(destination, with: partial)
+        try recordFinished(at: destination, result)
+        return .downloaded(location: destination)
+    }
+
+    /// Records the finished file: where it is now, all of it.
+    private func recordFinished(at location: String, _ result: Downloader.Result) throws {
         try store.recordProgress(
-            session: session,
-            identifier: identifier,
+            session: task.session,
+            identifier: task.taskIdentifier,
             partialPath: location,
             bytesReceived: result.length,
             expectedLength: result.length,
             entityTag: result.headers["etag"],
             lastModified: result.headers["last-modified"]
         )
-        return .downloaded(location: location)
+    }
+
+    /// Puts `source` at `destination`, replacing it: a rename, or on another file system a copy beside
+    /// the destination renamed over it, so a reader never sees half a file.
+    static func replace(_ destination: String, with source: String) throws {
+        if rename(source, destination) == 0 { return }
+        let code = errno
+        guard code == EXDEV else {
+            throw FerryError(
+                .cannotMoveFile,
+                "cannot move the finished download to \(destination): \(String(cString: strerror(code)))"
+            )
+        }
+        let staging = destination + ".ferry-\(UUID().uuidString.prefix(8))"
+        do {
+            try FileManager.default.copyItem(atPath: source, toPath: staging)
+            guard rename(staging, destination) == 0 else {
+                throw FerryError(.cannotMoveFile, "cannot rename \(staging): \(String(cString: strerror(errno)))")
+            }
+            try? FileManager.default.removeItem(atPath: source)
+        } catch let error as FerryError {
+            try? FileManager.default.removeItem(atPath: staging)
+            throw error
+        } catch {
+            try? FileManager.default.removeItem(atPath: staging)
+            throw FerryError(.cannotMoveFile, "cannot copy the finished download to \(destination): \(error)")
+        }
     }
 
     private func upload() async throws -> Outcome {
@@ -202,6 +266,7 @@ struct TransferRunner: Sendable {
                 return total
             }
             meter.add(delta)
+            meter.setPosition(total)
             if meter.shouldEmit(now: Int64(DispatchTime.now().uptimeNanoseconds)) {
                 var progress = info
                 progress.state = .running

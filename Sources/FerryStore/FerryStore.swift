@@ -78,7 +78,9 @@ public final class FerryStore: Sendable {
         taskDescription: String? = nil,
         priority: Double = 0.5,
         discretionary: Bool = false,
-        resourceTimeout: Double? = nil
+        resourceTimeout: Double? = nil,
+        destination: String? = nil,
+        destinationMode: Int? = nil
     ) throws -> StoredTask {
         let encoded = try JSONEncoder().encode(request)
         let now = clock()
@@ -93,12 +95,12 @@ public final class FerryStore: Sendable {
                 sql: """
                     INSERT INTO task (session, taskIdentifier, kind, state, originalRequest, bodyFile,
                                       taskDescription, priority, discretionary, resourceDeadline,
-                                      createdAt, updatedAt)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                      destination, destinationMode, createdAt, updatedAt)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """
             ).execute(arguments: [
                 session, identifier, kind.rawValue, StoredTask.State.pending.rawValue, encoded, bodyFile,
-                taskDescription, priority, discretionary, deadline, now, now,
+                taskDescription, priority, discretionary, deadline, destination, destinationMode, now, now,
             ])
             // What was just inserted, without reading it back (decoding the request again costs more
             // than the insert).
@@ -116,6 +118,8 @@ public final class FerryStore: Sendable {
                 resourceDeadline: deadline.map {
                     Date(timeIntervalSince1970: ($0.timeIntervalSince1970 * 1000).rounded(.down) / 1000)
                 },
+                destination: destination,
+                destinationMode: destinationMode,
                 bytesReceived: 0,
                 bytesSent: 0
             )

@@ -60,6 +60,12 @@ enum StoreSchema {
                 table.add(column: "resourceDeadline", .datetime)
             }
         }
+        migrator.registerMigration("v3: task destination") { db in
+            try db.alter(table: "task") { table in
+                table.add(column: "destination", .text)
+                table.add(column: "destinationMode", .integer)
+            }
+        }
         return migrator
     }
 }

@@ -34,6 +34,10 @@ public struct StoredTask: Sendable, Hashable {
     /// When the task fails with `timedOut` if it has not finished (creation plus the session's
     /// `timeoutIntervalForResource`); nil: the daemon's own limit.
     public var resourceDeadline: Date?
+    /// Where the daemon moves the finished download itself, if the client asked.
+    public var destination: String?
+    /// The permission bits of the file at ``destination``.
+    public var destinationMode: Int?
     /// The partial file, once the transfer has started.
     public var partialPath: String?
     /// Bytes on disk and flushed (D1: never more than what is on disk).
@@ -67,6 +71,8 @@ extension StoredTask {
         priority: Double,
         isDiscretionary: Bool,
         resourceDeadline: Date?,
+        destination: String?,
+        destinationMode: Int?,
         bytesReceived: Int64,
         bytesSent: Int64
     ) {
@@ -80,6 +86,8 @@ extension StoredTask {
         self.priority = priority
         self.isDiscretionary = isDiscretionary
         self.resourceDeadline = resourceDeadline
+        self.destination = destination
+        self.destinationMode = destinationMode
         self.bytesReceived = bytesReceived
         self.bytesSent = bytesSent
     }
@@ -98,6 +106,8 @@ extension StoredTask {
         priority = row["priority"]
         isDiscretionary = row["discretionary"]
         resourceDeadline = row["resourceDeadline"]
+        destination = row["destination"]
+        destinationMode = row["destinationMode"]
         partialPath = row["partialPath"]
         bytesReceived = row["bytesReceived"]
         expectedLength = row["expectedLength"]

@@ -1,3 +1,3 @@
 import FerryCLI
 
-FerryCommand.main()
+await FerryCommand.runCommandLine()

@@ -32,7 +32,9 @@ func request(_ path: String) -> Request {
         let store = fixture.store
         #expect(try store.journalMode() == "wal")
         #expect(
-            try store.appliedMigrations() == ["v1: sessions, tasks, events, launches", "v2: task resource deadline"]
+            try store.appliedMigrations() == [
+                "v1: sessions, tasks, events, launches", "v2: task resource deadline", "v3: task destination",
+            ]
         )
     }
 

@@ -1,0 +1,234 @@
+import FerryCore
+import FerryEngine
+import Foundation
+import NIOCore
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One `ferry get` download in this process. While it runs, the bytes go to `TARGET.ferry-part` and,
+/// once the server has named its version (ETag or Last-Modified), a resume record to
+/// `TARGET.ferry-resume` (written after each durable checkpoint, and on interruption or failure):
+/// `-C` continues from them with If-Range, so a changed file is never spliced onto old bytes. Only a
+/// complete, 2xx, checksum-verified body is renamed to TARGET.
+struct ForegroundDownload {
+    /// Where the file goes.
+    enum Target {
+        /// This exact path (`-o`).
+        case file(String)
+        /// This directory, under the remote name (`-O`, `--dir`).
+        case directory(String)
+    }
+
+    /// What one download reports (`--json`).
+    struct Report: Codable {
+        var url: String
+        var path: String
+        var status: Int
+        var bytes: Int64
+        var resumedFrom: Int64
+        var seconds: Double
+        var sha256: String?
+    }
+
+    let url: URL
+    let headers: Headers
+    let target: Target
+    let resume: Bool
+    let retries: Int
+    let checksum: Checksum?
+    let limit: Int64?
+    let quiet: Bool
+    let transport: any HTTPTransport
+    let interruption: Interruption
+
+    func run() async throws -> Report {
+        let (directory, initialName, fixedName) = try place()
+        try Self.checkWritableDirectory(directory)
+        let target = directory + "/" + initialName
+        let partial = target + ".ferry-part"
+        let record = target + ".ferry-resume"
+        var resumeData = try startingPoint(partial: partial, record: record)
+        var request = Request(url: url)
+        for field in headers { request.headers.add(name: field.name, value: field.value) }
+
+        let display = ProgressDisplay(name: initialName, quiet: quiet)
+        let gate = TransferGate()
+        let limiter = limit.map { SharedRateLimiter(bytesPerSecond: $0) }
+        var events = Downloader.Events()
+        events.gate = gate
+        events.didWrite = { written, total, expected in
+            display.update(done: total, total: expected)
+            guard let limiter else { return }
+            let wait = limiter.record(written, now: ProgressDisplay.now())
+            if wait > 0.01, gate.isOpen {
+                gate.close()
+                Task {
+                    try? await Task.sleep(for: .milliseconds(Int64(wait * 1000)))
+                    gate.open()
+                }
+            }
+        }
+        let resumedFrom = Mutex<Int64>(0)
+        events.didResume = { offset, _ in
+            resumedFrom.withLock { $0 = offset }
+        }
+        events.checkpoint = Downloader.Checkpoint(everyBytes: 8 << 20, everySeconds: 1) { data in
+            try Self.writeRecord(data, to: record)
+        }
+
+        let downloader = Downloader(transport: transport)
+        let started = ProgressDisplay.now()
+        var attempt = 0
+        let result: Downloader.Result
+        while true {
+            do {
+                result = try await downloader.download(
+                    request,
+                    resumingFrom: resumeData,
+                    to: partial,
+                    deadline: .distantFuture,
+                    events: events
+                )
+                break
+            } catch let error as FerryError {
+                if let data = error.resumeData { try? Self.writeRecord(data, to: record) }
+                if interruption.happened {
+                    display.finish()
+                    throw CLIFailure(
+                        "interrupted; \(error.resumeData == nil ? "start again" : "continue with -C") to finish \(target)",
+                        status: .interrupted
+                    )
+                }
+                attempt += 1
+                if attempt <= retries, RetryPolicy.isRetryable(error.code) {
+                    let delay = min(30, Double(1 << min(attempt - 1, 5)))
+                    if !quiet {
+                        CLI.note("\(url.absoluteString): \(error.message); try \(attempt + 1) in \(Int(delay)) s")
+                    }
+                    try? await Task.sleep(for: .seconds(delay))
+                    resumeData = error.resumeData
+                    continue
+                }
+                display.finish()
+                throw CLIFailure(error, context: url.absoluteString)
+            }
+        }
+        display.finish()
+        let seconds = ProgressDisplay.now() - started
+
+        guard (200..<300).contains(result.status) else {
+            Self.remove(partial, record)
+            throw CLIFailure(
+                "\(url.absoluteString): the server answered \(result.status); nothing was saved",
+                status: .transferFailed
+            )
+        }
+        var digest: String?
+        if let checksum {
+            let actual = try Checksum.sha256(ofFile: partial)
+            guard actual == checksum.hex else {
+                Self.remove(partial, record)
+                throw CLIFailure(
+                    "checksum mismatch for \(target): expected sha256 \(checksum.hex), got \(actual); the download was removed",
+                    status: .checksumMismatch
+                )
+            }
+            digest = actual
+        }
+        let finalName =
+            fixedName ? initialName : RemoteName.fromResponse(url: result.finalRequest.url, headers: result.headers)
+        let final = directory + "/" + finalName
+        // The partial file is private while it grows; the finished one gets the usual mode.
+        let mask = umask(0)
+        umask(mask)
+        chmod(partial, 0o666 & ~mask)
+        guard rename(partial, final) == 0 else {
+            throw CLIFailure(
+                "cannot move the download to \(final): \(String(cString: strerror(errno))); it is in \(partial)",
+                status: .localFile
+            )
+        }
+        try? FileManager.default.removeItem(atPath: record)
+        return Report(
+            url: url.absoluteString,
+            path: final,
+            status: result.status,
+            bytes: result.length,
+            resumedFrom: resumedFrom.withLock { $0 },
+            seconds: seconds,
+            sha256: digest
+        )
+    }
+
+    /// The directory, the name to start with, and whether that name is final (`-o`).
+    private func place() throws -> (String, String, Bool) {
+        switch target {
+        case .file(let path):
+            let absolute = CLI.absolute(path)
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: absolute, isDirectory: &isDirectory), isDirectory.boolValue {
+                throw CLIFailure("\(path) is a directory; use --dir \(path) to save into it", status: .localFile)
+            }
+            return ((absolute as NSString).deletingLastPathComponent, (absolute as NSString).lastPathComponent, true)
+        case .directory(let directory):
+            return (CLI.absolute(directory), RemoteName.fromURL(url), false)
+        }
+    }
+
+    /// Resume data to continue from (`-C`), or nil to start afresh (stale partial files removed).
+    private func startingPoint(partial: String, record: String) throws -> ResumeData? {
+        let manager = FileManager.default
+        guard resume else {
+            Self.remove(partial, record)
+            return nil
+        }
+        guard manager.fileExists(atPath: partial) else {
+            if !quiet { CLI.note("nothing to continue for \(url.absoluteString); downloading from the start") }
+            try? manager.removeItem(atPath: record)
+            return nil
+        }
+        guard let data = manager.contents(atPath: record),
+            var resumeData = try? JSONDecoder().decode(ResumeData.self, from: data)
+        else {
+            if !quiet {
+                CLI.note("no record of which version \(partial) holds; downloading from the start")
+            }
+            Self.remove(partial, record)
+            return nil
+        }
+        guard resumeData.originalRequest.url == url else {
+            throw CLIFailure(
+                "\(partial) is part of \(resumeData.originalRequest.url.absoluteString), not of \(url.absoluteString); remove it or drop -C",
+                status: .usage
+            )
+        }
+        resumeData.partialFilePath = partial
+        return resumeData
+    }
+
+    private static func checkWritableDirectory(_ directory: String) throws {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) else {
+            throw CLIFailure("cannot save into \(directory): it does not exist", status: .localFile)
+        }
+        guard isDirectory.boolValue else {
+            throw CLIFailure("cannot save into \(directory): it is not a directory", status: .localFile)
+        }
+        guard access(directory, W_OK) == 0 else {
+            throw CLIFailure("cannot save into \(directory): \(String(cString: strerror(errno)))", status: .localFile)
+        }
+    }
+
+    /// Writes the resume record beside the partial file, atomically.
+    static func writeRecord(_ data: ResumeData, to path: String) throws {
+        let encoded = try JSONEncoder().encode(data)
+        try encoded.write(to: URL(fileURLWithPath: path), options: .atomic)
+    }
+
+    private static func remove(_ paths: String...) {
+        for path in paths { try? FileManager.default.removeItem(atPath: path) }
+    }
+}

@@ -1,0 +1,117 @@
+import FerryCore
+import FerryEngine
+import Foundation
+import NIOCore
+import Synchronization
+
+/// One `ferry put` upload in this process: a file as the body, or a multipart form (`--form`), with
+/// progress and an optional rate limit. The response body goes to stdout (as curl prints it).
+struct ForegroundUpload {
+    /// The body.
+    enum Source {
+        /// A file's bytes.
+        case file(String)
+        /// `name=value` and `name=@path` fields.
+        case form([String])
+    }
+
+    /// What an upload reports (`--json`).
+    struct Report: Codable {
+        var url: String
+        var method: String
+        var status: Int
+        var bytesSent: Int64
+        var seconds: Double
+        var response: String?
+    }
+
+    let url: URL
+    let method: String
+    let headers: Headers
+    let source: Source
+    let limit: Int64?
+    let quiet: Bool
+    let transport: any HTTPTransport
+
+    func run() async throws -> (Report, ByteBuffer) {
+        var request = Request(url: url)
+        request.method = method
+        for field in headers { request.headers.add(name: field.name, value: field.value) }
+        let raw: TransportRequestBody
+        let name: String
+        do {
+            switch source {
+            case .file(let path):
+                raw = try TransportRequestBody.file(path: CLI.absolute(path))
+                name = (path as NSString).lastPathComponent
+            case .form(let fields):
+                var form = MultipartFormData()
+                for field in fields { try Self.add(field, to: &form) }
+                raw = form.makeBody()
+                name = "form"
+                if !request.headers.contains("content-type") {
+                    request.headers.add(name: "Content-Type", value: form.contentType)
+                }
+            }
+        } catch let error as FerryError {
+            throw CLIFailure(error)
+        }
+        guard case .stream(let length, let stream) = raw else { preconditionFailure("file and form bodies stream") }
+
+        let display = ProgressDisplay(name: name, quiet: quiet)
+        let sent = Mutex<Int64>(0)
+        let limiter = limit.map { SharedRateLimiter(bytesPerSecond: $0) }
+        let counted = stream.map { @Sendable (chunk: ByteBuffer) async -> ByteBuffer in
+            let delta = Int64(chunk.readableBytes)
+            let total = sent.withLock { total in
+                total += delta
+                return total
+            }
+            display.update(done: total, total: length)
+            if let limiter {
+                let wait = limiter.record(delta, now: ProgressDisplay.now())
+                if wait > 0.001 { try? await Task.sleep(for: .milliseconds(Int64(wait * 1000))) }
+            }
+            return chunk
+        }
+        let loader = DataLoader(transport: transport)
+        let started = ProgressDisplay.now()
+        let outcome: DataLoader.Outcome
+        do {
+            outcome = try await loader.perform(
+                request,
+                body: .stream(length: length, TransportBodyStream(counted)),
+                deadline: .distantFuture,
+                hooks: DataLoader.Hooks()
+            )
+        } catch let error as FerryError {
+            display.finish()
+            throw CLIFailure(error, context: url.absoluteString)
+        }
+        display.finish()
+        guard case .loaded(let loaded) = outcome else { preconditionFailure("no download disposition was asked for") }
+        let report = Report(
+            url: url.absoluteString,
+            method: method,
+            status: loaded.status,
+            bytesSent: sent.withLock { $0 },
+            seconds: ProgressDisplay.now() - started,
+            response: String(validating: loaded.body.readableBytesView, as: UTF8.self)
+        )
+        return (report, loaded.body)
+    }
+
+    /// `name=value`, or `name=@path` for a file (sent under its last path component).
+    static func add(_ field: String, to form: inout MultipartFormData) throws {
+        guard let equals = field.firstIndex(of: "="), equals != field.startIndex else {
+            throw CLIFailure("a form field must look like name=value or name=@file, not '\(field)'", status: .usage)
+        }
+        let name = String(field[..<equals])
+        let value = String(field[field.index(after: equals)...])
+        if value.hasPrefix("@") {
+            try form.append(fileAt: CLI.absolute(String(value.dropFirst())), name: name)
+        } else {
+            form.append(field: name, value: value)
+        }
+    }
+}

@@ -1,0 +1,187 @@
+import ArgumentParser
+import Ferry
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `ferry get URL...`: downloads in the foreground with progress, or hands them to ferryd
+/// (`--background`).
+struct GetCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "get",
+        abstract: "Download URLs (in the foreground, or handed to ferryd with --background).",
+        discussion: """
+            Without -o, files are saved under their remote name (from Content-Disposition or the URL) in \
+            the current directory or --dir. While a download runs, its bytes are in NAME.ferry-part; an \
+            interrupted download is continued with -C. Exit status: 0 when every file is complete (and \
+            verified), else the first failure's (docs/CLI.md).
+            """
+    )
+
+    @Argument(help: "http or https URLs.")
+    var urls: [String]
+
+    @Option(name: .short, help: "Save to this file (one URL only).")
+    var output: String?
+
+    @Flag(name: .customShort("O"), help: "Save under the remote name (the default).")
+    var remoteName = false
+
+    @Option(name: .long, help: "Save into this directory under the remote names.")
+    var dir: String?
+
+    @Flag(
+        name: [.customShort("C"), .customLong("continue")],
+        help: "Continue an interrupted download (checked with If-Range)."
+    )
+    var resume = false
+
+    @Option(name: .long, help: "Try again this many times after a network error (foreground).")
+    var retry = 0
+
+    @Option(name: .long, help: "Verify the file before success: sha256=HEX.")
+    var checksum: String?
+
+    @Option(name: .long, help: "Connections per download (segmented downloads are not available yet: 1).")
+    var connections = 1
+
+    @Flag(name: .long, help: "Hand the downloads to ferryd and return at once, printing task ids.")
+    var background = false
+
+    @OptionGroup var session: SessionOptions
+
+    @Option(
+        name: .customLong("on-complete"),
+        help: "With --background: a shell command ferryd runs when the session's tasks finish."
+    )
+    var onComplete: String?
+
+    @OptionGroup var transfer: TransferOptions
+    @OptionGroup var outputOptions: OutputOptions
+
+    func validate() throws {
+        guard !urls.isEmpty else { throw ValidationError("give at least one URL") }
+        if output != nil, urls.count > 1 { throw ValidationError("-o takes one URL; use --dir for several") }
+        if output != nil, dir != nil || remoteName { throw ValidationError("-o cannot be combined with -O or --dir") }
+        guard retry >= 0 else { throw ValidationError("--retry must be 0 or more") }
+        guard connections >= 1 else { throw ValidationError("--connections must be 1 or more") }
+        if connections > 1 {
+            throw ValidationError("segmented downloads (--connections above 1) are not available yet; use 1")
+        }
+        if checksum != nil, Checksum(checksum!) == nil {
+            throw ValidationError("--checksum takes sha256= and 64 hex digits")
+        }
+        if background {
+            if resume { throw ValidationError("-C is for foreground downloads; ferryd continues its own") }
+            if retry > 0 {
+                throw ValidationError("ferryd retries network errors itself; --retry is for foreground downloads")
+            }
+            if checksum != nil { throw ValidationError("--checksum is for foreground downloads") }
+            if transfer.limitRate != nil { throw ValidationError("--limit-rate is for foreground downloads") }
+            if transfer.cacert != nil { throw ValidationError("--cacert is for foreground downloads") }
+        } else if onComplete != nil {
+            throw ValidationError("--on-complete needs --background")
+        }
+    }
+
+    func run() async throws {
+        let parsed = try urls.map(CLI.url)
+        let headers = try CLI.headers(transfer.headers)
+        if background {
+            try submit(parsed, headers: headers)
+        } else {
+            try await download(parsed, headers: headers)
+        }
+    }
+
+    private func target(for url: URL) -> ForegroundDownload.Target {
+        if let output { return .file(output) }
+        return .directory(dir ?? ".")
+    }
+
+    private func download(_ urls: [URL], headers: Headers) async throws {
+        let transport = try transfer.makeTransport()
+        let limit = try transfer.rateLimit()
+        let interruption = Interruption()
+        var reports: [ForegroundDownload.Report] = []
+        var firstFailure: CLIFailure?
+        for url in urls {
+            let job = ForegroundDownload(
+                url: url,
+                headers: headers,
+                target: target(for: url),
+                resume: resume,
+                retries: retry,
+                checksum: checksum.flatMap(Checksum.init),
+                limit: limit,
+                quiet: transfer.quiet || outputOptions.json,
+                transport: transport,
+                interruption: interruption
+            )
+            let work = Task { try await job.run() }
+            interruption.onSignal { work.cancel() }
+            do {
+                reports.append(try await work.value)
+            } catch let failure as CLIFailure {
+                if firstFailure == nil { firstFailure = failure }
+                if failure.status == .interrupted { break }
+                if urls.count > 1 { Console.errorLine(failure.message) }
+            }
+        }
+        try? await transport.shutdown()
+        if outputOptions.json {
+            CLI.printJSON(reports)
+        } else if !transfer.quiet {
+            for report in reports {
+                let rate = report.seconds > 0 ? Double(report.bytes - report.resumedFrom) / report.seconds : 0
+                CLI.note("saved \(report.path) (\(ByteFormat.bytes(report.bytes)), \(ByteFormat.rate(rate)))")
+            }
+        }
+        if let firstFailure {
+            // With several URLs, each failure was printed as it happened; the status is the first's.
+            if urls.count > 1 { throw ExitCode(firstFailure.status.rawValue) }
+            throw firstFailure
+        }
+    }
+
+    /// What a new file's mode would be for this process (0o666 less the umask).
+    static var fileMode: Int {
+        let mask = umask(0)
+        umask(mask)
+        return Int(0o666 & ~mask)
+    }
+
+    private func submit(_ urls: [URL], headers: Headers) throws {
+        let client = try CLI.daemon()
+        let path = CLI.sessionPath(session.session)
+        if let onComplete {
+            try CLI.perform(client, "PUT", "\(path)/launch", body: ControlAPI.LaunchRegistration(command: onComplete))
+        }
+        var created: [BackgroundTaskInfo] = []
+        for url in urls {
+            let destination: String
+            switch target(for: url) {
+            case .file(let file): destination = CLI.absolute(file)
+            case .directory(let directory): destination = CLI.absolute(directory) + "/" + RemoteName.fromURL(url)
+            }
+            var request = Request(url: url)
+            request.headers = headers
+            let creation = ControlAPI.TaskCreation(
+                kind: .download,
+                request: request,
+                taskDescription: destination,
+                destination: destination,
+                destinationMode: Self.fileMode
+            )
+            let info: BackgroundTaskInfo = try CLI.call(client, "POST", "\(path)/tasks", body: creation)
+            created.append(info)
+        }
+        if outputOptions.json {
+            CLI.printJSON(created)
+        } else {
+            for info in created { Console.out("\(info.taskIdentifier)\n") }
+        }
+    }
+}

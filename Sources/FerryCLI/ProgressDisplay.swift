@@ -1,0 +1,97 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Shows a transfer's progress on stderr: a bar redrawn in place on a terminal (at most 10 times a
+/// second), one plain line a second otherwise, nothing when quiet. Thread safe.
+final class ProgressDisplay: Sendable {
+    enum Style: Sendable { case bar, lines, none }
+
+    private struct State {
+        var name: String
+        var done: Int64 = 0
+        var total: Int64?
+        var lastDraw: Double = -1
+        var samples: [(time: Double, bytes: Int64)] = []
+        var drawnDone: Int64 = -1
+    }
+
+    private let style: Style
+    private let state: Mutex<State>
+
+    /// A display for `name`; `quiet` shows nothing.
+    init(name: String, quiet: Bool) {
+        style = quiet ? .none : (isatty(STDERR_FILENO) == 1 ? .bar : .lines)
+        state = Mutex(State(name: name))
+    }
+
+    /// The name shown (e.g. once Content-Disposition gave the real one).
+    func rename(_ name: String) {
+        state.withLock { $0.name = name }
+    }
+
+    /// The transfer is at `done` of `total` bytes.
+    func update(done: Int64, total: Int64?) {
+        guard style != .none else { return }
+        let now = Self.now()
+        let text: String? = state.withLock { state in
+            state.done = done
+            state.total = total
+            state.samples.append((now, done))
+            while let first = state.samples.first, now - first.time > 3, state.samples.count > 2 {
+                state.samples.removeFirst()
+            }
+            let interval = style == .bar ? 0.1 : 1.0
+            guard now - state.lastDraw >= interval else { return nil }
+            state.lastDraw = now
+            return render(&state)
+        }
+        if let text { Console.error(text) }
+    }
+
+    /// The transfer ended: the last figures, and the end of the bar's line.
+    func finish() {
+        guard style != .none else { return }
+        let text: String? = state.withLock { state in
+            // Nothing moved, or the last figures are already shown: nothing to add.
+            guard state.done > 0 || state.drawnDone >= 0, state.done != state.drawnDone || style == .bar else {
+                return style == .bar && state.drawnDone >= 0 ? "\n" : nil
+            }
+            var text = render(&state)
+            if style == .bar { text += "\n" }
+            return text
+        }
+        if let text { Console.error(text) }
+    }
+
+    private func render(_ state: inout State) -> String {
+        state.drawnDone = state.done
+        let line = ProgressLine(name: state.name, done: state.done, total: state.total, rate: Self.rate(state.samples))
+        switch style {
+        case .bar:
+            return "\r" + line.bar(width: Self.terminalWidth()) + "\u{1B}[K"
+        case .lines:
+            return line.plain + "\n"
+        case .none:
+            return ""
+        }
+    }
+
+    private static func rate(_ samples: [(time: Double, bytes: Int64)]) -> Double {
+        guard let first = samples.first, let last = samples.last, last.time > first.time else { return 0 }
+        return Double(last.bytes - first.bytes) / (last.time - first.time)
+    }
+
+    private static func terminalWidth() -> Int {
+        var size = winsize()
+        guard ioctl(STDERR_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 20 else { return 80 }
+        return Int(size.ws_col)
+    }
+
+    static func now() -> Double {
+        Double(DispatchTime.now().uptimeNanoseconds) / 1e9
+    }
+}

@@ -1,0 +1,103 @@
+import ArgumentParser
+import Ferry
+import Foundation
+import NIOCore
+
+/// `ferry put FILE URL`: uploads a file (PUT unless -X says otherwise) or a multipart form
+/// (`--form`), in the foreground with progress or handed to ferryd (`--background`).
+struct PutCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "put",
+        abstract: "Upload a file (or a multipart form with --form) to a URL.",
+        discussion: """
+            ferry put FILE URL sends FILE's bytes; ferry put --form name=@FILE --form key=value URL sends a \
+            multipart/form-data body. The response body is printed on stdout. Exit status 1 when the server \
+            answers with an error status.
+            """
+    )
+
+    @Argument(help: "FILE URL, or just URL with --form.")
+    var arguments: [String]
+
+    @Option(name: [.customShort("X"), .customLong("method")], help: "The method (default PUT; POST with --form).")
+    var method: String?
+
+    @Option(name: .long, help: "A multipart field: name=value or name=@FILE (repeatable).")
+    var form: [String] = []
+
+    @Flag(name: .long, help: "Hand the upload to ferryd and return at once, printing the task id.")
+    var background = false
+
+    @OptionGroup var session: SessionOptions
+    @OptionGroup var transfer: TransferOptions
+    @OptionGroup var outputOptions: OutputOptions
+
+    func validate() throws {
+        if form.isEmpty {
+            guard arguments.count == 2 else { throw ValidationError("give FILE and URL (or --form fields and URL)") }
+        } else {
+            guard arguments.count == 1 else { throw ValidationError("with --form, give only the URL") }
+            if background { throw ValidationError("--form cannot be used with --background yet; upload a file") }
+        }
+        if let method, method.isEmpty || !method.allSatisfy({ $0.isLetter || $0 == "-" }) {
+            throw ValidationError("-X takes a method name such as PUT or POST")
+        }
+        if background, transfer.limitRate != nil || transfer.cacert != nil {
+            throw ValidationError("--limit-rate and --cacert are for foreground uploads")
+        }
+    }
+
+    func run() async throws {
+        let url = try CLI.url(arguments.last!)
+        let headers = try CLI.headers(transfer.headers)
+        let verb = (method ?? (form.isEmpty ? "PUT" : "POST")).uppercased()
+        if background {
+            try submit(url: url, headers: headers, method: verb)
+            return
+        }
+        let transport = try transfer.makeTransport()
+        let upload = ForegroundUpload(
+            url: url,
+            method: verb,
+            headers: headers,
+            source: form.isEmpty ? .file(arguments[0]) : .form(form),
+            limit: try transfer.rateLimit(),
+            quiet: transfer.quiet || outputOptions.json,
+            transport: transport
+        )
+        let outcome: Result<(ForegroundUpload.Report, ByteBuffer), any Error>
+        do {
+            outcome = .success(try await upload.run())
+        } catch {
+            outcome = .failure(error)
+        }
+        try? await transport.shutdown()
+        let (report, body) = try outcome.get()
+        if outputOptions.json {
+            CLI.printJSON(report)
+        } else {
+            Console.out(bytes: body.readableBytesView)
+        }
+        guard (200..<300).contains(report.status) else {
+            throw CLIFailure("\(url.absoluteString): the server answered \(report.status)", status: .transferFailed)
+        }
+    }
+
+    private func submit(url: URL, headers: Headers, method: String) throws {
+        let file = CLI.absolute(arguments[0])
+        guard FileManager.default.isReadableFile(atPath: file) else {
+            throw CLIFailure("cannot read \(arguments[0]) to upload it", status: .localFile)
+        }
+        let client = try CLI.daemon()
+        var request = Request(url: url)
+        request.method = method
+        request.headers = headers
+        let info: BackgroundTaskInfo = try CLI.call(
+            client,
+            "POST",
+            "\(CLI.sessionPath(session.session))/tasks",
+            body: ControlAPI.TaskCreation(kind: .upload, request: request, uploadFile: file, taskDescription: file)
+        )
+        if outputOptions.json { CLI.printJSON(info) } else { Console.out("\(info.taskIdentifier)\n") }
+    }
+}

@@ -1,0 +1,102 @@
+import Crypto
+import FerryCore
+import FerryTestServer
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs the built `ferry` (beside this test binary) as a user would, capturing its output.
+struct CLIRunner {
+    struct Run {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+        /// stderr's lines, without the empty last one.
+        var errorLines: [String] { stderr.split(separator: "\n", omittingEmptySubsequences: true).map(String.init) }
+    }
+
+    /// Environment added to the child's (e.g. FERRY_HOME).
+    var environment: [String: String] = [:]
+    /// The working directory.
+    var directory: String
+
+    static var binary: String {
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
+        var directory = (executable as NSString).deletingLastPathComponent
+        // The test bundle may sit inside a .xctest directory.
+        while !FileManager.default.isExecutableFile(atPath: directory + "/ferry"), directory.count > 1 {
+            directory = (directory as NSString).deletingLastPathComponent
+        }
+        return directory + "/ferry"
+    }
+
+    /// Starts `ferry arguments` and returns the process, its output collected by the pipes.
+    func start(_ arguments: [String]) throws -> (Process, Pipe, Pipe) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.binary)
+        process.arguments = arguments
+        process.currentDirectoryURL = URL(fileURLWithPath: directory)
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        return (process, out, err)
+    }
+
+    /// Runs `ferry arguments` to the end (at most `timeout` seconds, then it is killed).
+    func run(_ arguments: [String], timeout: Double = 60) async throws -> Run {
+        let (process, out, err) = try start(arguments)
+        return try await finish(process, out, err, timeout: timeout)
+    }
+
+    func finish(_ process: Process, _ out: Pipe, _ err: Pipe, timeout: Double = 60) async throws -> Run {
+        // Read both pipes while the child runs, so a full pipe never blocks it.
+        async let stdout = Task.detached { out.fileHandleForReading.readDataToEndOfFile() }.value
+        async let stderr = Task.detached { err.fileHandleForReading.readDataToEndOfFile() }.value
+        let end = Date().addingTimeInterval(timeout)
+        while process.isRunning {
+            if Date() > end {
+                process.terminate()
+                kill(process.processIdentifier, SIGKILL)
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        let (o, e) = await (stdout, stderr)
+        return Run(
+            status: process.terminationStatus,
+            stdout: String(decoding: o, as: UTF8.self),
+            stderr: String(decoding: e, as: UTF8.self)
+        )
+    }
+}
+
+/// SHA-256 of a file, in hex.
+func fileSHA256(_ path: String) throws -> String {
+    SHA256.hash(data: try Data(contentsOf: URL(fileURLWithPath: path))).map { String(format: "%02x", $0) }.joined()
+}
+
+/// SHA-256 of the test server's `/bytes/{count}` (seed 0).
+func bytesSHA256(_ count: Int) -> String {
+    SHA256.hash(data: DeterministicBytes(seed: 0).bytes(offset: 0, count: count)).map { String(format: "%02x", $0) }
+        .joined()
+}
+
+/// A fresh directory, removed by the caller.
+func makeDirectory() throws -> String {
+    let path = "/tmp/ferry-cli-\(UUID().uuidString.prefix(8))"
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
+}
+
+/// Waits until `condition` holds, failing after `seconds`.
+func waitUntil(_ what: String, within seconds: Double = 20, _ condition: () -> Bool) async throws {
+    let end = Date().addingTimeInterval(seconds)
+    while !condition() {
+        guard Date() < end else { throw FerryError(.timedOut, "never happened: \(what)") }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+}

@@ -1,0 +1,146 @@
+import FerryCLI
+import FerryCore
+import Foundation
+import Testing
+
+@Suite struct ByteFormatTests {
+    @Test func bytesUseDecimalUnits() {
+        #expect(ByteFormat.bytes(0) == "0 B")
+        #expect(ByteFormat.bytes(999) == "999 B")
+        #expect(ByteFormat.bytes(1_500) == "1.5 kB")
+        #expect(ByteFormat.bytes(1_073_741_824) == "1.1 GB")
+        #expect(ByteFormat.bytes(250_000_000) == "250 MB")
+    }
+
+    @Test func durations() {
+        #expect(ByteFormat.duration(nil) == "-")
+        #expect(ByteFormat.duration(45) == "45s")
+        #expect(ByteFormat.duration(185) == "3m05s")
+        #expect(ByteFormat.duration(7260) == "2h01m")
+    }
+
+    @Test func ratesParseAsCurlDoes() {
+        #expect(ByteFormat.parseRate("500") == 500)
+        #expect(ByteFormat.parseRate("500K") == 512_000)
+        #expect(ByteFormat.parseRate("2m") == Int64(2_097_152))
+        #expect(ByteFormat.parseRate("1.5MB/s") == 1_572_864)
+        #expect(ByteFormat.parseRate("0") == nil)
+        #expect(ByteFormat.parseRate("-3K") == nil)
+        #expect(ByteFormat.parseRate("fast") == nil)
+        #expect(ByteFormat.parseRate("1e30G") == nil)
+    }
+}
+
+@Suite struct RateLimiterTests {
+    @Test func aTransferAheadOfTheRateWaitsTheDifference() {
+        var limiter = RateLimiter(bytesPerSecond: 1000)
+        #expect(limiter.record(500, now: 10) == 0.5)
+        // Half a second later, 500 more: one second's worth in half a second.
+        #expect(limiter.record(500, now: 10.5) == 0.5)
+        // Behind the rate: no wait.
+        #expect(limiter.record(100, now: 20) == 0)
+    }
+}
+
+@Suite struct ProgressLineTests {
+    @Test func plainLinesSayBytesPercentRateAndETA() {
+        let line = ProgressLine(name: "a.iso", done: 4_200_000, total: 10_000_000, rate: 1_000_000)
+        #expect(line.plain == "a.iso: 4.2 MB of 10.0 MB (42%) at 1.0 MB/s, ETA 6s")
+        let unknown = ProgressLine(name: "x", done: 2_000, total: nil, rate: 0)
+        #expect(unknown.plain == "x: 2.0 kB at 0 B/s")
+    }
+
+    @Test func barsFitTheirWidth() {
+        let line = ProgressLine(name: String(repeating: "n", count: 200), done: 50, total: 100, rate: 10)
+        for width in [40, 80, 132] {
+            let bar = line.bar(width: width)
+            #expect(bar.count <= width)
+            #expect(bar.contains("50%"))
+            // Room for a bar from 80 columns on; narrower terminals keep the figures.
+            #expect(bar.contains(" 50% [") == (width >= 80))
+        }
+    }
+}
+
+@Suite struct RemoteNameTests {
+    @Test func namesComeFromTheURLsLastComponent() throws {
+        #expect(
+            RemoteName.fromURL(try #require(URL(string: "http://h/a/b/file%20one.tar.gz?x=1"))) == "file one.tar.gz"
+        )
+        #expect(RemoteName.fromURL(try #require(URL(string: "http://h/"))) == "index.html")
+        #expect(RemoteName.fromURL(try #require(URL(string: "http://h/a/..%2F..%2Fetc%2Fpasswd"))) == "passwd")
+    }
+
+    @Test func contentDispositionCannotLeaveTheDirectory() throws {
+        let url = try #require(URL(string: "http://h/download"))
+        let names = [
+            "attachment; filename=\"../../.bashrc\"", "attachment; filename=\"/etc/passwd\"",
+            "attachment; filename=\"..\"", "attachment; filename=\"a\\\\..\\\\b.txt\"",
+        ].map { RemoteName.fromResponse(url: url, headers: ["Content-Disposition": $0]) }
+        #expect(names == [".bashrc", "passwd", "download", "b.txt"])
+        #expect(names.allSatisfy { !$0.contains("/") && $0 != ".." && $0 != "." })
+    }
+}
+
+@Suite struct ChecksumTests {
+    @Test func onlySHA256WithSixtyFourHexDigits() {
+        let hex = String(repeating: "aB", count: 32)
+        #expect(Checksum("sha256=\(hex)")?.hex == hex.lowercased())
+        #expect(Checksum("SHA256=\(hex)") != nil)
+        #expect(Checksum("md5=\(hex)") == nil)
+        #expect(Checksum("sha256=\(hex.dropLast())") == nil)
+        #expect(Checksum("sha256=\(String(repeating: "zz", count: 32))") == nil)
+    }
+}
+
+@Suite struct TaskTableTests {
+    func task(
+        _ identifier: Int,
+        _ state: BackgroundTaskInfo.State,
+        status: Int? = nil,
+        error: FerryError? = nil
+    )
+        -> BackgroundTaskInfo
+    {
+        BackgroundTaskInfo(
+            session: "s",
+            taskIdentifier: identifier,
+            kind: .download,
+            state: state,
+            originalRequest: Request(url: URL(string: "http://h/\(identifier)")!),
+            bytesReceived: 500,
+            expectedLength: 1000,
+            statusCode: status,
+            error: error,
+            destination: "/tmp/\(identifier)"
+        )
+    }
+
+    @Test func completedTasksAreDoneOrFailed() {
+        #expect(TaskTable.state(task(1, .completed, status: 200)) == "done")
+        #expect(TaskTable.state(task(2, .completed, status: 404)) == "failed")
+        #expect(TaskTable.state(task(3, .completed, error: FerryError(.timedOut, "slow"))) == "failed")
+        #expect(TaskTable.state(task(4, .running)) == "running")
+        #expect(!TaskTable.succeeded(task(5, .running)))
+    }
+
+    @Test func rowsLineUpUnderTheHeader() {
+        let lines = TaskTable.render([task(1, .running), task(12, .completed, status: 200)])
+        #expect(lines.count == 3)
+        #expect(lines[0].hasPrefix("ID  STATE"))
+        #expect(lines[1].contains("500 B/1.0 kB 50%"))
+        let column = lines[0].range(of: "TARGET")!.lowerBound.utf16Offset(in: lines[0])
+        #expect(lines[2].dropFirst(column).hasPrefix("/tmp/12"))
+    }
+}
+
+@Suite struct ExitStatusTests {
+    @Test func errorsMapToDocumentedStatuses() {
+        #expect(ExitStatus.of(FerryError(.badURL, "")) == .usage)
+        #expect(ExitStatus.of(FerryError(.cannotWriteToFile, "")) == .localFile)
+        #expect(ExitStatus.of(FerryError(.cannotConnectToHost, "")) == .transferFailed)
+        #expect(ExitStatus.of(FerryError(.backgroundSessionWasDisconnected, "")) == .daemon)
+        let statuses: [Int32] = ExitStatus.allCases.map(\.rawValue)
+        #expect(statuses == [0, 1, 2, 3, 4, 5, 130])
+    }
+}

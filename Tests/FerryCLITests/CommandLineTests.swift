@@ -1,0 +1,188 @@
+import FerryCore
+import FerryTestServer
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The built `ferry` run as a user runs it, against ferry-testserver on 127.0.0.1 (and, for
+/// --background, a ferryd of the test's own under FERRY_HOME).
+@Suite struct CommandLineTests {
+    @Test func getSavesTheExactBytesAndReportsProgressInLinesWhenNotATerminal() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let cli = CLIRunner(directory: directory)
+            let run = try await cli.run(["get", server.url("/bytes/3000000?throttle=6000000"), "-o", "out.bin"])
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(try fileSHA256(directory + "/out.bin") == bytesSHA256(3_000_000))
+            // Not a terminal: whole lines, no carriage returns, the last at 100 %.
+            #expect(!run.stderr.contains("\r"))
+            let progress = run.errorLines.filter { $0.hasPrefix("out.bin: ") }
+            #expect(progress.count >= 2)
+            #expect(progress.last?.contains("3.0 MB of 3.0 MB (100%)") == true)
+            let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory)
+            #expect(leftovers == ["out.bin"])
+        }
+    }
+
+    @Test func getUnderTheRemoteNameWithJSON() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let run = try await CLIRunner(directory: directory).run(["get", server.url("/bytes/1000"), "--json"])
+            #expect(run.status == 0, "\(run.stderr)")
+            let reports = try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [[String: Any]]
+            #expect(reports?.first?["path"] as? String == directory + "/1000")
+            #expect(reports?.first?["bytes"] as? Int == 1000)
+            #expect(run.stderr.isEmpty)
+        }
+    }
+
+    @Test func putSendsTheFile() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let body = Data((0..<700_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+            try body.write(to: URL(fileURLWithPath: directory + "/up.bin"))
+            let cli = CLIRunner(directory: directory)
+            let put = try await cli.run(["put", "up.bin", server.url("/upload?keep=cli-put"), "--json"])
+            #expect(put.status == 0, "\(put.stderr)")
+            #expect(put.stdout.contains("\"status\" : 201"))
+            let get = try await cli.run(["get", server.url("/uploads/cli-put"), "-o", "back.bin", "-q"])
+            #expect(get.status == 0, "\(get.stderr)")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: directory + "/back.bin")) == body)
+        }
+    }
+
+    @Test func anInterruptedDownloadContinuesWithC() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let cli = CLIRunner(directory: directory)
+            let size = 8_000_000
+            let url = server.url("/bytes/\(size)?throttle=3000000")
+            let (process, out, err) = try cli.start(["get", url, "-o", "big.bin"])
+            let record = directory + "/big.bin.ferry-resume"
+            try await waitUntil("a resume record is written") { FileManager.default.fileExists(atPath: record) }
+            kill(process.processIdentifier, SIGINT)
+            let first = try await cli.finish(process, out, err)
+            #expect(first.status == 130)
+            #expect(first.errorLines.last?.contains("continue with -C") == true)
+            #expect(!FileManager.default.fileExists(atPath: directory + "/big.bin"))
+
+            let second = try await cli.run(["get", "-C", url, "-o", "big.bin", "--json"])
+            #expect(second.status == 0, "\(second.stderr)")
+            #expect(try fileSHA256(directory + "/big.bin") == bytesSHA256(size))
+            let reports = try JSONSerialization.jsonObject(with: Data(second.stdout.utf8)) as? [[String: Any]]
+            let resumedFrom = reports?.first?["resumedFrom"] as? Int ?? 0
+            #expect(resumedFrom > 0)
+            // Only the rest was fetched again.
+            let served = server.counters.bodyBytesSent(path: "/bytes/\(size)")
+            #expect(served < Int64(size) + Int64(size) / 2)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory) == ["big.bin"])
+        }
+    }
+
+    @Test func aChecksumMismatchIsExitStatus3AndKeepsNothing() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let wrong = "sha256=" + String(repeating: "0", count: 64)
+            let run = try await CLIRunner(directory: directory).run([
+                "get", server.url("/bytes/5000"), "-o", "f", "--checksum", wrong, "-q",
+            ])
+            #expect(run.status == 3)
+            #expect(run.errorLines.count == 1)
+            #expect(run.errorLines.first?.hasPrefix("ferry: checksum mismatch for \(directory)/f") == true)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory).isEmpty)
+            let right = try await CLIRunner(directory: directory).run([
+                "get", server.url("/bytes/5000"), "-o", "f", "--checksum", "sha256=\(bytesSHA256(5000))", "-q",
+            ])
+            #expect(right.status == 0)
+        }
+    }
+
+    @Test func badInputGetsOneClearLineAndItsExitStatus() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let cli = CLIRunner(directory: directory)
+            let cases: [(arguments: [String], status: Int32, says: String)] = [
+                (["get", "ftp://example.invalid/x"], 2, "not an http or https URL"),
+                (["get", "http://127.0.0.1:1/x", "-o", "x"], 1, "127.0.0.1:1"),
+                (["get", server.url("/bytes/10"), "-o", "/proc/ferry-nowhere/x"], 4, "does not exist"),
+                (["get", server.url("/status/404"), "-o", "x", "-q"], 1, "answered 404"),
+                (["get", server.url("/bytes/10"), "-H", "X-Bad: a\rb"], 2, "header"),
+                (["get", server.url("/bytes/10"), "--no-such-option"], 2, "no-such-option"),
+                (["put", "missing.bin", server.url("/upload")], 4, "missing.bin"),
+            ]
+            for item in cases {
+                let run = try await cli.run(item.arguments)
+                #expect(run.status == item.status, "\(item.arguments): \(run.stderr)")
+                #expect(run.errorLines.count == 1, "\(item.arguments): \(run.stderr)")
+                #expect(run.errorLines.first?.hasPrefix("ferry: ") == true)
+                #expect(run.stderr.contains(item.says), "\(item.arguments): \(run.stderr)")
+            }
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory).isEmpty)
+        }
+    }
+
+    @Test func backgroundDownloadsOutliveTheCommand() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            let home = "/tmp/ferry-c-\(UUID().uuidString.prefix(8))"
+            try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+            let cli = CLIRunner(environment: ["FERRY_HOME": home], directory: directory)
+            defer {
+                try? FileManager.default.removeItem(atPath: directory)
+                try? FileManager.default.removeItem(atPath: home)
+            }
+            let noDaemon = try await cli.run(["daemon", "status"])
+            #expect(noDaemon.status == 5)
+
+            let size = 2_000_000
+            let submit = try await cli.run([
+                "get", "--background", server.url("/bytes/\(size)?throttle=4000000"), "-o", "bg.bin",
+            ])
+            #expect(submit.status == 0, "\(submit.stderr)")
+            let identifier = submit.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(Int(identifier) != nil)
+            do {
+                let list = try await cli.run(["ls", "--json"])
+                #expect(list.status == 0)
+                let tasks = try JSONDecoder().decode([BackgroundTaskInfo].self, from: Data(list.stdout.utf8))
+                #expect(tasks.map(\.taskIdentifier) == [Int(identifier)!])
+                #expect(tasks.first?.destination == directory + "/bg.bin")
+
+                let wait = try await cli.run(["wait", identifier])
+                #expect(wait.status == 0, "\(wait.stderr)")
+                #expect(try fileSHA256(directory + "/bg.bin") == bytesSHA256(size))
+
+                // A failed task makes wait fail, and writes nothing.
+                let bad = try await cli.run(["get", "--background", server.url("/status/500"), "-o", "bad.bin"])
+                let failed = try await cli.run(["wait", bad.stdout.trimmingCharacters(in: .whitespacesAndNewlines)])
+                #expect(failed.status == 1)
+                #expect(failed.stderr.contains("500"))
+                #expect(!FileManager.default.fileExists(atPath: directory + "/bad.bin"))
+
+                let events = try await cli.run(["events"])
+                let kinds = events.stdout.split(separator: "\n").compactMap {
+                    try? JSONDecoder().decode(BackgroundEvent.self, from: Data($0.utf8)).kind
+                }
+                #expect(kinds == [.didFinishDownloading, .didComplete, .didComplete])
+                #expect(try await cli.run(["events"]).stdout.isEmpty)
+                // The delivered file is the user's: acknowledging its event leaves it.
+                #expect(FileManager.default.fileExists(atPath: directory + "/bg.bin"))
+            } catch {
+                _ = try? await cli.run(["daemon", "stop"])
+                throw error
+            }
+            let stop = try await cli.run(["daemon", "stop"])
+            #expect(stop.status == 0, "\(stop.stderr)")
+            #expect(try await cli.run(["daemon", "status"]).status == 5)
+        }
+    }
+}
