@@ -13,7 +13,7 @@ public struct OutputOptions: ParsableArguments {
 
 /// `--session`, for the commands that work on background tasks.
 public struct SessionOptions: ParsableArguments {
-    @Option(name: .long, help: "The background session identifier (default: the CLI's own, ferry-cli).")
+    @Option(name: .long, help: ArgumentHelp("The background session identifier.", valueName: "id"))
     public var session: String = CLI.defaultSession
 
     public init() {}

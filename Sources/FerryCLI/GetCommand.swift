@@ -23,13 +23,13 @@ struct GetCommand: AsyncParsableCommand {
     @Argument(help: "http or https URLs.")
     var urls: [String]
 
-    @Option(name: .short, help: "Save to this file (one URL only).")
+    @Option(name: .short, help: ArgumentHelp("Save to this file (one URL only).", valueName: "file"))
     var output: String?
 
     @Flag(name: .customShort("O"), help: "Save under the remote name (the default).")
     var remoteName = false
 
-    @Option(name: .long, help: "Save into this directory under the remote names.")
+    @Option(name: .long, help: ArgumentHelp("Save into this directory under the remote names.", valueName: "directory"))
     var dir: String?
 
     @Flag(
@@ -38,13 +38,19 @@ struct GetCommand: AsyncParsableCommand {
     )
     var resume = false
 
-    @Option(name: .long, help: "Try again this many times after a network error (foreground).")
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Try again this many times after a network error (foreground).", valueName: "n")
+    )
     var retry = 0
 
-    @Option(name: .long, help: "Verify the file before success: sha256=HEX.")
+    @Option(name: .long, help: ArgumentHelp("Verify the file before success.", valueName: "sha256=hex"))
     var checksum: String?
 
-    @Option(name: .long, help: "Connections per download (segmented downloads are not available yet: 1).")
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Connections per download (segmented downloads are not available yet: 1).", valueName: "n")
+    )
     var connections = 1
 
     @Flag(name: .long, help: "Hand the downloads to ferryd and return at once, printing task ids.")
@@ -54,7 +60,10 @@ struct GetCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("on-complete"),
-        help: "With --background: a shell command ferryd runs when the session's tasks finish."
+        help: ArgumentHelp(
+            "With --background: a shell command ferryd runs when the session's tasks finish.",
+            valueName: "command"
+        )
     )
     var onComplete: String?
 

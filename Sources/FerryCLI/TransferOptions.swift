@@ -5,13 +5,22 @@ import Foundation
 
 /// Options of the commands that move bytes themselves (`get`, `put`).
 struct TransferOptions: ParsableArguments {
-    @Option(name: [.customShort("H"), .customLong("header")], help: "A request header, 'Name: value' (repeatable).")
+    @Option(
+        name: [.customShort("H"), .customLong("header")],
+        help: ArgumentHelp("A request header (repeatable).", valueName: "'Name: value'")
+    )
     var headers: [String] = []
 
-    @Option(name: .customLong("limit-rate"), help: "At most this many bytes a second: 500K, 2M, 1G (powers of 1024).")
+    @Option(
+        name: .customLong("limit-rate"),
+        help: ArgumentHelp("At most this many bytes a second: 500K, 2M, 1G (powers of 1024).", valueName: "rate")
+    )
     var limitRate: String?
 
-    @Option(name: .customLong("cacert"), help: "Also trust this PEM certificate (e.g. a test server's CA).")
+    @Option(
+        name: .customLong("cacert"),
+        help: ArgumentHelp("Also trust this PEM certificate (e.g. a test server's CA).", valueName: "file")
+    )
     var cacert: String?
 
     @Flag(name: [.short, .long], help: "No progress and no notes; errors only.")

@@ -144,8 +144,10 @@ import Glibc
             #expect(noDaemon.status == 5)
 
             let size = 2_000_000
+            let launched = directory + "/launched"
             let submit = try await cli.run([
                 "get", "--background", server.url("/bytes/\(size)?throttle=4000000"), "-o", "bg.bin",
+                "--on-complete", "echo $FERRY_SESSION >> \(launched)",
             ])
             #expect(submit.status == 0, "\(submit.stderr)")
             let identifier = submit.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -160,6 +162,9 @@ import Glibc
                 let wait = try await cli.run(["wait", identifier])
                 #expect(wait.status == 0, "\(wait.stderr)")
                 #expect(try fileSHA256(directory + "/bg.bin") == bytesSHA256(size))
+                // No client attaches to the CLI's session: its launch command runs for the finished batch.
+                try await waitUntil("the launch command runs") { FileManager.default.fileExists(atPath: launched) }
+                #expect(try String(contentsOfFile: launched, encoding: .utf8) == "ferry-cli\n")
 
                 // A failed task makes wait fail, and writes nothing.
                 let bad = try await cli.run(["get", "--background", server.url("/status/500"), "-o", "bad.bin"])
