@@ -113,7 +113,9 @@ struct ForegroundDownload {
                     continue
                 }
                 display.finish()
-                throw CLIFailure(error, context: url.absoluteString)
+                var failure = CLIFailure(error, context: url.absoluteString)
+                if error.resumeData != nil { failure.message += "; the partial download is kept: continue with -C" }
+                throw failure
             }
         }
         display.finish()

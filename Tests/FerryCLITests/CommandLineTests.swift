@@ -86,6 +86,32 @@ import Glibc
         }
     }
 
+    @Test func aCutDownloadKeepsItsDataForCOrRetriesItself() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let cli = CLIRunner(directory: directory)
+            let size = 2_000_000
+            // The first request of each key is cut after 600,000 bytes; the next is whole.
+            let cut = server.url("/bytes/\(size)?close_after=600000&only_first=1&key=cli-cut")
+            let first = try await cli.run(["get", cut, "-o", "cut.bin", "-q"])
+            #expect(first.status == 1)
+            #expect(first.errorLines.count == 1)
+            #expect(first.stderr.contains("continue with -C"))
+            let second = try await cli.run(["get", "-C", cut, "-o", "cut.bin", "--json"])
+            #expect(second.status == 0, "\(second.stderr)")
+            let reports = try JSONSerialization.jsonObject(with: Data(second.stdout.utf8)) as? [[String: Any]]
+            #expect((reports?.first?["resumedFrom"] as? Int ?? 0) > 0)
+            #expect(try fileSHA256(directory + "/cut.bin") == bytesSHA256(size))
+
+            let retried = server.url("/bytes/\(size)?close_after=600000&only_first=1&key=cli-retry")
+            let again = try await cli.run(["get", "--retry", "2", retried, "-o", "retried.bin"])
+            #expect(again.status == 0, "\(again.stderr)")
+            #expect(again.stderr.contains("try 2 in 1 s"))
+            #expect(try fileSHA256(directory + "/retried.bin") == bytesSHA256(size))
+        }
+    }
+
     @Test func aChecksumMismatchIsExitStatus3AndKeepsNothing() async throws {
         try await TestServer.withServer { server in
             let directory = try makeDirectory()
@@ -173,11 +199,23 @@ import Glibc
                 #expect(failed.stderr.contains("500"))
                 #expect(!FileManager.default.fileExists(atPath: directory + "/bad.bin"))
 
+                // An upload handed over the same way.
+                try Data(repeating: 7, count: 200_000).write(to: URL(fileURLWithPath: directory + "/up.bin"))
+                let put = try await cli.run(["put", "--background", "up.bin", server.url("/upload?keep=cli-bg")])
+                let putWait = try await cli.run(["wait", put.stdout.trimmingCharacters(in: .whitespacesAndNewlines)])
+                #expect(putWait.status == 0, "\(putWait.stderr)")
+                let back = try await cli.run(["get", server.url("/uploads/cli-bg"), "-o", "back.bin", "-q"])
+                #expect(back.status == 0)
+                #expect(
+                    try Data(contentsOf: URL(fileURLWithPath: directory + "/back.bin"))
+                        == Data(repeating: 7, count: 200_000)
+                )
+
                 let events = try await cli.run(["events"])
                 let kinds = events.stdout.split(separator: "\n").compactMap {
                     try? JSONDecoder().decode(BackgroundEvent.self, from: Data($0.utf8)).kind
                 }
-                #expect(kinds == [.didFinishDownloading, .didComplete, .didComplete])
+                #expect(kinds == [.didFinishDownloading, .didComplete, .didComplete, .didComplete])
                 #expect(try await cli.run(["events"]).stdout.isEmpty)
                 // The delivered file is the user's: acknowledging its event leaves it.
                 #expect(FileManager.default.fileExists(atPath: directory + "/bg.bin"))
