@@ -75,9 +75,15 @@ struct ForegroundDownload {
         events.didResume = { offset, _ in
             resumedFrom.withLock { $0 = offset }
         }
-        events.checkpoint = Downloader.Checkpoint(everyBytes: 8 << 20, everySeconds: 1) { data in
-            try Self.writeRecord(data, to: record)
+        let writer = ResumeRecordWriter(path: record)
+        // Written out every second (or 8 MiB); durable every 64th time, about every 512 MiB or minute
+        // (ResumeRecord says why).
+        var checkpoint = Downloader.Checkpoint(everyBytes: 8 << 20, everySeconds: 1) { data in
+            try writer.durable(data)
         }
+        checkpoint.durableEvery = 64
+        checkpoint.recordWritten = { data in try writer.written(data) }
+        events.checkpoint = checkpoint
 
         let downloader = Downloader(transport: transport)
         let started = ProgressDisplay.now()
@@ -94,7 +100,7 @@ struct ForegroundDownload {
                 )
                 break
             } catch let error as FerryError {
-                if let data = error.resumeData { try? Self.writeRecord(data, to: record) }
+                if let data = error.resumeData { try? writer.written(data) }
                 if interruption.happened {
                     display.finish()
                     throw CLIFailure(
@@ -192,11 +198,16 @@ struct ForegroundDownload {
             try? manager.removeItem(atPath: record)
             return nil
         }
-        guard let data = manager.contents(atPath: record),
-            var resumeData = try? JSONDecoder().decode(ResumeData.self, from: data)
-        else {
+        guard let saved = ResumeRecord.read(record) else {
             if !quiet {
                 CLI.note("no record of which version \(partial) holds; downloading from the start")
+            }
+            Self.remove(partial, record)
+            return nil
+        }
+        guard var resumeData = saved.trustworthy else {
+            if !quiet {
+                CLI.note("the machine restarted before \(partial) reached the disk; downloading from the start")
             }
             Self.remove(partial, record)
             return nil
@@ -222,12 +233,6 @@ struct ForegroundDownload {
         guard access(directory, W_OK) == 0 else {
             throw CLIFailure("cannot save into \(directory): \(String(cString: strerror(errno)))", status: .localFile)
         }
-    }
-
-    /// Writes the resume record beside the partial file, atomically.
-    static func writeRecord(_ data: ResumeData, to path: String) throws {
-        let encoded = try JSONEncoder().encode(data)
-        try encoded.write(to: URL(fileURLWithPath: path), options: .atomic)
     }
 
     private static func remove(_ paths: String...) {

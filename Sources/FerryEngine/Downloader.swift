@@ -52,6 +52,11 @@ public struct Downloader: Sendable {
         /// Called after the file is synchronized (fdatasync) up to `resumeData.bytesReceived`; typically
         /// records the offset in the daemon's database. A throw fails the download.
         public var record: @Sendable (_ resumeData: ResumeData) throws -> Void
+        /// Only every this many checkpoints is made durable; the others write out what is buffered (so
+        /// it survives the process, not a power loss) and go to ``recordWritten``. Default 1: all durable.
+        public var durableEvery = 1
+        /// Called at a checkpoint that is not durable, after the buffered bytes are written to the file.
+        public var recordWritten: (@Sendable (_ resumeData: ResumeData) throws -> Void)?
 
         /// A checkpoint every `everyBytes` or `everySeconds`, whichever comes first.
         public init(
@@ -253,6 +258,7 @@ public struct Downloader: Sendable {
             let gate = events.gate
             let checkpoint = events.checkpoint
             var lastCheckpoint = (bytes: sink.bytesAccepted, time: NIODeadline.now())
+            var checkpoints = 0
             for try await chunk in response.body {
                 if let gate, !gate.isOpen { try await gate.passThrough() }
                 try sink.append(chunk)
@@ -262,6 +268,15 @@ public struct Downloader: Sendable {
                     if sink.bytesAccepted - lastCheckpoint.bytes >= checkpoint.everyBytes
                         || now - lastCheckpoint.time >= .nanoseconds(Int64(checkpoint.everySeconds * 1e9))
                     {
+                        checkpoints += 1
+                        lastCheckpoint = (sink.bytesAccepted, now)
+                        if checkpoint.durableEvery > 1, checkpoints % checkpoint.durableEvery != 0,
+                            let recordWritten = checkpoint.recordWritten
+                        {
+                            try sink.flush()
+                            if let snapshot = resumeData() { try recordWritten(snapshot) }
+                            continue
+                        }
                         try await syncing?.value
                         let point = try sink.durabilityPoint()
                         let snapshot = resumeData()
@@ -272,7 +287,6 @@ public struct Downloader: Sendable {
                                 if let snapshot { try record(snapshot) }
                             }
                         }
-                        lastCheckpoint = (sink.bytesAccepted, now)
                     }
                 }
             }

@@ -144,3 +144,18 @@ import Testing
         #expect(statuses == [0, 1, 2, 3, 4, 5, 130])
     }
 }
+
+@Suite struct ResumeRecordTests {
+    func record(boot: String?, written: Int64, durable: Int64) -> ResumeRecordProbe.Record {
+        ResumeRecordProbe.make(bootID: boot, written: written, durable: durable)
+    }
+
+    @Test func writtenBytesAreTrustedOnTheSameBootOnly() throws {
+        let same = try #require(ResumeRecordProbe.currentBootID)
+        #expect(record(boot: same, written: 900, durable: 100).trustedBytes == 900)
+        // After a restart only what was synced counts; nothing synced: start over.
+        #expect(record(boot: "another-boot", written: 900, durable: 100).trustedBytes == 100)
+        #expect(record(boot: "another-boot", written: 900, durable: 0).trustedBytes == nil)
+        #expect(record(boot: nil, written: 900, durable: 300).trustedBytes == 300)
+    }
+}

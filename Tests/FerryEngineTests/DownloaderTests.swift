@@ -267,10 +267,9 @@ import Testing
     @Test func errorsSayWhatHappened() async throws {
         let transport = try AsyncHTTPClientTransport()
         defer { Task { try await transport.shutdown() } }
-        // A port nothing listens on: bind one, note it, close it.
-        let server = try await TestServer.start()
-        let port = server.port
-        try await server.shutdown()
+        // Port 1: nothing listens there (a freshly closed test server's port could be taken by another
+        // test's server running in parallel, which made this test pass a download once).
+        let port = 1
         let error = try await #require(throws: FerryError.self) {
             try await Downloader(transport: transport).download(
                 request("http://127.0.0.1:\(port)/bytes/1"),

@@ -1,0 +1,83 @@
+import FerryCore
+import Foundation
+import Synchronization
+
+/// The file beside a partial download (`NAME.ferry-resume`) that lets `-C` continue it safely.
+///
+/// Syncing the file to disk every second makes the download wait for the disk (measured, 1 GiB from
+/// 127.0.0.1: 3.96 s with a sync each second or 8 MiB, 1.70 s with one every 64th checkpoint, curl
+/// 1.16 s), so most checkpoints only write the buffered bytes out: they survive
+/// the process being killed, not the machine losing power. The record tells which is which: the bytes
+/// written out (trusted while the machine has not restarted since — the kernel's boot id says so) and
+/// the bytes made durable with fdatasync (trusted after a restart too). Neither ever claims bytes that
+/// are not in the file, so a continued download is never spliced onto zeros.
+struct ResumeRecord: Codable, Sendable {
+    /// The format's version.
+    var version = 1
+    /// The kernel's boot id when the record was written.
+    var bootID: String?
+    /// Where the download stood: its bytes are in the partial file, at least until a restart.
+    var resumeData: ResumeData
+    /// Bytes of the partial file made durable (fdatasync).
+    var durableBytes: Int64
+
+    /// This boot's id (`/proc/sys/kernel/random/boot_id`).
+    static let currentBootID: String? =
+        (try? String(
+            contentsOfFile: "/proc/sys/kernel/random/boot_id",
+            encoding: .utf8
+        ))?.trimmingCharacters(in: .whitespacesAndNewlines)
+
+    /// The resume data to trust now: all of it on the same boot, the durable bytes after a restart
+    /// (nil when none were).
+    var trustworthy: ResumeData? {
+        if let bootID, bootID == Self.currentBootID { return resumeData }
+        guard durableBytes > 0 else { return nil }
+        var durable = resumeData
+        durable.bytesReceived = min(durableBytes, resumeData.bytesReceived)
+        return durable
+    }
+
+    /// Reads a record; nil when there is none or it cannot be read.
+    static func read(_ path: String) -> ResumeRecord? {
+        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        return try? JSONDecoder().decode(ResumeRecord.self, from: data)
+    }
+}
+
+/// Writes a download's record as checkpoints come (from the transfer and from the sync thread), keeping
+/// the most advanced state of each kind.
+final class ResumeRecordWriter: Sendable {
+    private let path: String
+    private let state = Mutex<(written: ResumeData?, durable: Int64)>((nil, 0))
+
+    init(path: String) { self.path = path }
+
+    /// Bytes written out (not necessarily durable).
+    func written(_ data: ResumeData) throws {
+        try update { state in
+            if state.written.map({ $0.bytesReceived <= data.bytesReceived }) ?? true { state.written = data }
+        }
+    }
+
+    /// Bytes made durable.
+    func durable(_ data: ResumeData) throws {
+        try update { state in
+            state.durable = max(state.durable, data.bytesReceived)
+            if state.written.map({ $0.bytesReceived <= data.bytesReceived }) ?? true { state.written = data }
+        }
+    }
+
+    private func update(_ change: (inout (written: ResumeData?, durable: Int64)) -> Void) throws {
+        try state.withLock { state in
+            change(&state)
+            guard let written = state.written else { return }
+            let record = ResumeRecord(
+                bootID: ResumeRecord.currentBootID,
+                resumeData: written,
+                durableBytes: min(state.durable, written.bytesReceived)
+            )
+            try JSONEncoder().encode(record).write(to: URL(fileURLWithPath: path), options: .atomic)
+        }
+    }
+}
