@@ -2,6 +2,10 @@ import FerryCore
 import Foundation
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The file beside a partial download (`NAME.ferry-resume`) that lets `-C` continue it safely.
 ///
 /// Syncing the file to disk every second makes the download wait for the disk (measured, 1 GiB from
@@ -77,7 +81,31 @@ final class ResumeRecordWriter: Sendable {
                 resumeData: written,
                 durableBytes: min(state.durable, written.bytesReceived)
             )
-            try JSONEncoder().encode(record).write(to: URL(fileURLWithPath: path), options: .atomic)
+            var data = try JSONEncoder().encode(record)
+            // Padded (JSON allows trailing spaces) so that a later record fits in the same blocks.
+            if data.count < Self.recordSize {
+                data.append(contentsOf: repeatElement(0x20, count: Self.recordSize - data.count))
+            }
+            do {
+                try data.write(to: URL(fileURLWithPath: path), options: .atomic)
+            } catch {
+                // A full disk has no room for the new copy a safe replacement needs: overwrite the old
+                // record where it is (a crash in the middle leaves a record that does not parse, and -C
+                // then starts over — never a wrong offset).
+                try Self.overwrite(path, with: data, error: error)
+            }
         }
+    }
+
+    private static let recordSize = 4096
+
+    private static func overwrite(_ path: String, with data: Data, error: any Error) throws {
+        let descriptor = open(path, O_WRONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw error }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, Int(status.st_size) >= data.count else { throw error }
+        let written = data.withUnsafeBytes { pwrite(descriptor, $0.baseAddress!, data.count, 0) }
+        guard written == data.count else { throw error }
     }
 }

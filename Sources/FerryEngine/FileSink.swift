@@ -1,4 +1,5 @@
 import FerryCore
+import Foundation
 import NIOCore
 
 #if canImport(Glibc)
@@ -79,7 +80,7 @@ final class FileSink {
         try buffer.withUnsafeReadableBytes { bytes in
             var done = 0
             while done < bytes.count {
-                let written = pwrite(descriptor, bytes.baseAddress! + done, bytes.count - done, off_t(length))
+                let written = Self.write(descriptor, bytes.baseAddress! + done, bytes.count - done, at: length)
                 if written < 0 {
                     if errno == EINTR { continue }
                     let code = errno
@@ -91,6 +92,30 @@ final class FileSink {
             }
         }
     }
+
+    /// pwrite. In debug builds, a disk that fills up, for tests (docs/RELIABILITY.md): writes past
+    /// `FERRY_DEBUG_DISK_LIMIT` bytes of a file fail with ENOSPC as a full disk's would (the bytes that
+    /// fit are written).
+    private static func write(_ descriptor: Int32, _ pointer: UnsafeRawPointer, _ count: Int, at offset: Int64) -> Int {
+        #if DEBUG
+        if let limit = debugDiskLimit {
+            let fitting = Int(max(0, min(Int64(count), limit - offset)))
+            guard fitting > 0 else {
+                errno = ENOSPC
+                return -1
+            }
+            return pwrite(descriptor, pointer, fitting, off_t(offset))
+        }
+        #endif
+        return pwrite(descriptor, pointer, count, off_t(offset))
+    }
+
+    #if DEBUG
+    /// See ``write(_:_:_:at:)``: debug builds only.
+    static let debugDiskLimit: Int64? = ProcessInfo.processInfo.environment["FERRY_DEBUG_DISK_LIMIT"].flatMap(
+        Int64.init
+    )
+    #endif
 
     static func reason(_ code: Int32) -> String {
         String(cString: strerror(code))

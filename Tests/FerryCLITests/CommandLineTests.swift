@@ -112,6 +112,30 @@ import Glibc
         }
     }
 
+    @Test func aFullDiskIsExitStatus4AndKeepsWhatWasWritten() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let size = 3_000_000
+            let url = server.url("/bytes/\(size)")
+            // A debug build's disk that is full after 1,000,000 bytes of a file (FileSink).
+            let full = CLIRunner(environment: ["FERRY_DEBUG_DISK_LIMIT": "1000000"], directory: directory)
+            let first = try await full.run(["get", url, "-o", "f.bin", "-q"])
+            #expect(first.status == 4)
+            #expect(first.errorLines.count == 1)
+            #expect(first.stderr.contains("No space left on device"))
+            #expect(first.stderr.contains("continue with -C"))
+            let kept = try FileManager.default.attributesOfItem(atPath: directory + "/f.bin.ferry-part")[.size] as? Int
+            #expect(kept == 1_000_000)
+            // Space freed: -C continues from the bytes kept.
+            let second = try await CLIRunner(directory: directory).run(["get", "-C", url, "-o", "f.bin", "--json"])
+            #expect(second.status == 0, "\(second.stderr)")
+            let reports = try JSONSerialization.jsonObject(with: Data(second.stdout.utf8)) as? [[String: Any]]
+            #expect(reports?.first?["resumedFrom"] as? Int == 1_000_000)
+            #expect(try fileSHA256(directory + "/f.bin") == bytesSHA256(size))
+        }
+    }
+
     @Test func aChecksumMismatchIsExitStatus3AndKeepsNothing() async throws {
         try await TestServer.withServer { server in
             let directory = try makeDirectory()

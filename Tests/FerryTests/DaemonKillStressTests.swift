@@ -1,0 +1,100 @@
+import Ferry
+import FerryTestServer
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// ferryd SIGKILLed at random moments of a large download (issue 7): no task is lost, every file is
+/// exact, and each kill costs at most about one checkpoint interval of bytes fetched again.
+///
+/// The test command runs 20 kills; `FERRY_STRESS_KILLS=200 swift test --skip-build --filter
+/// DaemonKillStressTests` runs more (docs/RELIABILITY.md). `FERRY_STRESS_SEED` repeats a run.
+@Suite struct DaemonKillStressTests {
+    /// A small deterministic generator, so a failing run can be repeated from its printed seed.
+    struct SplitMix: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    @Test func randomKillsLoseNoTaskAndNoByte() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        let kills = environment["FERRY_STRESS_KILLS"].flatMap(Int.init) ?? 20
+        let seed = environment["FERRY_STRESS_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 1...UInt64.max / 2)
+        var random = SplitMix(state: seed)
+        let checkpoint = 256 * 1024
+        // Long enough that every kill lands mid-transfer: about 6 MB a kill at 8 MB/s.
+        let size = max(24_000_000, kills * 1_200_000)
+        let smallSizes = [300_000, 700_000]
+        try await TestServer.withServer { server in
+            try await withDaemon(environment: [
+                "FERRY_CHECKPOINT_BYTES": "\(checkpoint)", "FERRY_CHECKPOINT_SECONDS": "1000",
+                "FERRY_RETRY_BASE_DELAY": "0.05", "FERRY_THROUGHPUT_FLOOR": "0",
+            ]) { daemon in
+                let session = "t.stress"
+                var created: [(identifier: Int, size: Int, seed: Int)] = []
+                let big = try daemon.download(
+                    server.url("/bytes/\(size)?seed=91&throttle=8000000"),
+                    session: session,
+                    description: "big"
+                )
+                created.append((big.taskIdentifier, size, 91))
+                for (index, small) in smallSizes.enumerated() {
+                    let task = try daemon.download(
+                        server.url("/bytes/\(small)?seed=\(92 + index)&throttle=400000"),
+                        session: session,
+                        description: "small \(index)"
+                    )
+                    created.append((task.taskIdentifier, small, 92 + index))
+                }
+                var survived = 0
+                for _ in 0..<kills {
+                    let done = ((try? daemon.tasks(session)) ?? []).allSatisfy { $0.state == .completed }
+                    if done { break }
+                    try await Task.sleep(for: .milliseconds(Int64.random(in: 20...400, using: &random)))
+                    try await daemon.stop(signal: SIGKILL)
+                    survived += 1
+                    try daemon.start()
+                }
+                try await eventually("every task completes", within: 120) {
+                    ((try? daemon.tasks(session)) ?? []).allSatisfy { $0.state == .completed }
+                }
+                let tasks = try daemon.tasks(session)
+                let events: [BackgroundEvent] = try daemon.client.call("GET", "/v1/sessions/\(session)/events")
+                var verified = 0
+                var lost = 0
+                for expected in created {
+                    guard let task = tasks.first(where: { $0.taskIdentifier == expected.identifier }),
+                        task.error == nil,
+                        let location = events.first(where: {
+                            $0.kind == .didFinishDownloading && $0.task?.taskIdentifier == expected.identifier
+                        })?.location
+                    else {
+                        lost += 1
+                        continue
+                    }
+                    if try sha256(ofFile: location) == expectedSHA256(expected.size, seed: UInt64(expected.seed)) {
+                        verified += 1
+                    }
+                }
+                let served = server.counters.bodyBytesSent(path: "/bytes/\(size)")
+                let again = served - Int64(size)
+                print(
+                    "ferryd kills survived: \(survived), files verified: \(verified)/\(created.count), tasks lost: \(lost), bytes of the large file fetched again: \(again) (\(survived > 0 ? again / Int64(survived) : 0) a kill; checkpoint \(checkpoint)); seed \(seed)"
+                )
+                #expect(survived >= min(kills, 10), "seed \(seed)")
+                #expect(lost == 0, "seed \(seed)")
+                #expect(verified == created.count, "seed \(seed)")
+                #expect(again <= Int64(survived) * Int64(checkpoint + 512 * 1024), "seed \(seed)")
+            }
+        }
+    }
+}
