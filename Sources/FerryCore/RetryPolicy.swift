@@ -1,3 +1,5 @@
+public import Foundation
+
 /// When a background transfer that failed with a network error is tried again (S6.10): exponential
 /// backoff from ``baseDelay``, doubling up to ``maximumDelay``, for at most ``maximumAttempts`` tries.
 public struct RetryPolicy: Sendable, Hashable, Codable {
@@ -20,6 +22,31 @@ public struct RetryPolicy: Sendable, Hashable, Codable {
     public static func isRetryable(_ code: FerryError.Code) -> Bool {
         [.networkConnectionLost, .timedOut, .cannotConnectToHost, .cannotFindHost, .secureConnectionFailed]
             .contains(code)
+    }
+
+    /// The statuses whose `Retry-After` makes a background transfer wait and try again (RFC 9110
+    /// §10.2.3): 503 Service Unavailable and 429 Too Many Requests.
+    public static let busyStatuses: Set<Int> = [429, 503]
+
+    /// The longest `Retry-After` honoured; a longer one is taken as the response it came with.
+    public static let maximumRetryAfter = 3600.0
+
+    /// Seconds to wait from a `Retry-After` value at `now`: delay-seconds or an HTTP-date; nil when it
+    /// is neither, or further away than ``maximumRetryAfter``.
+    public static func retryAfter(_ value: String, now: Date) -> Double? {
+        let text = value.trimmingCharacters(in: .whitespaces)
+        let seconds: Double
+        if !text.isEmpty, text.allSatisfy({ $0.isASCII && $0.isNumber }), let number = Double(text) {
+            seconds = number
+        } else {
+            let formatter = DateFormatter()
+            formatter.locale = Locale(identifier: "en_US_POSIX")
+            formatter.timeZone = TimeZone(identifier: "GMT")
+            formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+            guard let date = formatter.date(from: text) else { return nil }
+            seconds = max(0, date.timeIntervalSince(now))
+        }
+        return seconds <= maximumRetryAfter ? seconds : nil
     }
 
     /// The delay before try number `attempt + 1`, after `attempt` failed tries; nil when no try is left.

@@ -157,7 +157,27 @@ actor Scheduler {
     /// Records how a run ended: the state change and its events in one transaction.
     private func settle(_ key: TaskKey, _ outcome: TransferRunner.Outcome, intent: Intent?) throws {
         let (session, identifier) = (key.session, key.identifier)
+        var outcome = outcome
+        if case .retryLater(_, let error) = outcome, intent != nil {
+            // The client's suspend or cancel (or a shutdown) came first.
+            outcome = .failed(error)
+        }
         switch outcome {
+        case .retryLater(let delay, let error):
+            let attempts = (failedAttempts[key] ?? 0) + 1
+            let stored = try store.task(session: session, identifier: identifier)
+            let pastDeadline = stored.resourceDeadline.map { $0 <= configuration.clock() } ?? false
+            if attempts < configuration.retry.maximumAttempts, !pastDeadline {
+                failedAttempts[key] = attempts
+                notBefore[key] = .now + .milliseconds(Int64(delay * 1000))
+                try store.transition(session: session, identifier: identifier, to: .pending)
+                logger.info("\(key): \(error.message); try \(attempts + 1) in \(delay) s")
+                return
+            }
+            failedAttempts[key] = nil
+            var failure = pastDeadline ? TransferRunner.resourceTimedOut(stored) : error
+            if failure.resumeData == nil { failure.resumeData = stored.resumeData }
+            try complete(key, error: failure, events: [])
         case .downloaded(let location):
             failedAttempts[key] = nil
             try complete(key, error: nil, events: [(.didFinishDownloading, Self.encode(location))])

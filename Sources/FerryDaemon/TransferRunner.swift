@@ -21,6 +21,8 @@ struct TransferRunner: Sendable {
         case uploaded
         /// The transfer failed or was stopped; partial data is checkpointed.
         case failed(FerryError)
+        /// The server is busy (503 or 429 with Retry-After): try again after `after` seconds.
+        case retryLater(after: Double, FerryError)
     }
 
     let task: StoredTask
@@ -125,6 +127,8 @@ struct TransferRunner: Sendable {
                 )
             )
         }
+        let lastResponse = Mutex<(status: Int, headers: Headers)?>(nil)
+        events.didReceiveResponse = { status, headers in lastResponse.withLock { $0 = (status, headers) } }
         let downloader = Downloader(transport: transport)
         let result: Downloader.Result
         do {
@@ -140,7 +144,32 @@ struct TransferRunner: Sendable {
             if error.resumeData == nil, let stored = try? store.task(session: session, identifier: identifier) {
                 error.resumeData = stored.resumeData
             }
+            // A continuation answered "busy, come back later": the partial data waits for it.
+            if let busy = lastResponse.withLock({ $0 }), let delay = retryDelay(busy.status, busy.headers) {
+                return .retryLater(after: delay, error)
+            }
             throw error
+        }
+        if let delay = retryDelay(result.status, result.headers) {
+            // "Busy, come back later": the body is the server's excuse, not the file.
+            try? FileManager.default.removeItem(atPath: partial)
+            try store.recordProgress(
+                session: session,
+                identifier: identifier,
+                partialPath: partial,
+                bytesReceived: 0,
+                expectedLength: nil,
+                entityTag: nil,
+                lastModified: nil
+            )
+            return .retryLater(
+                after: delay,
+                FerryError(
+                    .badServerResponse,
+                    "the server answered \(result.status) and asked to try again in \(Int(delay.rounded(.up))) s",
+                    failingURL: result.finalRequest.url.absoluteString
+                )
+            )
         }
         try store.recordResponse(
             session: session,
@@ -177,6 +206,12 @@ struct TransferRunner: Sendable {
         }
         try recordFinished(at: location, result)
         return .downloaded(location: location)
+    }
+
+    /// The wait a busy answer asks for (503 or 429 with a usable Retry-After), or nil.
+    private func retryDelay(_ status: Int, _ headers: Headers) -> Double? {
+        guard RetryPolicy.busyStatuses.contains(status), let value = headers["retry-after"] else { return nil }
+        return RetryPolicy.retryAfter(value, now: configuration.clock())
     }
 
     /// A task with a destination: a 2xx body replaces the destination (atomically when on the same file

@@ -31,6 +31,9 @@ public struct Downloader: Sendable {
             _ in
         }
 
+        /// Each final response head (after redirects), before its body is judged or written.
+        public var didReceiveResponse: @Sendable (_ status: Int, _ headers: Headers) -> Void = { _, _ in }
+
         /// A 401's challenge: a credential to send again with, or not (nil: the 401 is the response).
         public var didReceiveChallenge: (@Sendable (AuthenticationChallenge) async -> ChallengeDisposition)?
         /// Closed while the task is suspended: the body loop waits at the next chunk.
@@ -134,6 +137,7 @@ public struct Downloader: Sendable {
             let response = outcome.response
             current = outcome.request
             redirectCount += outcome.redirects
+            events.didReceiveResponse(response.status, response.headers)
             if outcome.refusedRedirect {
                 // The redirect response itself is the result, body and all.
                 let job = BodyJob(

@@ -30,4 +30,40 @@ import Testing
             }
         }
     }
+
+    @Test func aBusyServerIsTriedAgainWhenItSaysAndAnErrorAnswerIsTheResponse() async throws {
+        try await TestServer.withServer { server in
+            try await withDaemon { daemon in
+                let recorder = Recorder()
+                let session = Session(
+                    configuration: .background(identifier: "t.busy"),
+                    delegate: recorder,
+                    daemon: daemon.client
+                )
+                defer { session.finishTasksAndInvalidate() }
+                // Two "503, Retry-After: 1", then the file.
+                let busy = session.downloadTask(
+                    with: request(server.url("/bytes/200000?seed=6&fail=2&fail_status=503&retry_after=1&key=busy"))
+                )
+                // A 503 without Retry-After is the response (as URLSession delivers it), not retried.
+                let refused = session.downloadTask(
+                    with: request(server.url("/bytes/200001?fail=1&fail_status=503&retry_after=-1&key=refused"))
+                )
+                busy.resume()
+                refused.resume()
+                await busy.waitUntilFinished()
+                await refused.waitUntilFinished()
+                #expect(busy.error == nil)
+                #expect(busy.response?.statusCode == 200)
+                #expect(server.counters.requests(path: "/bytes/200000") == 3)
+                let finished = recorder.events.compactMap { event -> String? in
+                    if case .finished(let task, let sha, _) = event, task == busy.taskIdentifier { sha } else { nil }
+                }
+                #expect(finished == [expectedSHA256(200_000, seed: 6)])
+                #expect(refused.error == nil)
+                #expect(refused.response?.statusCode == 503)
+                #expect(server.counters.requests(path: "/bytes/200001") == 1)
+            }
+        }
+    }
 }
