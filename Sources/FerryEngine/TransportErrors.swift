@@ -46,6 +46,14 @@ enum TransportErrors {
             }
         }
         if error is NIOSSLError || error is BoringSSLError || error is NIOSSLExtraError {
+            // BoringSSL names a failed chain check CERTIFICATE_VERIFY_FAILED.
+            if String(describing: error).contains("CERTIFICATE_VERIFY_FAILED") {
+                return FerryError(
+                    .serverCertificateUntrusted,
+                    "the server's certificate is not trusted (\(error)); trust its CA to connect",
+                    failingURL: url
+                )
+            }
             return FerryError(.secureConnectionFailed, "TLS failed: \(error)", failingURL: url)
         }
         if let error = error as? IOError {
@@ -67,6 +75,10 @@ enum TransportErrors {
             }
         }
         if let error = error as? NIOConnectionError {
+            // The name did not resolve at all: no address was tried.
+            if error.connectionErrors.isEmpty, error.dnsAError != nil || error.dnsAAAAError != nil {
+                return FerryError(.cannotFindHost, "cannot find the host \(error.host)", failingURL: url)
+            }
             if error.connectionErrors.contains(where: { ($0.error as? IOError)?.errnoCode == ECONNREFUSED }) {
                 return FerryError(
                     .cannotConnectToHost,

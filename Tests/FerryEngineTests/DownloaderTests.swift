@@ -291,3 +291,50 @@ import Testing
         #expect(bad.code == .invalidHeader)
     }
 }
+
+@Suite struct DownloaderTrustTests {
+    @Test func anUntrustedCertificateIsNamedAsSuch() async throws {
+        try await TestServer.withServer { server in
+            // No extra trust roots: the test CA is unknown to this transport.
+            let transport = try AsyncHTTPClientTransport()
+            defer { Task { try await transport.shutdown() } }
+            let path = try temporaryPath()
+            let error = try await failingDownload(
+                Downloader(transport: transport),
+                server.url("/bytes/1000", on: .tls),
+                to: path
+            )
+            #expect(error.code == .serverCertificateUntrusted)
+            #expect(error.resumeData == nil)
+            #expect(!FileManager.default.fileExists(atPath: path))
+        }
+    }
+
+    @Test func aRangePastTheEndIsRefetchedWhole() async throws {
+        try await withServerAndTransport { server, transport in
+            let path = try temporaryPath()
+            let url = server.url("/bytes/100000?seed=12")
+            let downloader = Downloader(transport: transport)
+            let first = try await downloader.download(request(url), to: path, deadline: testDeadline)
+            // Resume data that claims more than the resource has: the server answers 416.
+            try Data(repeating: 0xEE, count: 150_000).write(to: URL(fileURLWithPath: path))
+            let claims = ResumeData(
+                originalRequest: request(url),
+                currentRequest: request(url),
+                bytesReceived: 150_000,
+                expectedLength: 150_000,
+                entityTag: first.headers["etag"],
+                lastModified: first.headers["last-modified"],
+                partialFilePath: path
+            )
+            let second = try await downloader.download(
+                request(url),
+                resumingFrom: claims,
+                to: path,
+                deadline: testDeadline
+            )
+            #expect(second.status == 200)
+            #expect(try sha256(ofFile: path) == expectedSHA256(100_000, seed: 12))
+        }
+    }
+}

@@ -122,6 +122,33 @@ import Glibc
         }
     }
 
+    /// Another user id cannot reach the daemon: a child process run as `nobody` (when the tests run as
+    /// root) fails to connect, while the same command as this user succeeds.
+    @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")))
+    func anotherUserCannotConnect() async throws {
+        try await withDaemon { daemon in
+            func curl(asNobody: Bool) throws -> Int32 {
+                let process = Process()
+                let command = [
+                    "curl", "-s", "-o", "/dev/null", "--max-time", "5", "--unix-socket", daemon.client.paths.socket,
+                    "http://ferryd/v1/daemon",
+                ]
+                process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+                process.arguments =
+                    asNobody
+                    ? ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] + command : command
+                try process.run()
+                process.waitUntilExit()
+                return process.terminationStatus
+            }
+            let asOwner = try curl(asNobody: false)
+            let asNobody = try curl(asNobody: true)
+            #expect(asOwner == 0)
+            // curl's 7: could not connect (permission denied on the directory and the socket).
+            #expect(asNobody == 7)
+        }
+    }
+
     @Test func aSecondDaemonForTheSameStateRefusesToStart() async throws {
         try await withDaemon { daemon in
             let second = Process()
