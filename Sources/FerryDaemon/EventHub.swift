@@ -2,6 +2,10 @@ import FerryCore
 import Foundation
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Who is attached to which session, and the signals their event streams wait on. At most one client
 /// attaches to an identifier at a time (S6.7). Publishing never blocks the caller: a transfer's progress
 /// goes into the attached stream's buffer, or nowhere when no client listens.
@@ -37,7 +41,15 @@ final class EventHub: Sendable {
     /// - Throws: ``FerryError/Code/backgroundSessionInUseByAnotherProcess`` when a client is attached.
     func attach(session: String, pid: Int32?) throws -> (id: UInt64, signals: AsyncStream<Signal>) {
         let (stream, continuation) = AsyncStream<Signal>.makeStream(bufferingPolicy: .bufferingNewest(4096))
-        let id = try state.withLock { state in
+        let (id, stale) = try state.withLock { state -> (UInt64, Attachment?) in
+            var stale: Attachment?
+            // A client killed a moment ago may not have been noticed yet (its stream ends at the next
+            // heartbeat): a holder whose process is gone gives way at once.
+            if let current = state.attachments[session], let holder = current.pid, kill(holder, 0) != 0,
+                errno == ESRCH
+            {
+                stale = state.attachments.removeValue(forKey: session)
+            }
             if let current = state.attachments[session] {
                 let who = current.pid.map { "process \($0)" } ?? "another process"
                 throw FerryError(
@@ -49,8 +61,9 @@ final class EventHub: Sendable {
             state.nextID += 1
             state.attachments[session] = Attachment(id: id, pid: pid, continuation: continuation)
             state.lastClient[session] = pid
-            return id
+            return (id, stale)
         }
+        stale?.continuation.finish()
         return (id, stream)
     }
 

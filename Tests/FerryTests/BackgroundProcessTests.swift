@@ -243,6 +243,68 @@ import Glibc
         }
     }
 
+    /// Events being delivered when the client (`killDaemon: false`) or the daemon and then the client
+    /// (`killDaemon: true`) are SIGKILLed: nothing acknowledged is lost, so the next client gets every
+    /// event, in order (the one in delivery again: at least once).
+    private func eventsSurviveAKillDuringDelivery(killDaemon: Bool) async throws {
+        try await TestServer.withServer { server in
+            try await withDaemon { daemon in
+                let session = killDaemon ? "t.killdelivery.daemon" : "t.killdelivery.client"
+                var identifiers: [Int] = []
+                for index in 0..<3 {
+                    let created = try daemon.download(server.url("/bytes/\(1000 + index)"), session: session)
+                    identifiers.append(created.taskIdentifier)
+                }
+                try await eventually("the downloads complete") {
+                    (try? daemon.tasks(session))?.allSatisfy { $0.state == .completed } == true
+                }
+                let mark = daemon.home + "/delivering.mark"
+                let child = try Self.spawnChild(
+                    [
+                        "FERRY_TEST_BG_HOME": daemon.home, "FERRY_TEST_BG_SESSION": session,
+                        "FERRY_TEST_BG_MARK": mark,
+                    ],
+                    role: "attachAndStall"
+                )
+                try await eventually("the child is inside its first callback", within: 30) {
+                    FileManager.default.fileExists(atPath: mark)
+                }
+                if killDaemon {
+                    try await daemon.stop(signal: SIGKILL)
+                    try daemon.start()
+                }
+                kill(child.processIdentifier, SIGKILL)
+                child.waitUntilExit()
+
+                let recorder = Recorder()
+                let attached = Session(
+                    configuration: .background(identifier: session),
+                    delegate: recorder,
+                    daemon: daemon.client
+                )
+                defer { attached.finishTasksAndInvalidate() }
+                try await eventually("the replay ends", within: 30) { recorder.events.contains(.finishedEvents) }
+                let order = recorder.events.compactMap { event -> String? in
+                    switch event {
+                    case .finished(let task, _, _): "finished \(task)"
+                    case .complete(let task, let error): "complete \(task) \(error.map { "\($0)" } ?? "ok")"
+                    case .finishedEvents: "end"
+                    default: nil
+                    }
+                }
+                #expect(order == identifiers.flatMap { ["finished \($0)", "complete \($0) ok"] } + ["end"])
+            }
+        }
+    }
+
+    @Test func aClientKilledWhileEventsAreDeliveredLosesNone() async throws {
+        try await eventsSurviveAKillDuringDelivery(killDaemon: false)
+    }
+
+    @Test func aDaemonKilledBetweenJournalAndAcknowledgementLosesNone() async throws {
+        try await eventsSurviveAKillDuringDelivery(killDaemon: true)
+    }
+
     // MARK: The child process
 
     /// The child's part: create a background download, say its identifier, wait to be killed.
@@ -267,13 +329,37 @@ import Glibc
         try await Task.sleep(for: .seconds(120))
     }
 
-    private static func spawnChild(_ variables: [String: String]) throws -> Process {
+    /// The child's part: attach, and stay inside the first didFinishDownloadingTo (after saying so) until
+    /// killed.
+    @Test(.enabled(if: ProcessInfo.processInfo.environment[roleVariable] == "attachAndStall"))
+    func childAttachesAndStallsInACallback() async throws {
+        final class Stall: DownloadDelegate, Sendable {
+            let mark: String
+            init(mark: String) { self.mark = mark }
+            func session(_ session: Session, downloadTask: DownloadTask, didFinishDownloadingTo location: URL) async {
+                try? "in".write(toFile: mark, atomically: true, encoding: .utf8)
+                try? await Task.sleep(for: .seconds(120))
+            }
+        }
+        let environment = ProcessInfo.processInfo.environment
+        let home = try #require(environment["FERRY_TEST_BG_HOME"])
+        let session = Session(
+            configuration: .background(identifier: try #require(environment["FERRY_TEST_BG_SESSION"])),
+            delegate: Stall(mark: try #require(environment["FERRY_TEST_BG_MARK"])),
+            daemon: DaemonClient(paths: try DaemonPaths(environment: ["FERRY_HOME": home]))
+        )
+        _ = session
+        try await Task.sleep(for: .seconds(120))
+    }
+
+    private static func spawnChild(_ variables: [String: String], role: String = "createAndHang") throws -> Process {
         let child = Process()
         child.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        child.arguments = ["--testing-library", "swift-testing", "--filter", "childCreatesADownloadAndHangs"]
+        let test = role == "createAndHang" ? "childCreatesADownloadAndHangs" : "childAttachesAndStallsInACallback"
+        child.arguments = ["--testing-library", "swift-testing", "--filter", test]
         var environment = ProcessInfo.processInfo.environment
         environment.merge(variables) { _, new in new }
-        environment[roleVariable] = "createAndHang"
+        environment[roleVariable] = role
         child.environment = environment
         child.standardOutput = FileHandle.nullDevice
         child.standardError = FileHandle.nullDevice
