@@ -334,6 +334,16 @@ struct TransferRunner: Sendable {
         guard case .loaded(let loaded) = result else {
             throw FerryError(.unknown, "the upload's response became a download unexpectedly")
         }
+        if let delay = retryDelay(loaded.status, loaded.headers) {
+            return .retryLater(
+                after: delay,
+                FerryError(
+                    .badServerResponse,
+                    "the server answered \(loaded.status) and asked to send again in \(Int(delay.rounded(.up))) s",
+                    failingURL: loaded.finalRequest.url.absoluteString
+                )
+            )
+        }
         let size = length ?? sent.withLock { $0 }
         var finished = info
         finished.state = .running

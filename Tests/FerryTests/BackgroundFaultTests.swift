@@ -66,4 +66,47 @@ import Testing
             }
         }
     }
+
+    @Test func uploadsAreRetriedAfterRefusedConnectionsAndBusyAnswers() async throws {
+        try await TestServer.withServer { server in
+            try await withDaemon(environment: ["FERRY_RETRY_BASE_DELAY": "0.1"]) { daemon in
+                let file = try temporaryDirectory().appendingPathComponent("up.bin")
+                let body = Data((0..<150_000).map { UInt8(truncatingIfNeeded: $0 &* 13) })
+                try body.write(to: file)
+                let recorder = Recorder()
+                let session = Session(
+                    configuration: .background(identifier: "t.upfaults"),
+                    delegate: recorder,
+                    daemon: daemon.client
+                )
+                defer { session.finishTasksAndInvalidate() }
+                // "503, Retry-After: 1" once, then stored.
+                var busy = request(server.url("/upload?keep=busy-up&fail=1&fail_status=503&retry_after=1&key=busy-up"))
+                busy.method = "PUT"
+                let task = session.uploadTask(with: busy, fromFile: file)
+                // Nothing listens on port 1: refused, retried with backoff, then given up on.
+                var refused = request("http://127.0.0.1:1/upload")
+                refused.method = "PUT"
+                let lost = session.uploadTask(with: refused, fromFile: file)
+                task.resume()
+                lost.resume()
+                await task.waitUntilFinished()
+                #expect(task.error == nil)
+                #expect(task.response?.statusCode == 201)
+                #expect(server.counters.requests(path: "/upload") == 2)
+                let plain = try makeSession(trusting: server)
+                defer { plain.invalidateAndCancel() }
+                let (kept, _) = try await plain.data(for: request(server.url("/uploads/busy-up")))
+                #expect(kept == body)
+                // The refused upload is still being retried (12 tries over minutes); cancel it.
+                let state = try #require(
+                    try daemon.tasks("t.upfaults").first { $0.taskIdentifier == lost.taskIdentifier }
+                )
+                #expect(state.state != .completed)
+                lost.cancel()
+                await lost.waitUntilFinished()
+                #expect(lost.error?.code == .cancelled)
+            }
+        }
+    }
 }
