@@ -117,6 +117,17 @@ actor Scheduler {
         let key = task.key
         guard running[key] == nil else { return }
         notBefore[key] = nil
+        if let file = TransferRunner.finishedFile(of: task, configuration) {
+            // Finished before the daemon died, not yet recorded as such: hand it over now.
+            do {
+                try complete(key, error: nil, events: [(.didFinishDownloading, Self.encode(file))])
+                logger.info("\(key) had finished before the restart: \(file)")
+            } catch {
+                logger.error("cannot complete \(key): \(error)")
+            }
+            Task { await onEventsJournaled(key.session) }
+            return
+        }
         do {
             try store.transition(session: key.session, identifier: key.identifier, to: .running)
         } catch {

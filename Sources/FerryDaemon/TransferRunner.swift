@@ -68,8 +68,36 @@ struct TransferRunner: Sendable {
         return error
     }
 
-    /// The name stem of this task's files: unique per session and task, safe for any identifier.
-    private var fileStem: String {
+    /// Where a finished download is handed over: a name of its own, known before the move, so that a
+    /// daemon killed between the move and its record finds the file instead of fetching it again.
+    static func deliveryPath(of task: StoredTask, _ configuration: DaemonConfiguration) -> String {
+        configuration.paths.deliveryDirectory + "/\(fileStem(of: task)).download"
+    }
+
+    /// A download that finished before the daemon died but was not recorded as completed: its file is
+    /// in place, whole. Only a finished download is ever renamed there, so its presence is the proof.
+    static func finishedFile(of task: StoredTask, _ configuration: DaemonConfiguration) -> String? {
+        guard task.kind == .download, task.state != .completed else { return nil }
+        var candidates = [deliveryPath(of: task, configuration)]
+        // Recorded at the delivery path (or the destination) with every byte: the move was recorded.
+        if let recorded = task.partialPath, recorded != candidates[0], recorded == task.destination,
+            task.expectedLength == task.bytesReceived, task.bytesReceived > 0
+        {
+            candidates.append(recorded)
+        }
+        for path in candidates {
+            guard let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber else {
+                continue
+            }
+            if path == candidates[0] || size.int64Value == task.bytesReceived { return path }
+        }
+        return nil
+    }
+
+    private var fileStem: String { Self.fileStem(of: task) }
+
+    /// The name stem of a task's files: unique per session and task, safe for any identifier.
+    private static func fileStem(of task: StoredTask) -> String {
         let safe = task.session.unicodeScalars.map { scalar -> String in
             CharacterSet.alphanumerics.contains(scalar) || scalar == "." || scalar == "-" ? String(scalar) : "_"
         }.joined()
@@ -198,7 +226,7 @@ struct TransferRunner: Sendable {
         }
         // Hand over: the file is made durable and moved out of the partial directory (S6.9).
         try synchronize(path: partial)
-        let location = configuration.paths.deliveryDirectory + "/\(fileStem)-\(UUID().uuidString).download"
+        let location = Self.deliveryPath(of: task, configuration)
         do {
             try FileManager.default.moveItem(atPath: partial, toPath: location)
         } catch {
