@@ -47,6 +47,13 @@ import Testing
         let other = Redirect.follow(authorized, status: 302, location: "http://h:9090/b")
         #expect(other?.headers["authorization"] == nil)
         #expect(other?.headers["cookie"] == nil)
+        // https to http on the same host is another origin too: followed (as URLSession and curl -L do),
+        // without the credentials.
+        let secure = request("https://h/a", headers: [("Authorization", "Basic x"), ("Cookie", "a=1")])
+        let downgraded = Redirect.follow(secure, status: 302, location: "http://h/b")
+        #expect(downgraded?.url.absoluteString == "http://h/b")
+        #expect(downgraded?.headers["authorization"] == nil)
+        #expect(downgraded?.headers["cookie"] == nil)
     }
 
     @Test func ignoresWhatIsNotARedirect() {
