@@ -6,6 +6,8 @@ import Foundation
 ///
 ///     ferry-bench download URL PATH     one download through Session, moved to PATH
 ///     ferry-bench gets URL COUNT        COUNT sequential GETs of URL through one Session
+///     ferry-bench gets-parallel URL COUNT WIDTH   COUNT GETs, WIDTH in flight at once
+///     ferry-bench discard URL           one GET whose body is read and thrown away
 ///     ferry-bench background-download URL PATH   one download through ferryd (a background session)
 ///     ferry-bench background-submit URL COUNT    COUNT downloads created in ferryd, timed
 @main
@@ -19,6 +21,13 @@ struct FerryBench {
             case ("gets", 3):
                 guard let count = Int(arguments[2]), count > 0 else { throw usage() }
                 try await gets(arguments[1], count: count)
+            case ("gets-parallel", 4):
+                guard let count = Int(arguments[2]), count > 0, let width = Int(arguments[3]), width > 0 else {
+                    throw usage()
+                }
+                try await parallelGets(arguments[1], count: count, width: width)
+            case ("discard", 2):
+                try await discard(arguments[1])
             case ("background-download", 3):
                 try await backgroundDownload(arguments[1], to: arguments[2])
             case ("background-submit", 3):
@@ -36,7 +45,7 @@ struct FerryBench {
     static func usage() -> FerryError {
         FerryError(
             .invalidOperation,
-            "usage: ferry-bench download URL PATH | gets URL COUNT | background-download URL PATH | background-submit URL COUNT"
+            "usage: ferry-bench download URL PATH | gets URL COUNT | gets-parallel URL COUNT WIDTH | discard URL | background-download URL PATH | background-submit URL COUNT"
         )
     }
 
@@ -54,6 +63,50 @@ struct FerryBench {
         try? FileManager.default.removeItem(atPath: path)
         try FileManager.default.moveItem(at: file, to: URL(fileURLWithPath: path))
         let size = (try FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value ?? 0
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        print("status=\(response.statusCode) bytes=\(size) seconds=\(seconds) MBps=\(Double(size) / seconds / 1e6)")
+    }
+
+    static func parallelGets(_ text: String, count: Int, width: Int) async throws {
+        var configuration = SessionConfiguration.ephemeral
+        configuration.httpMaximumConnectionsPerHost = width
+        let session = Session(configuration: configuration)
+        defer { session.invalidateAndCancel() }
+        let request = Request(url: try url(text))
+        let start = ContinuousClock.now
+        let bytes = try await withThrowingTaskGroup(of: Int.self) { group in
+            var started = 0
+            var total = 0
+            func add() {
+                group.addTask {
+                    let (data, response) = try await session.data(for: request)
+                    guard response.statusCode == 200 else {
+                        throw FerryError(.badServerResponse, "status \(response.statusCode)")
+                    }
+                    return data.count
+                }
+                started += 1
+            }
+            while started < min(width, count) { add() }
+            while let done = try await group.next() {
+                total += done
+                if started < count { add() }
+            }
+            return total
+        }
+        let elapsed = ContinuousClock.now - start
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        print("requests=\(count) bytes=\(bytes) seconds=\(seconds) rps=\(Double(count) / seconds)")
+    }
+
+    static func discard(_ text: String) async throws {
+        let session = Session(configuration: .ephemeral)
+        defer { session.invalidateAndCancel() }
+        let start = ContinuousClock.now
+        let (bytes, response) = try await session.bytes(from: try url(text))
+        var size = 0
+        for try await chunk in bytes.chunks { size += chunk.count }
+        let elapsed = ContinuousClock.now - start
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         print("status=\(response.statusCode) bytes=\(size) seconds=\(seconds) MBps=\(Double(size) / seconds / 1e6)")
     }

@@ -1,0 +1,85 @@
+// Foundation's URLSession (FoundationNetworking) on the benchmark work (modes as ferry-bench);
+// prints the same key=value line.
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+func seconds(since start: ContinuousClock.Instant) -> Double {
+    let elapsed = ContinuousClock.now - start
+    return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+}
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+let configuration = URLSessionConfiguration.ephemeral
+configuration.httpMaximumConnectionsPerHost = 16
+let session = URLSession(configuration: configuration)
+
+func check(_ response: URLResponse) throws {
+    guard (response as? HTTPURLResponse)?.statusCode == 200 else { throw URLError(.badServerResponse) }
+}
+
+do {
+    switch (arguments.first, arguments.count) {
+    case ("download", 3):
+        let start = ContinuousClock.now
+        let (file, response) = try await session.download(from: URL(string: arguments[1])!)
+        try check(response)
+        try? FileManager.default.removeItem(atPath: arguments[2])
+        try FileManager.default.moveItem(at: file, to: URL(fileURLWithPath: arguments[2]))
+        let time = seconds(since: start)
+        let size = (try FileManager.default.attributesOfItem(atPath: arguments[2])[.size] as? NSNumber)?.intValue ?? 0
+        print("bytes=\(size) seconds=\(time) MBps=\(Double(size) / time / 1e6)")
+    case ("discard", 2):
+        // dataTask keeps the body in memory; bytes(from:) is not available on Linux: count via a delegate.
+        final class Counter: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+            var size = 0
+            let done = DispatchSemaphore(value: 0)
+            func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) { size += data.count }
+            func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: Error?) { done.signal() }
+        }
+        let counter = Counter()
+        let streaming = URLSession(configuration: configuration, delegate: counter, delegateQueue: nil)
+        let start = ContinuousClock.now
+        streaming.dataTask(with: URL(string: arguments[1])!).resume()
+        counter.done.wait()
+        let time = seconds(since: start)
+        print("bytes=\(counter.size) seconds=\(time) MBps=\(Double(counter.size) / time / 1e6)")
+    case ("gets", 3):
+        let count = Int(arguments[2])!
+        let url = URL(string: arguments[1])!
+        let start = ContinuousClock.now
+        for _ in 0..<count {
+            let (_, response) = try await session.data(from: url)
+            try check(response)
+        }
+        let time = seconds(since: start)
+        print("requests=\(count) seconds=\(time) rps=\(Double(count) / time)")
+    case ("gets-parallel", 4):
+        let count = Int(arguments[2])!
+        let width = Int(arguments[3])!
+        let url = URL(string: arguments[1])!
+        let start = ContinuousClock.now
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            var started = 0
+            func add() {
+                group.addTask {
+                    let (_, response) = try await session.data(from: url)
+                    try check(response)
+                }
+                started += 1
+            }
+            while started < min(width, count) { add() }
+            while try await group.next() != nil, started < count { add() }
+            try await group.waitForAll()
+        }
+        let time = seconds(since: start)
+        print("requests=\(count) seconds=\(time) rps=\(Double(count) / time)")
+    default:
+        FileHandle.standardError.write(Data("usage: urlsession-bench download URL PATH | discard URL | gets URL N | gets-parallel URL N W\n".utf8))
+        exit(2)
+    }
+} catch {
+    FileHandle.standardError.write(Data("urlsession-bench: \(error)\n".utf8))
+    exit(1)
+}

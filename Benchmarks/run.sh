@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# Ferry against curl, aria2, wget, AsyncHTTPClient and Foundation's URLSession on the same work, from
+# release builds, interleaved, every output verified. Prints one table of medians (min–max), CPU seconds,
+# peak RSS and Ferry/peer ratios. docs/BENCHMARKS.md explains the figures.
+#
+#   Benchmarks/run.sh [ROUNDS]        (default 5; installs nginx, curl, aria2, wget from Debian if missing)
+#
+# Server: nginx on 127.0.0.1 (sendfile, one worker) serving a 1 GiB file of random bytes and a 1 KiB
+# file. The background rows use ferryd with a FERRY_HOME of their own.
+set -euo pipefail
+rounds=${1:-5}
+cd "$(dirname "$0")/.."
+root=$PWD
+
+need=()
+for tool in nginx:nginx curl:curl aria2c:aria2 wget:wget; do
+    command -v "${tool%%:*}" >/dev/null 2>&1 || [ -x "/usr/sbin/${tool%%:*}" ] || need+=("${tool##*:}")
+done
+if [ ${#need[@]} -gt 0 ]; then
+    echo "installing from Debian: ${need[*]}" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+nginx=$(command -v nginx || echo /usr/sbin/nginx)
+
+echo "building (release)..." >&2
+for product in ferry ferryd ferry-bench; do swift build -c release --product "$product" >/dev/null; done
+(cd Benchmarks/Peers && swift build -c release >/dev/null)
+bin=$root/.build/release
+peers=$root/Benchmarks/Peers/.build/release
+
+work=$(mktemp -d /tmp/ferry-bench-XXXXXX)
+cleanup() {
+    [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null || true
+    FERRY_HOME=$work/home "$bin/ferry" daemon stop >/dev/null 2>&1 || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+mkdir -p "$work/www" "$work/home" "$work/out"
+head -c 1073741824 /dev/urandom >"$work/www/big.bin"
+head -c 1024 /dev/urandom >"$work/www/small.bin"
+# nginx's worker may run as another user (www-data when started as root): let it read the files.
+chmod 755 "$work" "$work/www"; chmod 644 "$work/www/big.bin" "$work/www/small.bin"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+cat >"$work/nginx.conf" <<CONF
+worker_processes 1;
+pid $work/nginx.pid;
+error_log $work/nginx.err;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    sendfile on;
+    tcp_nopush on;
+    keepalive_requests 100000;
+    client_body_temp_path $work/tmp;
+    proxy_temp_path $work/tmp; fastcgi_temp_path $work/tmp; uwsgi_temp_path $work/tmp; scgi_temp_path $work/tmp;
+    server {
+        listen 127.0.0.1:$port;
+        root $work/www;
+        # For the queued background tasks: 1 kB/s a connection.
+        location /slow/ { alias $work/www/; limit_rate 1000; }
+    }
+}
+CONF
+mkdir -p "$work/tmp"
+"$nginx" -c "$work/nginx.conf" -e "$work/nginx.err"
+for _ in $(seq 100); do curl -sf -o /dev/null "http://127.0.0.1:$port/small.bin" && break; sleep 0.05; done
+big="http://127.0.0.1:$port/big.bin"
+small="http://127.0.0.1:$port/small.bin"
+for _ in $(seq 2000); do printf 'url = "%s"\noutput = "/dev/null"\n' "$small"; done >"$work/curl.list"
+export FERRY_HOME=$work/home
+
+# measure NAME WORK-UNITS COMMAND...: runs it under /usr/bin/time; records "rate cpu rss" for NAME.
+measure() {
+    local name=$1 units=$2; shift 2
+    local timing=$work/timing
+    /usr/bin/time -f "%e %U %S %M" -o "$timing" "$@" >"$work/last.out" 2>"$work/last.err" || {
+        echo "$name failed:" >&2; cat "$work/last.err" >&2; exit 1
+    }
+    read -r wall user sys rss <"$timing"
+    echo "$(echo "$units / $wall" | bc -l) $(echo "$user + $sys" | bc -l) $rss" >>"$work/$name"
+}
+verify() {
+    cmp -s "$1" "$work/www/big.bin" || { echo "$2: the downloaded file differs from the served one" >&2; exit 1; }
+    rm -f "$1"
+}
+MB=1073.741824  # the 1 GiB file in MB: rates below are MB/s
+
+for round in $(seq "$rounds"); do
+    echo "round $round of $rounds" >&2
+    # 1 GiB to disk
+    measure disk.ferry-cli $MB "$bin/ferry" get -q "$big" -o "$work/out/f"; verify "$work/out/f" ferry
+    measure disk.ferry-lib $MB "$bin/ferry-bench" download "$big" "$work/out/l"; verify "$work/out/l" ferry-bench
+    measure disk.curl $MB curl -s -o "$work/out/c" "$big"; verify "$work/out/c" curl
+    measure disk.aria2 $MB aria2c -q -x1 -s1 --allow-overwrite=true --file-allocation=none -d "$work/out" -o a "$big"; verify "$work/out/a" aria2c
+    measure disk.wget $MB wget -q -O "$work/out/w" "$big"; verify "$work/out/w" wget
+    measure disk.ahc $MB "$peers/ahc-bench" download "$big" "$work/out/h"; verify "$work/out/h" ahc-bench
+    measure disk.urlsession $MB "$peers/urlsession-bench" download "$big" "$work/out/u"; verify "$work/out/u" urlsession-bench
+    measure disk.ferryd $MB "$bin/ferry-bench" background-download "$big" "$work/out/d"; verify "$work/out/d" ferryd
+    # 1 GiB discarded (the byte count is checked)
+    measure null.ferry-lib $MB "$bin/ferry-bench" discard "$big"; grep -q "bytes=1073741824" "$work/last.out"
+    measure null.curl $MB curl -s -o /dev/null "$big"
+    measure null.ahc $MB "$peers/ahc-bench" discard "$big"; grep -q "bytes=1073741824" "$work/last.out"
+    measure null.urlsession $MB "$peers/urlsession-bench" discard "$big"; grep -q "bytes=1073741824" "$work/last.out"
+    # 2,000 small GETs, sequential and 16 in flight
+    measure seq.ferry-lib 2000 "$bin/ferry-bench" gets "$small" 2000
+    measure seq.curl 2000 curl -s -K "$work/curl.list"
+    measure seq.ahc 2000 "$peers/ahc-bench" gets "$small" 2000
+    measure seq.urlsession 2000 "$peers/urlsession-bench" gets "$small" 2000
+    measure par.ferry-lib 2000 "$bin/ferry-bench" gets-parallel "$small" 2000 16
+    measure par.curl 2000 curl -s --parallel --parallel-max 16 -K "$work/curl.list"
+    measure par.ahc 2000 "$peers/ahc-bench" gets-parallel "$small" 2000 16
+    measure par.urlsession 2000 "$peers/urlsession-bench" gets-parallel "$small" 2000 16
+done
+
+# 10,000 background tasks: submit rate, ferryd's RSS with them queued, restart to serving.
+"$bin/ferry" daemon stop >/dev/null 2>&1 || true
+rm -rf "$FERRY_HOME"; mkdir -p "$FERRY_HOME"
+submit=$("$bin/ferry-bench" background-submit "http://127.0.0.1:$port/slow/big.bin" 10000 | sed -n 's/.*perSecond=\([0-9.]*\).*/\1/p')
+ferryd_pid=$("$bin/ferry" daemon status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
+ferryd_rss=$(awk '/VmRSS/ {print $2}' "/proc/$ferryd_pid/status")
+kill -TERM "$ferryd_pid"; while kill -0 "$ferryd_pid" 2>/dev/null; do sleep 0.02; done
+start=$(date +%s%N)
+"$bin/ferry" daemon start >/dev/null
+restart_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+
+python3 - "$work" "$rounds" "$submit" "$ferryd_rss" "$restart_ms" <<'PY'
+import os, statistics, sys
+work, rounds, submit, rss, restart = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+def load(name):
+    rows = [list(map(float, line.split())) for line in open(os.path.join(work, name))]
+    rates = [r[0] for r in rows]
+    return statistics.median(rates), min(rates), max(rates), statistics.median(r[1] for r in rows), max(r[2] for r in rows)
+groups = [
+    ("1 GiB GET to disk (MB/s)", "disk", ["ferry-cli", "ferry-lib", "ferryd", "curl", "aria2", "wget", "ahc", "urlsession"], "curl"),
+    ("1 GiB GET, body discarded (MB/s)", "null", ["ferry-lib", "curl", "ahc", "urlsession"], "curl"),
+    ("2,000 x 1 KiB GETs, sequential (req/s)", "seq", ["ferry-lib", "curl", "ahc", "urlsession"], "curl"),
+    ("2,000 x 1 KiB GETs, 16 in flight (req/s)", "par", ["ferry-lib", "curl", "ahc", "urlsession"], "curl"),
+]
+print(f"\nmedians of {rounds} interleaved rounds; nginx on 127.0.0.1\n")
+print("| work | program | median | min–max | CPU s | peak RSS MB | vs " + "reference |")
+print("| --- | --- | --- | --- | --- | --- | --- |")
+for title, key, names, reference in groups:
+    ref = load(f"{key}.{reference}")[0]
+    for name in names:
+        med, lo, hi, cpu, peak = load(f"{key}.{name}")
+        print(f"| {title} | {name} | {med:,.0f} | {lo:,.0f}–{hi:,.0f} | {cpu:.2f} | {peak/1024:.1f} | {med/ref:.2f}× {reference} |")
+lib = load("disk.ferry-lib")[0]; daemon = load("disk.ferryd")[0]
+print(f"| 1 GiB through ferryd vs in-process | ferryd | {daemon:,.0f} | | | | {daemon/lib:.2f}× ferry-lib |")
+print(f"| 10,000 background tasks | ferryd | submitted at {submit:,.0f}/s | RSS {rss/1024:.0f} MB | restart to serving {restart} ms | | |")
+PY
