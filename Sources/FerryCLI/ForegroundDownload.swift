@@ -76,12 +76,11 @@ struct ForegroundDownload {
             resumedFrom.withLock { $0 = offset }
         }
         let writer = ResumeRecordWriter(path: record)
-        // Written out every second (or 8 MiB); durable every 64th time, about every 512 MiB or minute
-        // (ResumeRecord says why).
+        // Written out every second (or 8 MiB); made durable at most every 30 s (ResumeRecord says why).
         var checkpoint = Downloader.Checkpoint(everyBytes: 8 << 20, everySeconds: 1) { data in
             try writer.durable(data)
         }
-        checkpoint.durableEvery = 64
+        checkpoint.durableEverySeconds = 30
         checkpoint.recordWritten = { data in try writer.written(data) }
         events.checkpoint = checkpoint
 

@@ -55,9 +55,10 @@ public struct Downloader: Sendable {
         /// Called after the file is synchronized (fdatasync) up to `resumeData.bytesReceived`; typically
         /// records the offset in the daemon's database. A throw fails the download.
         public var record: @Sendable (_ resumeData: ResumeData) throws -> Void
-        /// Only every this many checkpoints is made durable; the others write out what is buffered (so
-        /// it survives the process, not a power loss) and go to ``recordWritten``. Default 1: all durable.
-        public var durableEvery = 1
+        /// A checkpoint is made durable only when this many seconds have passed since the last durable
+        /// one; the others write out what is buffered (so it survives the process, not a power loss) and
+        /// go to ``recordWritten``. Default 0: every checkpoint is durable.
+        public var durableEverySeconds = 0.0
         /// Called at a checkpoint that is not durable, after the buffered bytes are written to the file.
         public var recordWritten: (@Sendable (_ resumeData: ResumeData) throws -> Void)?
 
@@ -262,7 +263,7 @@ public struct Downloader: Sendable {
             let gate = events.gate
             let checkpoint = events.checkpoint
             var lastCheckpoint = (bytes: sink.bytesAccepted, time: NIODeadline.now())
-            var checkpoints = 0
+            var lastDurable = NIODeadline.now()
             for try await chunk in response.body {
                 if let gate, !gate.isOpen { try await gate.passThrough() }
                 try sink.append(chunk)
@@ -272,15 +273,15 @@ public struct Downloader: Sendable {
                     if sink.bytesAccepted - lastCheckpoint.bytes >= checkpoint.everyBytes
                         || now - lastCheckpoint.time >= .nanoseconds(Int64(checkpoint.everySeconds * 1e9))
                     {
-                        checkpoints += 1
                         lastCheckpoint = (sink.bytesAccepted, now)
-                        if checkpoint.durableEvery > 1, checkpoints % checkpoint.durableEvery != 0,
+                        if now - lastDurable < .nanoseconds(Int64(checkpoint.durableEverySeconds * 1e9)),
                             let recordWritten = checkpoint.recordWritten
                         {
                             try sink.flush()
                             if let snapshot = resumeData() { try recordWritten(snapshot) }
                             continue
                         }
+                        lastDurable = now
                         try await syncing?.value
                         let point = try sink.durabilityPoint()
                         let snapshot = resumeData()
