@@ -100,7 +100,10 @@ final class BackgroundLink: Sendable {
     }
 
     /// Cancels every task and forgets the session in the daemon (invalidateAndCancel, S6.11).
+    /// The link closes first: the session completes its tasks itself, and the stream the daemon ends must
+    /// not be taken for a daemon gone away (re-attaching would start a daemon and re-register the session).
     func invalidateAndCancel() {
+        close()
         try? client.perform("POST", "\(sessionPath)/invalidate", body: ControlAPI.Invalidation(cancelTasks: true))
     }
 
@@ -133,6 +136,7 @@ final class BackgroundLink: Sendable {
             while !state.withLock({ $0.closed }) {
                 failures += 1
                 try? await Task.sleep(for: .milliseconds(min(2000, 100 * (1 << min(failures, 5)))))
+                if state.withLock({ $0.closed }) { return }
                 do {
                     try client.ensureRunning()
                     let fresh = try client.attach(session: identifier)
