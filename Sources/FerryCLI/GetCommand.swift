@@ -168,8 +168,7 @@ struct GetCommand: AsyncParsableCommand {
         if let onComplete {
             try CLI.perform(client, "PUT", "\(path)/launch", body: ControlAPI.LaunchRegistration(command: onComplete))
         }
-        var created: [BackgroundTaskInfo] = []
-        for url in urls {
+        let creations = urls.map { url -> ControlAPI.TaskCreation in
             let destination: String
             switch target(for: url) {
             case .file(let file): destination = CLI.absolute(file)
@@ -177,15 +176,27 @@ struct GetCommand: AsyncParsableCommand {
             }
             var request = Request(url: url)
             request.headers = headers
-            let creation = ControlAPI.TaskCreation(
+            return ControlAPI.TaskCreation(
                 kind: .download,
                 request: request,
                 taskDescription: destination,
                 destination: destination,
                 destinationMode: Self.fileMode
             )
-            let info: BackgroundTaskInfo = try CLI.call(client, "POST", "\(path)/tasks", body: creation)
-            created.append(info)
+        }
+        var created: [BackgroundTaskInfo] = []
+        if creations.count == 1 {
+            created.append(try CLI.call(client, "POST", "\(path)/tasks", body: creations[0]))
+        } else {
+            // Several at once: the batch route, all or none per request.
+            var start = 0
+            while start < creations.count {
+                let end = min(start + ControlAPI.TaskBatch.maximumCount, creations.count)
+                let batch = ControlAPI.TaskBatch(tasks: Array(creations[start..<end]))
+                let infos: [BackgroundTaskInfo] = try CLI.call(client, "POST", "\(path)/tasks/batch", body: batch)
+                created += infos
+                start = end
+            }
         }
         if outputOptions.json {
             CLI.printJSON(created)

@@ -118,6 +118,17 @@ public enum ControlAPI {
         }
     }
 
+    /// `POST …/tasks/batch`: several tasks created in one transaction (all or none).
+    public struct TaskBatch: Sendable, Hashable, Codable {
+        /// At most this many tasks a batch (the body limit is 1 MiB).
+        public static let maximumCount = 1000
+        /// The tasks, created in this order.
+        public var tasks: [TaskCreation]
+
+        /// A batch.
+        public init(tasks: [TaskCreation]) { self.tasks = tasks }
+    }
+
     /// `POST …/resume` (optional body): what the client changed since it created the task.
     public struct TaskUpdate: Sendable, Hashable, Codable {
         /// Kept with the task across restarts (S6.8).

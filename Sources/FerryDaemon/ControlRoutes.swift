@@ -35,6 +35,9 @@ struct ControlRoutes: Sendable {
         v1.post("sessions/:session/tasks") { request, context in
             try await self.handle(status: .created) { try await self.create(request, context) }
         }
+        v1.post("sessions/:session/tasks/batch") { request, context in
+            try await self.handle(status: .created) { try await self.createBatch(request, context) }
+        }
         for action in ["resume", "suspend", "cancel"] {
             v1.post("sessions/:session/tasks/:task/\(action)") { request, context in
                 try await self.handle { try await self.act(action, request, context) }
@@ -80,6 +83,39 @@ struct ControlRoutes: Sendable {
         let session = try session(context)
         let creation = try await decode(ControlAPI.TaskCreation.self, from: request)
         let resumeData = creation.resumeData
+        let task = try store.createTasks(
+            registeringSession: true,
+            session: session,
+            [try newTask(creation, in: session)]
+        )[0]
+        if let resumeData {
+            try store.recordProgress(
+                session: session,
+                identifier: task.taskIdentifier,
+                partialPath: resumeData.partialFilePath,
+                bytesReceived: resumeData.bytesReceived,
+                expectedLength: resumeData.expectedLength,
+                entityTag: resumeData.entityTag,
+                lastModified: resumeData.lastModified
+            )
+            try store.setCurrentRequest(
+                session: session,
+                identifier: task.taskIdentifier,
+                request: resumeData.currentRequest
+            )
+        }
+        if creation.start == false {
+            try store.transition(session: session, identifier: task.taskIdentifier, to: .suspended)
+        } else if await scheduler.poke() == 0, resumeData == nil {
+            // Still pending as created: no need to read it back.
+            return task.info
+        }
+        return try store.task(session: session, identifier: task.taskIdentifier).info
+    }
+
+    /// A creation request checked (D6: nothing is stored until every check has passed).
+    private func newTask(_ creation: ControlAPI.TaskCreation, in session: String) throws -> FerryStore.NewTask {
+        let resumeData = creation.resumeData
         let target = resumeData?.originalRequest ?? creation.request
         try target.validate()
         guard let scheme = target.url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
@@ -109,9 +145,7 @@ struct ControlRoutes: Sendable {
                 throw FerryError(.invalidOperation, "destinationMode holds permission bits, 0 to 0o777 (511)")
             }
         }
-        let task = try store.createTask(
-            registeringSession: true,
-            session: session,
+        return FerryStore.NewTask(
             kind: creation.kind,
             request: target,
             bodyFile: creation.uploadFile,
@@ -122,29 +156,36 @@ struct ControlRoutes: Sendable {
             destination: creation.destination,
             destinationMode: creation.destinationMode
         )
-        if let resumeData {
-            try store.recordProgress(
-                session: session,
-                identifier: task.taskIdentifier,
-                partialPath: resumeData.partialFilePath,
-                bytesReceived: resumeData.bytesReceived,
-                expectedLength: resumeData.expectedLength,
-                entityTag: resumeData.entityTag,
-                lastModified: resumeData.lastModified
-            )
-            try store.setCurrentRequest(
-                session: session,
-                identifier: task.taskIdentifier,
-                request: resumeData.currentRequest
+    }
+
+    /// `POST …/tasks/batch`: many tasks in one transaction (all or none), each checked as a single
+    /// creation is; resume data and `start: false` are for single creations.
+    private func createBatch(_ request: Request, _ context: BasicRequestContext) async throws -> [BackgroundTaskInfo] {
+        let session = try session(context)
+        let batch = try await decode(ControlAPI.TaskBatch.self, from: request)
+        guard !batch.tasks.isEmpty, batch.tasks.count <= ControlAPI.TaskBatch.maximumCount else {
+            throw FerryError(
+                .invalidOperation,
+                "a batch holds 1 to \(ControlAPI.TaskBatch.maximumCount) tasks, not \(batch.tasks.count)"
             )
         }
-        if creation.start == false {
-            try store.transition(session: session, identifier: task.taskIdentifier, to: .suspended)
-        } else if await scheduler.poke() == 0, resumeData == nil {
-            // Still pending as created: no need to read it back.
-            return task.info
+        var tasks: [FerryStore.NewTask] = []
+        for (index, creation) in batch.tasks.enumerated() {
+            guard creation.resumeData == nil, creation.start != false else {
+                throw FerryError(
+                    .invalidOperation,
+                    "task \(index) of the batch: resume data and start=false are for single creations"
+                )
+            }
+            do {
+                tasks.append(try newTask(creation, in: session))
+            } catch let error as FerryError {
+                throw FerryError(error.code, "task \(index) of the batch: \(error.message)")
+            }
         }
-        return try store.task(session: session, identifier: task.taskIdentifier).info
+        let created = try store.createTasks(registeringSession: true, session: session, tasks)
+        await scheduler.poke()
+        return created.map(\.info)
     }
 
     private func act(_ action: String, _ request: Request, _ context: BasicRequestContext) async throws -> Data {

@@ -65,6 +65,42 @@ public final class FerryStore: Sendable {
 
     // MARK: Tasks
 
+    /// A task to create: what the client asked for.
+    public struct NewTask: Sendable {
+        public var kind: StoredTask.Kind
+        public var request: Request
+        public var bodyFile: String?
+        public var taskDescription: String?
+        public var priority: Double
+        public var discretionary: Bool
+        public var resourceTimeout: Double?
+        public var destination: String?
+        public var destinationMode: Int?
+
+        /// A task description; see ``StoredTask`` for the fields.
+        public init(
+            kind: StoredTask.Kind,
+            request: Request,
+            bodyFile: String? = nil,
+            taskDescription: String? = nil,
+            priority: Double = 0.5,
+            discretionary: Bool = false,
+            resourceTimeout: Double? = nil,
+            destination: String? = nil,
+            destinationMode: Int? = nil
+        ) {
+            self.kind = kind
+            self.request = request
+            self.bodyFile = bodyFile
+            self.taskDescription = taskDescription
+            self.priority = priority
+            self.discretionary = discretionary
+            self.resourceTimeout = resourceTimeout
+            self.destination = destination
+            self.destinationMode = destinationMode
+        }
+    }
+
     /// Creates a pending task with the session's next identifier, in one transaction.
     /// - Parameter registeringSession: registers the session first when it is new (otherwise an
     ///   unknown session is an error).
@@ -82,48 +118,87 @@ public final class FerryStore: Sendable {
         destination: String? = nil,
         destinationMode: Int? = nil
     ) throws -> StoredTask {
-        let encoded = try JSONEncoder().encode(request)
+        let task = NewTask(
+            kind: kind,
+            request: request,
+            bodyFile: bodyFile,
+            taskDescription: taskDescription,
+            priority: priority,
+            discretionary: discretionary,
+            resourceTimeout: resourceTimeout,
+            destination: destination,
+            destinationMode: destinationMode
+        )
+        return try createTasks(registeringSession: registeringSession, session: session, [task])[0]
+    }
+
+    /// Creates pending tasks with the session's next identifiers, in order, all in one transaction
+    /// (all or none).
+    /// - Throws: ``FerryStoreError`` when the session is not registered.
+    public func createTasks(
+        registeringSession: Bool = false,
+        session: String,
+        _ tasks: [NewTask]
+    ) throws -> [StoredTask] {
+        let encoder = JSONEncoder()
+        let encoded = try tasks.map { try encoder.encode($0.request) }
         let now = clock()
         return try write { db in
             if registeringSession { try Self.registerSession(session, at: now, db) }
-            guard let next = try Self.takeNext(.nextTaskIdentifier, of: session, db) else {
-                throw FerryStoreError("no session '\(session)'; register it before creating tasks")
+            var created: [StoredTask] = []
+            created.reserveCapacity(tasks.count)
+            for (task, request) in zip(tasks, encoded) {
+                created.append(try Self.insert(task, encoded: request, session: session, at: now, db))
             }
-            let identifier = Int(next)
-            let deadline = resourceTimeout.map { now.addingTimeInterval($0) }
-            try db.cachedStatement(
-                sql: """
-                    INSERT INTO task (session, taskIdentifier, kind, state, originalRequest, bodyFile,
-                                      taskDescription, priority, discretionary, resourceDeadline,
-                                      destination, destinationMode, createdAt, updatedAt)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """
-            ).execute(arguments: [
-                session, identifier, kind.rawValue, StoredTask.State.pending.rawValue, encoded, bodyFile,
-                taskDescription, priority, discretionary, deadline, destination, destinationMode, now, now,
-            ])
-            // What was just inserted, without reading it back (decoding the request again costs more
-            // than the insert).
-            return StoredTask(
-                session: session,
-                taskIdentifier: identifier,
-                kind: kind,
-                state: .pending,
-                originalRequest: request,
-                bodyFile: bodyFile,
-                taskDescription: taskDescription,
-                priority: priority,
-                isDiscretionary: discretionary,
-                // As it reads back: SQLite keeps milliseconds.
-                resourceDeadline: deadline.map {
-                    Date(timeIntervalSince1970: ($0.timeIntervalSince1970 * 1000).rounded(.down) / 1000)
-                },
-                destination: destination,
-                destinationMode: destinationMode,
-                bytesReceived: 0,
-                bytesSent: 0
-            )
+            return created
         }
+    }
+
+    private static func insert(
+        _ task: NewTask,
+        encoded: Data,
+        session: String,
+        at now: Date,
+        _ db: Database
+    ) throws -> StoredTask {
+        guard let next = try takeNext(.nextTaskIdentifier, of: session, db) else {
+            throw FerryStoreError("no session '\(session)'; register it before creating tasks")
+        }
+        let identifier = Int(next)
+        let deadline = task.resourceTimeout.map { now.addingTimeInterval($0) }
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO task (session, taskIdentifier, kind, state, originalRequest, bodyFile,
+                                  taskDescription, priority, discretionary, resourceDeadline,
+                                  destination, destinationMode, createdAt, updatedAt)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """
+        ).execute(arguments: [
+            session, identifier, task.kind.rawValue, StoredTask.State.pending.rawValue, encoded, task.bodyFile,
+            task.taskDescription, task.priority, task.discretionary, deadline, task.destination,
+            task.destinationMode, now, now,
+        ])
+        // What was just inserted, without reading it back (decoding the request again costs more than
+        // the insert).
+        return StoredTask(
+            session: session,
+            taskIdentifier: identifier,
+            kind: task.kind,
+            state: .pending,
+            originalRequest: task.request,
+            bodyFile: task.bodyFile,
+            taskDescription: task.taskDescription,
+            priority: task.priority,
+            isDiscretionary: task.discretionary,
+            // As it reads back: SQLite keeps milliseconds.
+            resourceDeadline: deadline.map {
+                Date(timeIntervalSince1970: ($0.timeIntervalSince1970 * 1000).rounded(.down) / 1000)
+            },
+            destination: task.destination,
+            destinationMode: task.destinationMode,
+            bytesReceived: 0,
+            bytesSent: 0
+        )
     }
 
     /// One task.

@@ -10,6 +10,7 @@ import Foundation
 ///     ferry-bench discard URL           one GET whose body is read and thrown away
 ///     ferry-bench background-download URL PATH   one download through ferryd (a background session)
 ///     ferry-bench background-submit URL COUNT    COUNT downloads created in ferryd, timed
+///     ferry-bench background-submit-batch URL COUNT   the same through the batch route, 1,000 a request
 @main
 struct FerryBench {
     static func main() async {
@@ -30,6 +31,9 @@ struct FerryBench {
                 try await discard(arguments[1])
             case ("background-download", 3):
                 try await backgroundDownload(arguments[1], to: arguments[2])
+            case ("background-submit-batch", 3):
+                guard let count = Int(arguments[2]), count > 0 else { throw usage() }
+                try backgroundSubmit(arguments[1], count: count, batched: true)
             case ("background-submit", 3):
                 guard let count = Int(arguments[2]), count > 0 else { throw usage() }
                 try backgroundSubmit(arguments[1], count: count)
@@ -151,13 +155,28 @@ extension FerryBench {
     }
 
     /// `count` tasks created in the daemon through its control API, one request each, as the CLI does.
-    static func backgroundSubmit(_ text: String, count: Int) throws {
+    static func backgroundSubmit(_ text: String, count: Int, batched: Bool = false) throws {
         let client = try DaemonClient.forCurrentUser()
         try client.ensureRunning()
         let session = "ferry-bench-submit-\(getpid())"
         let request = Request(url: try url(text))
         let start = ContinuousClock.now
-        for _ in 0..<count {
+        if batched {
+            var left = count
+            while left > 0 {
+                let size = min(left, ControlAPI.TaskBatch.maximumCount)
+                let batch = ControlAPI.TaskBatch(
+                    tasks: Array(repeating: ControlAPI.TaskCreation(kind: .download, request: request), count: size)
+                )
+                let _: [BackgroundTaskInfo] = try client.call(
+                    "POST",
+                    "/v1/sessions/\(session)/tasks/batch",
+                    body: batch
+                )
+                left -= size
+            }
+        }
+        for _ in 0..<(batched ? 0 : count) {
             let _: BackgroundTaskInfo = try client.call(
                 "POST",
                 "/v1/sessions/\(session)/tasks",

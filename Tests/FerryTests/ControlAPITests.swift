@@ -19,10 +19,12 @@ import Glibc
 
     @Test func everyDocumentedRouteIsServedWithADocumentedStatus() async throws {
         let paths = try #require(try Self.document()["paths"] as? [String: [String: Any]])
-        #expect(paths.count == 11)
+        #expect(paths.count == 12)
         let bodies: [String: String] = [
             "post /v1/sessions/{session}/tasks":
                 #"{"kind":"download","request":{"url":"http://127.0.0.1:1/x"},"start":false}"#,
+            "post /v1/sessions/{session}/tasks/batch":
+                #"{"tasks":[{"kind":"download","request":{"url":"http://127.0.0.1:1/y"}}]}"#,
             "post /v1/sessions/{session}/ack": #"{"through":0}"#,
             "put /v1/sessions/{session}/launch": #"{"command":"true"}"#,
             "post /v1/sessions/{session}/invalidate": #"{"cancelTasks":false}"#,
@@ -146,6 +148,39 @@ import Glibc
             #expect(asOwner == 0)
             // curl's 7: could not connect (permission denied on the directory and the socket).
             #expect(asNobody == 7)
+        }
+    }
+
+    @Test func aBatchCreatesAllItsTasksOrNone() async throws {
+        try await withDaemon { daemon in
+            let path = "/v1/sessions/t.batch/tasks/batch"
+            func creation(_ url: String) -> ControlAPI.TaskCreation {
+                ControlAPI.TaskCreation(kind: .download, request: request(url), start: nil)
+            }
+            let made: [BackgroundTaskInfo] = try daemon.client.call(
+                "POST",
+                path,
+                body: ControlAPI.TaskBatch(tasks: (1...3).map { creation("http://127.0.0.1:1/\($0)") })
+            )
+            let identifiers: [Int] = made.map(\.taskIdentifier)
+            #expect(identifiers == [1, 2, 3])
+            #expect(made.map(\.originalRequest.url.path) == ["/1", "/2", "/3"])
+            // One bad task: a clear error naming it, and nothing created.
+            let bad = ControlAPI.TaskBatch(tasks: [creation("http://127.0.0.1:1/4"), creation("ftp://127.0.0.1/5")])
+            let error = #expect(throws: FerryError.self) {
+                let _: [BackgroundTaskInfo] = try daemon.client.call("POST", path, body: bad)
+            }
+            #expect(error?.message.contains("task 1 of the batch") == true)
+            let empty = #expect(throws: FerryError.self) {
+                let _: [BackgroundTaskInfo] = try daemon.client.call(
+                    "POST",
+                    path,
+                    body: ControlAPI.TaskBatch(tasks: [])
+                )
+            }
+            #expect(empty?.message.contains("1 to 1000") == true)
+            let stored = try daemon.tasks("t.batch")
+            #expect(stored.count == 3)
         }
     }
 
