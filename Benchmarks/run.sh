@@ -123,10 +123,12 @@ kill -TERM "$ferryd_pid"; while kill -0 "$ferryd_pid" 2>/dev/null; do sleep 0.02
 start=$(date +%s%N)
 "$bin/ferry" daemon start >/dev/null
 restart_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+batch=$("$bin/ferry-bench" background-submit-batch "http://127.0.0.1:$port/slow/big.bin" 10000 | sed -n 's/.*perSecond=\([0-9.]*\).*/\1/p')
 
-python3 - "$work" "$rounds" "$submit" "$ferryd_rss" "$restart_ms" <<'PY'
+python3 - "$work" "$rounds" "$submit" "$ferryd_rss" "$restart_ms" "$batch" <<'PY'
 import os, statistics, sys
 work, rounds, submit, rss, restart = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+batch = float(sys.argv[6])
 def load(name):
     rows = [list(map(float, line.split())) for line in open(os.path.join(work, name))]
     rates = [r[0] for r in rows]
@@ -147,5 +149,5 @@ for title, key, names, reference in groups:
         print(f"| {title} | {name} | {med:,.0f} | {lo:,.0f}–{hi:,.0f} | {cpu:.2f} | {peak/1024:.1f} | {med/ref:.2f}× {reference} |")
 lib = load("disk.ferry-lib")[0]; daemon = load("disk.ferryd")[0]
 print(f"| 1 GiB through ferryd vs in-process | ferryd | {daemon:,.0f} | | | | {daemon/lib:.2f}× ferry-lib |")
-print(f"| 10,000 background tasks | ferryd | submitted at {submit:,.0f}/s | RSS {rss/1024:.0f} MB | restart to serving {restart} ms | | |")
+print(f"| 10,000 background tasks | ferryd | submitted at {submit:,.0f}/s one a request, {batch:,.0f}/s in batches | RSS {rss/1024:.0f} MB | restart to serving {restart} ms | | |")
 PY
