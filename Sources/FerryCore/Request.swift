@@ -35,6 +35,24 @@ public struct Request: Sendable, Hashable, Codable {
     public var allowsExpensiveNetworkAccess = true
     /// May use a constrained (low-data) connection; default true.
     public var allowsConstrainedNetworkAccess = true
+    /// Connections a download may use for this one resource (segmented download, SPEC S10.2): 1 to
+    /// ``maximumConnections``; default 1. With more than one, a download asks for byte ranges over up
+    /// to this many connections at once (still capped by the session's httpMaximumConnectionsPerHost),
+    /// falling back to one connection when the server does not serve ranges or names no version
+    /// (ETag or Last-Modified). Data and upload tasks ignore it.
+    public var connections = 1
+    /// The fewest bytes a segment of a segmented download is given (default 1 MiB, at least
+    /// ``smallestSegmentSize``): smaller resources use fewer connections.
+    public var minimumSegmentSize: Int64 = 1 << 20
+    /// The digest a download's body must have (SPEC S10.3); checked before success is reported. A
+    /// mismatch fails the task with ``FerryError/Code/checksumMismatch`` and keeps the file for
+    /// inspection (its path is in the message). Data and upload tasks ignore it.
+    public var expectedDigest: ContentDigest?
+
+    /// The most connections one download may use.
+    public static let maximumConnections = 32
+    /// The smallest ``minimumSegmentSize`` allowed.
+    public static let smallestSegmentSize: Int64 = 1024
 
     /// A GET request for `url`.
     public init(url: URL) {
@@ -68,6 +86,18 @@ public struct Request: Sendable, Hashable, Codable {
             throw FerryError(.invalidOperation, "the method \(String(reflecting: method)) is not a valid token")
         }
         try headers.validate()
+        guard (1...Self.maximumConnections).contains(connections) else {
+            throw FerryError(
+                .invalidOperation,
+                "a download uses 1 to \(Self.maximumConnections) connections, not \(connections)"
+            )
+        }
+        guard minimumSegmentSize >= Self.smallestSegmentSize else {
+            throw FerryError(
+                .invalidOperation,
+                "the minimum segment size is at least \(Self.smallestSegmentSize) bytes, not \(minimumSegmentSize)"
+            )
+        }
     }
 }
 
@@ -75,6 +105,7 @@ extension Request {
     private enum CodingKeys: String, CodingKey {
         case url, method, headers, timeoutInterval, cachePolicy, httpShouldHandleCookies, allowsCellularAccess
         case allowsExpensiveNetworkAccess, allowsConstrainedNetworkAccess
+        case connections, minimumSegmentSize, expectedDigest
     }
 
     /// Decodes a request; every field but `url` may be left out and takes its default (scripts talking
@@ -96,5 +127,27 @@ extension Request {
         allowsConstrainedNetworkAccess =
             try container.decodeIfPresent(Bool.self, forKey: .allowsConstrainedNetworkAccess)
             ?? allowsConstrainedNetworkAccess
+        connections = try container.decodeIfPresent(Int.self, forKey: .connections) ?? connections
+        minimumSegmentSize =
+            try container.decodeIfPresent(Int64.self, forKey: .minimumSegmentSize) ?? minimumSegmentSize
+        expectedDigest = try container.decodeIfPresent(ContentDigest.self, forKey: .expectedDigest)
+    }
+
+    /// Encodes the request, leaving out the download options at their defaults (stored requests stay
+    /// readable by a Ferry that predates them).
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(url, forKey: .url)
+        try container.encode(method, forKey: .method)
+        try container.encode(headers, forKey: .headers)
+        try container.encode(timeoutInterval, forKey: .timeoutInterval)
+        try container.encode(cachePolicy, forKey: .cachePolicy)
+        try container.encode(httpShouldHandleCookies, forKey: .httpShouldHandleCookies)
+        try container.encode(allowsCellularAccess, forKey: .allowsCellularAccess)
+        try container.encode(allowsExpensiveNetworkAccess, forKey: .allowsExpensiveNetworkAccess)
+        try container.encode(allowsConstrainedNetworkAccess, forKey: .allowsConstrainedNetworkAccess)
+        if connections != 1 { try container.encode(connections, forKey: .connections) }
+        if minimumSegmentSize != 1 << 20 { try container.encode(minimumSegmentSize, forKey: .minimumSegmentSize) }
+        try container.encodeIfPresent(expectedDigest, forKey: .expectedDigest)
     }
 }

@@ -6,8 +6,11 @@ public import Foundation
 /// versioned JSON document in fact, so it can be stored and inspected. It records the request, how many
 /// bytes are on disk, the validators that make a continuation safe, and where the partial file is.
 public struct ResumeData: Sendable, Hashable, Codable {
-    /// The format version this build writes and reads.
-    public static let currentVersion = 1
+    /// The newest format version this build writes and reads: 2 adds ``segments``. Resume data without
+    /// segments is still written as version 1, so an older Ferry can read it.
+    public static let currentVersion = 2
+    /// The format versions this build reads.
+    public static let readableVersions = 1...currentVersion
 
     /// The format version of this value.
     public var version: Int
@@ -25,6 +28,12 @@ public struct ResumeData: Sendable, Hashable, Codable {
     public var lastModified: String?
     /// The file holding the bytes received so far.
     public var partialFilePath: String
+    /// For a segmented download: the byte ranges and how much of each is in the file (which then has the
+    /// resource's full length, with holes); ``bytesReceived`` is their sum. Nil: the file holds the first
+    /// ``bytesReceived`` bytes.
+    public var segments: SegmentPlan? {
+        didSet { version = segments == nil ? 1 : 2 }
+    }
 
     /// Creates resume data of the current version.
     public init(
@@ -34,9 +43,10 @@ public struct ResumeData: Sendable, Hashable, Codable {
         expectedLength: Int64?,
         entityTag: String?,
         lastModified: String?,
-        partialFilePath: String
+        partialFilePath: String,
+        segments: SegmentPlan? = nil
     ) {
-        self.version = Self.currentVersion
+        self.version = segments == nil ? 1 : 2
         self.originalRequest = originalRequest
         self.currentRequest = currentRequest
         self.bytesReceived = bytesReceived
@@ -44,6 +54,7 @@ public struct ResumeData: Sendable, Hashable, Codable {
         self.entityTag = entityTag
         self.lastModified = lastModified
         self.partialFilePath = partialFilePath
+        self.segments = segments
     }
 
     /// The URL to continue from.
@@ -65,10 +76,10 @@ public struct ResumeData: Sendable, Hashable, Codable {
         guard let probe = try? JSONDecoder().decode(VersionOnly.self, from: data) else {
             throw FerryError(.invalidResumeData, "these bytes are not Ferry resume data")
         }
-        guard probe.version == Self.currentVersion else {
+        guard Self.readableVersions.contains(probe.version) else {
             throw FerryError(
                 .invalidResumeData,
-                "resume data version \(probe.version) is not supported by this Ferry (it reads version \(Self.currentVersion)); start the download again"
+                "resume data version \(probe.version) is not supported by this Ferry (it reads versions 1 to \(Self.currentVersion)); start the download again"
             )
         }
         let decoded: ResumeData
@@ -79,6 +90,11 @@ public struct ResumeData: Sendable, Hashable, Codable {
         }
         guard decoded.bytesReceived >= 0, decoded.expectedLength.map({ $0 >= decoded.bytesReceived }) ?? true else {
             throw FerryError(.invalidResumeData, "resume data claims more bytes than the resource has")
+        }
+        if let segments = decoded.segments {
+            guard segments.bytesReceived == decoded.bytesReceived, decoded.expectedLength == segments.total else {
+                throw FerryError(.invalidResumeData, "resume data's segments contradict its byte count")
+            }
         }
         self = decoded
     }

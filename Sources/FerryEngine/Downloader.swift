@@ -95,7 +95,7 @@ public struct Downloader: Sendable {
     /// The most redirects followed before failing with ``FerryError/Code/httpTooManyRedirects``.
     public var maximumRedirects = 16
 
-    private let transport: any HTTPTransport
+    let transport: any HTTPTransport
 
     /// A downloader sending through `transport`.
     public init(transport: any HTTPTransport) {
@@ -110,12 +110,44 @@ public struct Downloader: Sendable {
     ///   - deadline: when the whole download must be over (the resource timeout).
     ///   - events: callbacks.
     /// - Throws: ``FerryError``; with resume data when the partial file can be continued.
+    ///
+    /// A request with ``Request/connections`` above 1 (or resume data with segments) is fetched in
+    /// segments over several connections (``downloadSegmented(_:resumingFrom:to:deadline:events:)``). A
+    /// request with an ``Request/expectedDigest`` succeeds only if a 2xx body has that digest.
     public func download(
         _ request: Request,
         resumingFrom resumeData: ResumeData? = nil,
         to path: String,
         deadline: NIODeadline,
         events: Events = Events()
+    ) async throws -> Result {
+        let original = resumeData?.originalRequest ?? request
+        let segmented =
+            resumeData?.segments != nil
+            || (original.connections > 1 && original.method == "GET" && original.headers["range"] == nil)
+        let result =
+            segmented
+            ? try await downloadSegmented(request, resumingFrom: resumeData, to: path, deadline: deadline, events: events)
+            : try await downloadSequential(
+                request,
+                resumingFrom: resumeData,
+                to: path,
+                deadline: deadline,
+                events: events
+            )
+        if let digest = original.expectedDigest, (200..<300).contains(result.status) {
+            try await DigestVerifier.verify(file: result.path, expected: digest, url: result.finalRequest.url)
+        }
+        return result
+    }
+
+    /// Downloads over one connection, continuing from resume data without segments.
+    func downloadSequential(
+        _ request: Request,
+        resumingFrom resumeData: ResumeData?,
+        to path: String,
+        deadline: NIODeadline,
+        events: Events
     ) async throws -> Result {
         let originalRequest = resumeData?.originalRequest ?? request
         var current = resumeData?.currentRequest ?? request
@@ -206,7 +238,7 @@ public struct Downloader: Sendable {
     }
 
     /// A response whose body is to be written, and what the result and resume data need to know.
-    private struct BodyJob: Sendable {
+    struct BodyJob: Sendable {
         struct Validators: Sendable {
             var etag: String?
             var lastModified: String?
@@ -226,7 +258,7 @@ public struct Downloader: Sendable {
     }
 
     /// Writes the body within the deadline.
-    private func finish(_ job: BodyJob, deadline: NIODeadline, events: Events) async throws -> Result {
+    func finish(_ job: BodyJob, deadline: NIODeadline, events: Events) async throws -> Result {
         try await DeadlineRace.run(until: deadline, url: job.request.url.absoluteString, over: transport) {
             try await self.writeBody(job, events: events)
         }
@@ -358,7 +390,7 @@ public struct Downloader: Sendable {
     }
 
     /// The continuation resume data allows, if its partial file still holds the bytes it claims.
-    private static func resumption(from resumeData: ResumeData, path: String) -> RangeResumption? {
+    static func resumption(from resumeData: ResumeData, path: String) -> RangeResumption? {
         let partial = resumeData.partialFilePath
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: partial),
             let size = (attributes[.size] as? NSNumber)?.int64Value, size >= resumeData.bytesReceived
@@ -376,7 +408,7 @@ public struct Downloader: Sendable {
     }
 
     /// Reads and drops a body we will not use, so its connection can be reused.
-    private static func drain(_ body: TransportBodyStream) async throws {
+    static func drain(_ body: TransportBodyStream) async throws {
         for try await _ in body {}
     }
 }

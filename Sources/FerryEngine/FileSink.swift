@@ -96,7 +96,7 @@ final class FileSink {
     /// pwrite. In debug builds, a disk that fills up, for tests (docs/RELIABILITY.md): writes past
     /// `FERRY_DEBUG_DISK_LIMIT` bytes of a file fail with ENOSPC as a full disk's would (the bytes that
     /// fit are written).
-    private static func write(_ descriptor: Int32, _ pointer: UnsafeRawPointer, _ count: Int, at offset: Int64) -> Int {
+    static func write(_ descriptor: Int32, _ pointer: UnsafeRawPointer, _ count: Int, at offset: Int64) -> Int {
         #if DEBUG
         if let limit = debugDiskLimit {
             let fitting = Int(max(0, min(Int64(count), limit - offset)))
@@ -129,6 +129,11 @@ struct DurabilityPoint: Sendable {
     let descriptor: Int32
     /// Bytes in the file when the point was taken: durable once ``synchronize()`` returns.
     let length: Int64
+
+    /// Closes the descriptor without synchronizing (a checkpoint that only needs the bytes written).
+    func discard() {
+        close(descriptor)
+    }
 
     /// fdatasync, then the descriptor is closed.
     func synchronize() throws {

@@ -22,6 +22,8 @@ struct RedirectFollower: Sendable {
         var redirects: Int
         /// The response is a redirect the caller refused to follow.
         var refusedRedirect: Bool
+        /// The Authorization value an authentication challenge's answer added to `request`, if any.
+        var authorization: String? = nil
     }
 
     let transport: any HTTPTransport
@@ -63,7 +65,13 @@ struct RedirectFollower: Sendable {
             guard
                 let proposed = Redirect.follow(current, status: response.status, location: response.headers["location"])
             else {
-                return Outcome(response: response, request: current, redirects: redirects, refusedRedirect: false)
+                return Outcome(
+                    response: response,
+                    request: current,
+                    redirects: redirects,
+                    refusedRedirect: false,
+                    authorization: authorization
+                )
             }
             guard redirects < maximumRedirects else {
                 throw FerryError(
