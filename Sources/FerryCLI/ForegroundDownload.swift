@@ -30,7 +30,12 @@ struct ForegroundDownload {
         var bytes: Int64
         var resumedFrom: Int64
         var seconds: Double
+        /// The verified digest's hex, when `--checksum` gave a sha256.
         var sha256: String?
+        /// The verified digest, `algorithm=hex`, when `--checksum` gave one.
+        var checksum: String?
+        /// Connections asked for.
+        var connections: Int
     }
 
     let url: URL
@@ -38,7 +43,8 @@ struct ForegroundDownload {
     let target: Target
     let resume: Bool
     let retries: Int
-    let checksum: Checksum?
+    let checksum: ContentDigest?
+    let connections: Int
     let limit: Int64?
     let quiet: Bool
     let transport: any HTTPTransport
@@ -53,6 +59,8 @@ struct ForegroundDownload {
         var resumeData = try startingPoint(partial: partial, record: record)
         var request = Request(url: url)
         for field in headers { request.headers.add(name: field.name, value: field.value) }
+        request.connections = connections
+        request.expectedDigest = checksum
 
         let display = ProgressDisplay(name: initialName, quiet: quiet)
         let gate = TransferGate()
@@ -100,6 +108,10 @@ struct ForegroundDownload {
                 )
                 break
             } catch let error as FerryError {
+                if error.code == .checksumMismatch, let checksum {
+                    display.finish()
+                    throw await mismatch(checksum, partial: partial, record: record, target: target)
+                }
                 if let data = error.resumeData { try? writer.written(data) }
                 if interruption.happened {
                     display.finish()
@@ -134,18 +146,6 @@ struct ForegroundDownload {
                 status: .transferFailed
             )
         }
-        var digest: String?
-        if let checksum {
-            let actual = try Checksum.sha256(ofFile: partial)
-            guard actual == checksum.hex else {
-                Self.remove(partial, record)
-                throw CLIFailure(
-                    "checksum mismatch for \(target): expected sha256 \(checksum.hex), got \(actual); the download was removed",
-                    status: .checksumMismatch
-                )
-            }
-            digest = actual
-        }
         let finalName =
             fixedName ? initialName : RemoteName.fromResponse(url: result.finalRequest.url, headers: result.headers)
         let final = directory + "/" + finalName
@@ -167,7 +167,27 @@ struct ForegroundDownload {
             bytes: result.length,
             resumedFrom: resumedFrom.withLock { $0 },
             seconds: seconds,
-            sha256: digest
+            sha256: checksum?.algorithm == .sha256 ? checksum?.hex : nil,
+            checksum: checksum?.description,
+            connections: connections
+        )
+    }
+
+    /// The bytes of a download whose digest is wrong go to TARGET.ferry-mismatch for inspection (not to
+    /// TARGET, and not left where -C would take them for a download to continue).
+    private func mismatch(
+        _ checksum: ContentDigest,
+        partial: String,
+        record: String,
+        target: String
+    ) async -> CLIFailure {
+        let kept = target + ".ferry-mismatch"
+        try? FileManager.default.removeItem(atPath: record)
+        let actual = (try? await DigestVerifier.digest(ofFile: partial, algorithm: checksum.algorithm)) ?? "unknown"
+        let place = rename(partial, kept) == 0 ? kept : partial
+        return CLIFailure(
+            "checksum mismatch for \(target): expected \(checksum.algorithm.rawValue) \(checksum.hex), got \(actual); the bytes are kept in \(place)",
+            status: .checksumMismatch
         )
     }
 

@@ -44,12 +44,21 @@ struct GetCommand: AsyncParsableCommand {
     )
     var retry = 0
 
-    @Option(name: .long, help: ArgumentHelp("Verify the file before success.", valueName: "sha256=hex"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Verify the file before success: sha256, sha384, sha512, sha1 or md5, then = and the hex digest.",
+            valueName: "algorithm=hex"
+        )
+    )
     var checksum: String?
 
     @Option(
-        name: .long,
-        help: ArgumentHelp("Connections per download (segmented downloads are not available yet: 1).", valueName: "n")
+        name: [.customShort("x"), .long],
+        help: ArgumentHelp(
+            "Connections per download (1-32): a large file is fetched in segments over several at once.",
+            valueName: "n"
+        )
     )
     var connections = 1
 
@@ -75,19 +84,20 @@ struct GetCommand: AsyncParsableCommand {
         if output != nil, urls.count > 1 { throw ValidationError("-o takes one URL; use --dir for several") }
         if output != nil, dir != nil || remoteName { throw ValidationError("-o cannot be combined with -O or --dir") }
         guard retry >= 0 else { throw ValidationError("--retry must be 0 or more") }
-        guard connections >= 1 else { throw ValidationError("--connections must be 1 or more") }
-        if connections > 1 {
-            throw ValidationError("segmented downloads (--connections above 1) are not available yet; use 1")
+        guard (1...Request.maximumConnections).contains(connections) else {
+            throw ValidationError("--connections takes 1 to \(Request.maximumConnections)")
         }
-        if checksum != nil, Checksum(checksum!) == nil {
-            throw ValidationError("--checksum takes sha256= and 64 hex digits")
+        if let checksum, ContentDigest(checksum) == nil {
+            throw ValidationError(
+                "--checksum takes an algorithm (sha256, sha384, sha512, sha1, md5), =, and its hex digest"
+            )
         }
+        if checksum != nil, urls.count > 1 { throw ValidationError("--checksum is for one URL") }
         if background {
             if resume { throw ValidationError("-C is for foreground downloads; ferryd continues its own") }
             if retry > 0 {
                 throw ValidationError("ferryd retries network errors itself; --retry is for foreground downloads")
             }
-            if checksum != nil { throw ValidationError("--checksum is for foreground downloads") }
             if transfer.limitRate != nil { throw ValidationError("--limit-rate is for foreground downloads") }
             if transfer.cacert != nil { throw ValidationError("--cacert is for foreground downloads") }
         } else if onComplete != nil {
@@ -111,7 +121,7 @@ struct GetCommand: AsyncParsableCommand {
     }
 
     private func download(_ urls: [URL], headers: Headers) async throws {
-        let transport = try transfer.makeTransport()
+        let transport = try transfer.makeTransport(connectionsPerHost: max(6, connections))
         let limit = try transfer.rateLimit()
         let interruption = Interruption()
         var reports: [ForegroundDownload.Report] = []
@@ -123,7 +133,8 @@ struct GetCommand: AsyncParsableCommand {
                 target: target(for: url),
                 resume: resume,
                 retries: retry,
-                checksum: checksum.flatMap(Checksum.init),
+                checksum: checksum.flatMap(ContentDigest.init),
+                connections: connections,
                 limit: limit,
                 quiet: transfer.quiet || outputOptions.json,
                 transport: transport,
@@ -176,6 +187,8 @@ struct GetCommand: AsyncParsableCommand {
             }
             var request = Request(url: url)
             request.headers = headers
+            request.connections = connections
+            request.expectedDigest = checksum.flatMap(ContentDigest.init)
             return ControlAPI.TaskCreation(
                 kind: .download,
                 request: request,

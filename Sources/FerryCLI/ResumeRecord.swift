@@ -25,6 +25,8 @@ struct ResumeRecord: Codable, Sendable {
     var resumeData: ResumeData
     /// Bytes of the partial file made durable (fdatasync).
     var durableBytes: Int64
+    /// For a segmented download: the segments as they were when ``durableBytes`` were made durable.
+    var durableSegments: SegmentPlan?
 
     /// This boot's id (`/proc/sys/kernel/random/boot_id`).
     static let currentBootID: String? =
@@ -39,6 +41,13 @@ struct ResumeRecord: Codable, Sendable {
         if let bootID, bootID == Self.currentBootID { return resumeData }
         guard durableBytes > 0 else { return nil }
         var durable = resumeData
+        if resumeData.segments != nil {
+            // Segments fill the file out of order: only the durable plan says which bytes are on disk.
+            guard let durableSegments, durableSegments.total == resumeData.segments?.total else { return nil }
+            durable.segments = durableSegments
+            durable.bytesReceived = durableSegments.bytesReceived
+            return durable
+        }
         durable.bytesReceived = min(durableBytes, resumeData.bytesReceived)
         return durable
     }
@@ -54,7 +63,13 @@ struct ResumeRecord: Codable, Sendable {
 /// the most advanced state of each kind.
 final class ResumeRecordWriter: Sendable {
     private let path: String
-    private let state = Mutex<(written: ResumeData?, durable: Int64)>((nil, 0))
+    private struct State {
+        var written: ResumeData?
+        var durable: Int64 = 0
+        var durableSegments: SegmentPlan?
+    }
+
+    private let state = Mutex(State())
 
     init(path: String) { self.path = path }
 
@@ -68,19 +83,23 @@ final class ResumeRecordWriter: Sendable {
     /// Bytes made durable.
     func durable(_ data: ResumeData) throws {
         try update { state in
-            state.durable = max(state.durable, data.bytesReceived)
+            if data.bytesReceived >= state.durable {
+                state.durable = data.bytesReceived
+                state.durableSegments = data.segments
+            }
             if state.written.map({ $0.bytesReceived <= data.bytesReceived }) ?? true { state.written = data }
         }
     }
 
-    private func update(_ change: (inout (written: ResumeData?, durable: Int64)) -> Void) throws {
+    private func update(_ change: (inout State) -> Void) throws {
         try state.withLock { state in
             change(&state)
             guard let written = state.written else { return }
             let record = ResumeRecord(
                 bootID: ResumeRecord.currentBootID,
                 resumeData: written,
-                durableBytes: min(state.durable, written.bytesReceived)
+                durableBytes: min(state.durable, written.bytesReceived),
+                durableSegments: state.durableSegments
             )
             var data = try JSONEncoder().encode(record)
             // Padded (JSON allows trailing spaces) so that a later record fits in the same blocks.

@@ -36,7 +36,8 @@ struct TransferOptions: ParsableArguments {
     }
 
     /// A transport for this command's transfers.
-    func makeTransport() throws -> SessionTransport {
+    /// A transport allowing `connectionsPerHost` connections to one origin at once.
+    func makeTransport(connectionsPerHost: Int = 6) throws -> SessionTransport {
         var options = AsyncHTTPClientTransport.Options()
         if let cacert {
             guard let pem = try? String(contentsOfFile: cacert, encoding: .utf8) else {
@@ -44,8 +45,12 @@ struct TransferOptions: ParsableArguments {
             }
             options.additionalTrustRootsPEM = [pem]
         }
+        options.maximumConnectionsPerHost = connectionsPerHost
         do {
-            return SessionTransport(try AsyncHTTPClientTransport(options: options), maximumConnectionsPerHost: 6)
+            return SessionTransport(
+                try AsyncHTTPClientTransport(options: options),
+                maximumConnectionsPerHost: connectionsPerHost
+            )
         } catch let error as FerryError {
             throw CLIFailure(error)
         }

@@ -96,7 +96,8 @@ struct ControlRoutes: Sendable {
                 bytesReceived: resumeData.bytesReceived,
                 expectedLength: resumeData.expectedLength,
                 entityTag: resumeData.entityTag,
-                lastModified: resumeData.lastModified
+                lastModified: resumeData.lastModified,
+                segments: resumeData.segments
             )
             try store.setCurrentRequest(
                 session: session,

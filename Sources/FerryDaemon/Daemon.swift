@@ -41,7 +41,11 @@ public enum Daemon {
 
         var options = AsyncHTTPClientTransport.Options()
         options.idleTimeout = configuration.requestTimeout
-        let transport = SessionTransport(try AsyncHTTPClientTransport(options: options), maximumConnectionsPerHost: 6)
+        options.maximumConnectionsPerHost = configuration.maximumConnectionsPerHost
+        let transport = SessionTransport(
+            try AsyncHTTPClientTransport(options: options),
+            maximumConnectionsPerHost: configuration.maximumConnectionsPerHost
+        )
         let hub = EventHub()
         let launcher = Launcher(store: store, hub: hub, configuration: configuration, logger: logger)
         let scheduler = Scheduler(

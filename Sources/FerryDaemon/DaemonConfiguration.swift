@@ -8,6 +8,9 @@ public struct DaemonConfiguration: Sendable {
     public var paths: DaemonPaths
     /// Transfers running at once, daemon-wide (S6.10).
     public var maximumConcurrentTransfers = 6
+    /// Connections to one origin at once, daemon-wide: all tasks' together, a segmented download's
+    /// included (it uses up to its ``Request/connections`` of them).
+    public var maximumConnectionsPerHost = 8
     /// Bytes between durable checkpoints of a download (D1).
     public var checkpointBytes: Int64 = 8 << 20
     /// Seconds between durable checkpoints of a download (D1).

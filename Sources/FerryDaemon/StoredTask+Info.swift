@@ -38,7 +38,8 @@ extension StoredTask {
             expectedLength: expectedLength,
             entityTag: entityTag,
             lastModified: lastModified,
-            partialFilePath: partialPath
+            partialFilePath: partialPath,
+            segments: segments
         )
     }
 }

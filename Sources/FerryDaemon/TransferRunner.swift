@@ -120,7 +120,8 @@ struct TransferRunner: Sendable {
                 bytesReceived: resumeData.bytesReceived,
                 expectedLength: resumeData.expectedLength,
                 entityTag: resumeData.entityTag,
-                lastModified: resumeData.lastModified
+                lastModified: resumeData.lastModified,
+                segments: resumeData.segments
             )
         }
         let info = snapshot
@@ -413,7 +414,8 @@ struct TransferRunner: Sendable {
             bytesReceived: resumeData.bytesReceived,
             expectedLength: resumeData.expectedLength,
             entityTag: resumeData.entityTag,
-            lastModified: resumeData.lastModified
+            lastModified: resumeData.lastModified,
+            segments: resumeData.segments
         )
     }
 

@@ -452,7 +452,9 @@ extension Downloader {
             guard range.first == claim.start, range.last < claim.end,
                 response.headers.contentLength.map({ $0 == range.last - range.first + 1 }) ?? true
             else {
-                return .changed("the server sent bytes \(range.first)-\(range.last) for \(claim.start)-\(claim.end - 1)")
+                return .changed(
+                    "the server sent bytes \(range.first)-\(range.last) for \(claim.start)-\(claim.end - 1)"
+                )
             }
             return .accept
         case 200:
@@ -480,7 +482,8 @@ extension Downloader {
     /// A range response's headers as the whole resource's: no Content-Range, the whole Content-Length.
     static func wholeHeaders(_ headers: Headers, total: Int64) -> Headers {
         var whole = Headers()
-        for field in headers where field.name.lowercased() != "content-range" && field.name.lowercased() != "content-length" {
+        for field in headers
+        where field.name.lowercased() != "content-range" && field.name.lowercased() != "content-length" {
             whole.add(name: field.name, value: field.value)
         }
         whole["Content-Length"] = String(total)

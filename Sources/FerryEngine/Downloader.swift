@@ -127,7 +127,13 @@ public struct Downloader: Sendable {
             || (original.connections > 1 && original.method == "GET" && original.headers["range"] == nil)
         let result =
             segmented
-            ? try await downloadSegmented(request, resumingFrom: resumeData, to: path, deadline: deadline, events: events)
+            ? try await downloadSegmented(
+                request,
+                resumingFrom: resumeData,
+                to: path,
+                deadline: deadline,
+                events: events
+            )
             : try await downloadSequential(
                 request,
                 resumingFrom: resumeData,

@@ -59,7 +59,12 @@ final class SegmentFile: Sendable {
         try buffer.withUnsafeReadableBytes { bytes in
             var done = 0
             while done < count {
-                let written = FileSink.write(descriptor, bytes.baseAddress! + done, count - done, at: offset + Int64(done))
+                let written = FileSink.write(
+                    descriptor,
+                    bytes.baseAddress! + done,
+                    count - done,
+                    at: offset + Int64(done)
+                )
                 if written < 0 {
                     if errno == EINTR { continue }
                     let code = errno

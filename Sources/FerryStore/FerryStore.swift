@@ -293,17 +293,20 @@ public final class FerryStore: Sendable {
         bytesReceived: Int64,
         expectedLength: Int64?,
         entityTag: String?,
-        lastModified: String?
+        lastModified: String?,
+        segments: SegmentPlan? = nil
     ) throws {
+        let encodedSegments = try segments.map { try JSONEncoder().encode($0) }
         try write { db in
             try db.execute(
                 sql: """
                     UPDATE task SET partialPath = ?, bytesReceived = ?, expectedLength = ?, entityTag = ?,
-                                    lastModified = ?, updatedAt = ?
+                                    lastModified = ?, segments = ?, updatedAt = ?
                     WHERE session = ? AND taskIdentifier = ?
                     """,
                 arguments: [
-                    partialPath, bytesReceived, expectedLength, entityTag, lastModified, clock(), session, identifier,
+                    partialPath, bytesReceived, expectedLength, entityTag, lastModified, encodedSegments, clock(),
+                    session, identifier,
                 ]
             )
             try Self.requireChange(db, session: session, identifier: identifier)

@@ -66,6 +66,11 @@ enum StoreSchema {
                 table.add(column: "destinationMode", .integer)
             }
         }
+        migrator.registerMigration("v4: segmented download progress") { db in
+            try db.alter(table: "task") { table in
+                table.add(column: "segments", .blob)
+            }
+        }
         return migrator
     }
 }

@@ -48,6 +48,9 @@ public struct StoredTask: Sendable, Hashable {
     public var entityTag: String?
     /// See ``entityTag``.
     public var lastModified: String?
+    /// A segmented download's ranges and their progress (``bytesReceived`` is their sum); nil for a
+    /// download whose file holds its first ``bytesReceived`` bytes.
+    public var segments: SegmentPlan?
     /// Request body bytes sent (uploads).
     public var bytesSent: Int64
     /// The final response's status, once known.
@@ -113,6 +116,7 @@ extension StoredTask {
         expectedLength = row["expectedLength"]
         entityTag = row["entityTag"]
         lastModified = row["lastModified"]
+        segments = try (row["segments"] as Data?).map { try decoder.decode(SegmentPlan.self, from: $0) }
         bytesSent = row["bytesSent"]
         responseStatus = row["responseStatus"]
         responseHeaders = try (row["responseHeaders"] as Data?).map { try decoder.decode(Headers.self, from: $0) }

@@ -15,7 +15,8 @@ if arguments.contains("--help") || arguments.contains("-h") {
         usage: ferryd [--version]
         Runs Ferry's per-user transfer daemon in the foreground until SIGTERM or SIGINT.
         Environment: FERRY_HOME puts the socket, database and files under one directory;
-        FERRY_SOCKET overrides the socket path; FERRY_LOG_LEVEL sets the log level (info).
+        FERRY_SOCKET overrides the socket path; FERRY_LOG_LEVEL sets the log level (info);
+        FERRY_CONNECTIONS_PER_HOST caps connections to one origin, all tasks together (8).
         Tuning for tests: FERRY_CHECKPOINT_BYTES, FERRY_CHECKPOINT_SECONDS, FERRY_MAX_TRANSFERS,
         FERRY_RETRY_BASE_DELAY, FERRY_LAUNCH_BASE_DELAY, FERRY_THROUGHPUT_FLOOR, FERRY_THROUGHPUT_WINDOW.
         """
@@ -38,6 +39,9 @@ do {
     }
     if let value = environment["FERRY_MAX_TRANSFERS"].flatMap(Int.init), value > 0 {
         configuration.maximumConcurrentTransfers = value
+    }
+    if let value = environment["FERRY_CONNECTIONS_PER_HOST"].flatMap(Int.init), value > 0 {
+        configuration.maximumConnectionsPerHost = value
     }
     if let value = environment["FERRY_RETRY_BASE_DELAY"].flatMap(Double.init) { configuration.retry.baseDelay = value }
     if let value = environment["FERRY_LAUNCH_BASE_DELAY"].flatMap(Double.init) {

@@ -82,17 +82,6 @@ import Testing
     }
 }
 
-@Suite struct ChecksumTests {
-    @Test func onlySHA256WithSixtyFourHexDigits() {
-        let hex = String(repeating: "aB", count: 32)
-        #expect(Checksum("sha256=\(hex)")?.hex == hex.lowercased())
-        #expect(Checksum("SHA256=\(hex)") != nil)
-        #expect(Checksum("md5=\(hex)") == nil)
-        #expect(Checksum("sha256=\(hex.dropLast())") == nil)
-        #expect(Checksum("sha256=\(String(repeating: "zz", count: 32))") == nil)
-    }
-}
-
 @Suite struct TaskTableTests {
     func task(
         _ identifier: Int,

@@ -138,7 +138,7 @@ import Glibc
         }
     }
 
-    @Test func aChecksumMismatchIsExitStatus3AndKeepsNothing() async throws {
+    @Test func aChecksumMismatchIsExitStatus3AndKeepsTheBytesAside() async throws {
         try await TestServer.withServer { server in
             let directory = try makeDirectory()
             defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -149,11 +149,54 @@ import Glibc
             #expect(run.status == 3)
             #expect(run.errorLines.count == 1)
             #expect(run.errorLines.first?.hasPrefix("ferry: checksum mismatch for \(directory)/f") == true)
-            #expect(try FileManager.default.contentsOfDirectory(atPath: directory).isEmpty)
+            #expect(run.errorLines.first?.contains("got \(bytesSHA256(5000))") == true)
+            // Not under the name asked for, and not where -C would continue it: beside it, for inspection.
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory) == ["f.ferry-mismatch"])
+            #expect(try fileSHA256(directory + "/f.ferry-mismatch") == bytesSHA256(5000))
             let right = try await CLIRunner(directory: directory).run([
                 "get", server.url("/bytes/5000"), "-o", "f", "--checksum", "sha256=\(bytesSHA256(5000))", "-q",
             ])
             #expect(right.status == 0)
+            let md5 = try await CLIRunner(directory: directory).run([
+                "get", server.url("/bytes/5000"), "-o", "g", "--checksum", "md5=" + String(repeating: "0", count: 32),
+                "-q",
+            ])
+            #expect(md5.status == 3)
+            #expect(md5.errorLines.first?.contains("expected md5") == true)
+        }
+    }
+
+    @Test func severalConnectionsFetchOneFileAndAnInterruptionContinuesItsSegments() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let cli = CLIRunner(directory: directory)
+            let size = 12_000_000
+            let url = server.url("/bytes/\(size)?throttle=1000000")
+            let (process, out, err) = try cli.start(["get", url, "-o", "seg.bin", "-x", "4"])
+            let record = directory + "/seg.bin.ferry-resume"
+            try await waitUntil("a resume record is written or ferry ends") {
+                FileManager.default.fileExists(atPath: record) || !process.isRunning
+            }
+            kill(process.processIdentifier, SIGINT)
+            let first = try await cli.finish(process, out, err)
+            #expect(first.status == 130, "\(first.stderr)")
+            let saved = try #require(FileManager.default.contents(atPath: record))
+            let json = try JSONSerialization.jsonObject(with: saved) as? [String: Any]
+            let resumeData = json?["resumeData"] as? [String: Any]
+            let segments = (resumeData?["segments"] as? [String: Any])?["segments"] as? [[String: Any]]
+            #expect((segments?.count ?? 0) >= 4)
+
+            let second = try await cli.run(["get", "-C", url, "-o", "seg.bin", "-x", "4", "--json"])
+            #expect(second.status == 0, "\(second.stderr)")
+            #expect(try fileSHA256(directory + "/seg.bin") == bytesSHA256(size))
+            let reports = try JSONSerialization.jsonObject(with: Data(second.stdout.utf8)) as? [[String: Any]]
+            #expect((reports?.first?["resumedFrom"] as? Int ?? 0) > 0)
+            #expect(reports?.first?["connections"] as? Int == 4)
+            // Each segment went on where it stopped: not much more than the file was served.
+            let served = server.counters.bodyBytesSent(path: "/bytes/\(size)")
+            #expect(served < Int64(size) + Int64(size) / 4)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory) == ["seg.bin"])
         }
     }
 

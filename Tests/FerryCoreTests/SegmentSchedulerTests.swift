@@ -37,13 +37,13 @@ import Testing
             minimumSegmentSize: 10_000,
             alignment: 1000
         )
-        let slow = try #require(scheduler.claim())
-        let fast = try #require(scheduler.claim())
+        let slow = try claimOrFail(&scheduler)
+        let fast = try claimOrFail(&scheduler)
         #expect(scheduler.accept(fast.index, count: 500_000) == 500_000)
         scheduler.release(fast.index)
         #expect(scheduler.accept(slow.index, count: 100_000) == 100_000)
         // Segment 0 has 400,000 left from 100,000: the second half, from 300,000, goes to the idle one.
-        let stolen = try #require(scheduler.claim())
+        let stolen = try claimOrFail(&scheduler)
         #expect(stolen == .init(index: 2, start: 300_000, end: 500_000))
         #expect(scheduler.end(of: slow.index) == 300_000)
         // The slow connection's bytes past its new end are not its own any more.
@@ -58,9 +58,9 @@ import Testing
             plan: SegmentPlan(total: 100_001, connections: 1, minimumSegmentSize: 1000),
             minimumSegmentSize: 1000
         )
-        let only = try #require(scheduler.claim())
+        let only = try claimOrFail(&scheduler)
         _ = scheduler.accept(only.index, count: 3)
-        let stolen = try #require(scheduler.claim())
+        let stolen = try claimOrFail(&scheduler)
         #expect(stolen.start % 4096 == 0)
         #expect(stolen.start > 3 + 1000)
         #expect(stolen.end == 100_001)
@@ -71,10 +71,10 @@ import Testing
             plan: SegmentPlan(total: 3000, connections: 3, minimumSegmentSize: 1000),
             minimumSegmentSize: 1000
         )
-        let first = try #require(scheduler.claim())
+        let first = try claimOrFail(&scheduler)
         _ = scheduler.accept(first.index, count: 400)
         scheduler.release(first.index)
-        let again = try #require(scheduler.claim())
+        let again = try claimOrFail(&scheduler)
         #expect(again == .init(index: 0, start: 400, end: 1000))
     }
 
@@ -88,7 +88,8 @@ import Testing
         let data = try JSONEncoder().encode(scheduler.plan)
         #expect(try JSONDecoder().decode(SegmentPlan.self, from: data) == scheduler.plan)
 
-        let gap = #"{"total":9000,"segments":[{"start":0,"end":3000,"received":0},{"start":4000,"end":9000,"received":0}]}"#
+        let gap =
+            #"{"total":9000,"segments":[{"start":0,"end":3000,"received":0},{"start":4000,"end":9000,"received":0}]}"#
         #expect(throws: DecodingError.self) { try JSONDecoder().decode(SegmentPlan.self, from: Data(gap.utf8)) }
         let overfull = #"{"total":10,"segments":[{"start":0,"end":10,"received":11}]}"#
         #expect(throws: DecodingError.self) { try JSONDecoder().decode(SegmentPlan.self, from: Data(overfull.utf8)) }
@@ -96,7 +97,10 @@ import Testing
     }
 
     @Test func resumeDataWithSegmentsIsVersionTwoAndChecked() throws {
-        let plan = SegmentPlan(total: 5000, segments: [.init(start: 0, end: 2000, received: 2000), .init(start: 2000, end: 5000, received: 10)])!
+        let plan = SegmentPlan(
+            total: 5000,
+            segments: [.init(start: 0, end: 2000, received: 2000), .init(start: 2000, end: 5000, received: 10)]
+        )!
         let request = Request(url: URL(string: "http://127.0.0.1/file")!)
         let data = ResumeData(
             originalRequest: request,
@@ -150,4 +154,10 @@ import Testing
         request.minimumSegmentSize = 10
         #expect(throws: FerryError.self) { try request.validate() }
     }
+}
+
+/// The scheduler's next claim; a test failure when there is none.
+private func claimOrFail(_ scheduler: inout SegmentScheduler) throws -> SegmentScheduler.Claim {
+    let claim = scheduler.claim()
+    return try #require(claim)
 }

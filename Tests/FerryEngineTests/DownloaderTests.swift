@@ -233,11 +233,11 @@ import Testing
         try await TestServer.withServer { server in
             var options = AsyncHTTPClientTransport.Options()
             // Short, but not so short that a loaded machine trips it on the healthy second attempt.
-            options.idleTimeout = 1.5
+            options.idleTimeout = 3
             let transport = try AsyncHTTPClientTransport(options: options)
             defer { Task { try await transport.shutdown() } }
             let path = try temporaryPath()
-            let url = server.url("/bytes/1000000?seed=11&stall_after=300000&stall_ms=6000&only_first=1&key=t1")
+            let url = server.url("/bytes/1000000?seed=11&stall_after=300000&stall_ms=9000&only_first=1&key=t1")
             let error = try await failingDownload(Downloader(transport: transport), url, to: path)
             #expect(error.code == .timedOut)
             let resumeData = try #require(error.resumeData)

@@ -210,7 +210,10 @@ func segmented(_ url: String, connections: Int, minimumSegmentSize: Int64 = 64 <
             let plan = try #require(
                 SegmentPlan(
                     total: 262_144,
-                    segments: [.init(start: 0, end: 131_072, received: 131_072), .init(start: 131_072, end: 262_144, received: 1000)]
+                    segments: [
+                        .init(start: 0, end: 131_072, received: 131_072),
+                        .init(start: 131_072, end: 262_144, received: 1000),
+                    ]
                 )
             )
             let resumeData = ResumeData(
@@ -268,9 +271,12 @@ func segmented(_ url: String, connections: Int, minimumSegmentSize: Int64 = 64 <
             // Other algorithms, computed the same way.
             let path = try temporaryPath()
             try Data("abc".utf8).write(to: URL(fileURLWithPath: path))
-            #expect(try await DigestVerifier.digest(ofFile: path, algorithm: .md5) == "900150983cd24fb0d6963f7d28e17f72")
             #expect(
-                try await DigestVerifier.digest(ofFile: path, algorithm: .sha1) == "a9993e364706816aba3e25717850c26c9cd0d89d"
+                try await DigestVerifier.digest(ofFile: path, algorithm: .md5) == "900150983cd24fb0d6963f7d28e17f72"
+            )
+            #expect(
+                try await DigestVerifier.digest(ofFile: path, algorithm: .sha1)
+                    == "a9993e364706816aba3e25717850c26c9cd0d89d"
             )
         }
     }

@@ -34,6 +34,7 @@ func request(_ path: String) -> Request {
         #expect(
             try store.appliedMigrations() == [
                 "v1: sessions, tasks, events, launches", "v2: task resource deadline", "v3: task destination",
+                "v4: segmented download progress",
             ]
         )
     }
@@ -168,6 +169,43 @@ func request(_ path: String) -> Request {
         #expect(task.entityTag == "\"v1\"")
         #expect(task.partialPath == "/tmp/partial-1")
         #expect(try reopened.task(session: "s", identifier: 2).state == .suspended)
+        #expect(task.segments == nil)
+    }
+
+    @Test func aSegmentedDownloadsProgressIsKeptSegmentBySegment() throws {
+        let fixture = try StoreFixture()
+        let store = fixture.store
+        try store.registerSession("s")
+        _ = try store.createTask(session: "s", kind: .download, request: request("1"))
+        let plan = try #require(
+            SegmentPlan(
+                total: 10_000,
+                segments: [.init(start: 0, end: 5000, received: 5000), .init(start: 5000, end: 10_000, received: 12)]
+            )
+        )
+        try store.recordProgress(
+            session: "s",
+            identifier: 1,
+            partialPath: "/tmp/partial-1",
+            bytesReceived: plan.bytesReceived,
+            expectedLength: 10_000,
+            entityTag: "\"v1\"",
+            lastModified: nil,
+            segments: plan
+        )
+        let reopened = try fixture.reopen()
+        #expect(try reopened.task(session: "s", identifier: 1).segments == plan)
+        // A later record without segments (a restart from zero) clears them.
+        try reopened.recordProgress(
+            session: "s",
+            identifier: 1,
+            partialPath: "/tmp/partial-1",
+            bytesReceived: 0,
+            expectedLength: nil,
+            entityTag: nil,
+            lastModified: nil
+        )
+        #expect(try reopened.task(session: "s", identifier: 1).segments == nil)
     }
 
     @Test func sessionsAreIsolatedAndRemovingOneForgetsItsTasksAndEvents() throws {
