@@ -48,6 +48,11 @@ public struct Request: Sendable, Hashable, Codable {
     /// mismatch fails the task with ``FerryError/Code/checksumMismatch`` and keeps the file for
     /// inspection (its path is in the message). Data and upload tasks ignore it.
     public var expectedDigest: ContentDigest?
+    /// Send an upload with the IETF resumable-upload protocol when the server supports it (SPEC S4.6,
+    /// ``ResumableUploadProtocol``; detected with OPTIONS, else a plain upload): an interrupted upload
+    /// continues from the server's offset, by itself after a network error, or later from resume data.
+    /// Default false. Download and data tasks ignore it.
+    public var resumableUpload = false
 
     /// The most connections one download may use.
     public static let maximumConnections = 32
@@ -105,7 +110,7 @@ extension Request {
     private enum CodingKeys: String, CodingKey {
         case url, method, headers, timeoutInterval, cachePolicy, httpShouldHandleCookies, allowsCellularAccess
         case allowsExpensiveNetworkAccess, allowsConstrainedNetworkAccess
-        case connections, minimumSegmentSize, expectedDigest
+        case connections, minimumSegmentSize, expectedDigest, resumableUpload
     }
 
     /// Decodes a request; every field but `url` may be left out and takes its default (scripts talking
@@ -131,6 +136,7 @@ extension Request {
         minimumSegmentSize =
             try container.decodeIfPresent(Int64.self, forKey: .minimumSegmentSize) ?? minimumSegmentSize
         expectedDigest = try container.decodeIfPresent(ContentDigest.self, forKey: .expectedDigest)
+        resumableUpload = try container.decodeIfPresent(Bool.self, forKey: .resumableUpload) ?? false
     }
 
     /// Encodes the request, leaving out the download options at their defaults (stored requests stay
@@ -149,5 +155,6 @@ extension Request {
         if connections != 1 { try container.encode(connections, forKey: .connections) }
         if minimumSegmentSize != 1 << 20 { try container.encode(minimumSegmentSize, forKey: .minimumSegmentSize) }
         try container.encodeIfPresent(expectedDigest, forKey: .expectedDigest)
+        if resumableUpload { try container.encode(resumableUpload, forKey: .resumableUpload) }
     }
 }

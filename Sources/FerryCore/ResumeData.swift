@@ -6,8 +6,8 @@ public import Foundation
 /// versioned JSON document in fact, so it can be stored and inspected. It records the request, how many
 /// bytes are on disk, the validators that make a continuation safe, and where the partial file is.
 public struct ResumeData: Sendable, Hashable, Codable {
-    /// The newest format version this build writes and reads: 2 adds ``segments``. Resume data without
-    /// segments is still written as version 1, so an older Ferry can read it.
+    /// The newest format version this build writes and reads: 2 adds ``segments`` and ``upload``. Resume
+    /// data without them is still written as version 1, so an older Ferry can read it.
     public static let currentVersion = 2
     /// The format versions this build reads.
     public static let readableVersions = 1...currentVersion
@@ -32,7 +32,16 @@ public struct ResumeData: Sendable, Hashable, Codable {
     /// resource's full length, with holes); ``bytesReceived`` is their sum. Nil: the file holds the first
     /// ``bytesReceived`` bytes.
     public var segments: SegmentPlan? {
-        didSet { version = segments == nil ? 1 : 2 }
+        didSet { version = Self.version(segments: segments, upload: upload) }
+    }
+    /// For a resumable upload (``Request/resumableUpload``): the server's upload resource and the offset it
+    /// confirmed; ``partialFilePath`` is then the file being uploaded and ``bytesReceived`` the offset.
+    public var upload: UploadResumption? {
+        didSet { version = Self.version(segments: segments, upload: upload) }
+    }
+
+    private static func version(segments: SegmentPlan?, upload: UploadResumption?) -> Int {
+        segments == nil && upload == nil ? 1 : 2
     }
 
     /// Creates resume data of the current version.
@@ -44,9 +53,10 @@ public struct ResumeData: Sendable, Hashable, Codable {
         entityTag: String?,
         lastModified: String?,
         partialFilePath: String,
-        segments: SegmentPlan? = nil
+        segments: SegmentPlan? = nil,
+        upload: UploadResumption? = nil
     ) {
-        self.version = segments == nil ? 1 : 2
+        self.version = Self.version(segments: segments, upload: upload)
         self.originalRequest = originalRequest
         self.currentRequest = currentRequest
         self.bytesReceived = bytesReceived
@@ -55,6 +65,7 @@ public struct ResumeData: Sendable, Hashable, Codable {
         self.lastModified = lastModified
         self.partialFilePath = partialFilePath
         self.segments = segments
+        self.upload = upload
     }
 
     /// The URL to continue from.
