@@ -197,6 +197,60 @@ public final class Session: Sendable {
         }
     }
 
+    /// Continues a resumable upload of a file from resume data (``UploadTask/cancelByProducingResumeData()``,
+    /// or an error's ``FerryError/resumeData``): the server is asked for its offset, and only the rest
+    /// of the file is sent. In a background session, ferryd continues it.
+    public func uploadTask(withResumeData resumeData: Data) -> UploadTask {
+        let decoded = Result { try ResumeData(encoded: resumeData) }
+        guard case .success(let resume) = decoded, let upload = resume.upload, !resume.partialFilePath.isEmpty else {
+            let error: FerryError
+            switch decoded {
+            case .failure(let failure as FerryError): error = failure
+            case .failure(let failure): error = FerryError(.invalidResumeData, "the resume data is damaged: \(failure)")
+            case .success: error = FerryError(.invalidResumeData, "this resume data is not a resumable upload's")
+            }
+            return register {
+                UploadTask(
+                    session: self,
+                    identifier: $0,
+                    request: nil,
+                    work: .upload(.file(URL(fileURLWithPath: "/"))),
+                    route: .delegates,
+                    rejection: $1 ?? error
+                )
+            }
+        }
+        let file = URL(fileURLWithPath: resume.partialFilePath)
+        if background != nil {
+            let creation = ControlAPI.TaskCreation(
+                kind: .upload,
+                request: resume.originalRequest,
+                uploadFile: file.path,
+                resumeData: resume
+            )
+            return registerRemote(creation) {
+                UploadTask(
+                    session: self,
+                    identifier: $0,
+                    request: resume.originalRequest,
+                    work: .upload(.file(file, resumption: upload)),
+                    route: .delegates,
+                    rejection: $1
+                )
+            }
+        }
+        return register {
+            UploadTask(
+                session: self,
+                identifier: $0,
+                request: resume.originalRequest,
+                work: .upload(.file(file, resumption: upload)),
+                route: .delegates,
+                rejection: $1
+            )
+        }
+    }
+
     /// An upload of `data`.
     public func uploadTask(with request: Request, from data: Data) -> UploadTask {
         register {

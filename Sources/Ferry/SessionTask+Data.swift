@@ -8,6 +8,7 @@ extension SessionTask {
     /// collected for an async call), and the delegate may turn it into a download.
     func transferData(_ request: Request, deadline: NIODeadline) async throws -> TransferResult {
         let session = self.session
+        if let resumable = try await transferResumableUpload(request, deadline: deadline) { return resumable }
         let body = try await uploadBody()
         let dataDelegate = dataDelegate()
         let becameDownload = Mutex<DownloadTask?>(nil)
@@ -62,6 +63,22 @@ extension SessionTask {
         }
     }
 
+    /// Delivers upload progress to the delegate (didSendBodyData), coalesced; nil without a delegate.
+    func uploadProgress() -> ProgressCoalescer? {
+        let session = self.session
+        return taskDelegateForEvents().map { delegate in
+            ProgressCoalescer(queue: session.queue) { [self] pending in
+                await delegate.session(
+                    session,
+                    task: self,
+                    didSendBodyData: pending.delta,
+                    totalBytesSent: pending.total,
+                    totalBytesExpectedToSend: pending.expected
+                )
+            }
+        }
+    }
+
     /// The request body of an upload, counted for progress (didSendBodyData).
     private func uploadBody() async throws -> TransportRequestBody? {
         guard case .upload(let source) = work else { return nil }
@@ -70,7 +87,7 @@ extension SessionTask {
         switch source {
         case .data(let data):
             raw = (Int64(data.count), TransportBodyStream(DataChunks(data: data)))
-        case .file(let url):
+        case .file(let url, _):
             guard case .stream(let length, let stream) = try TransportRequestBody.file(path: url.path) else {
                 preconditionFailure("a file body is a stream")
             }
@@ -91,18 +108,7 @@ extension SessionTask {
         }
         let expected = raw.length ?? Session.transferSizeUnknown
         locked.withLock { $0.bytesExpectedToSend = expected }
-        let delegate = taskDelegateForEvents()
-        let progress = delegate.map { delegate in
-            ProgressCoalescer(queue: session.queue) { [self] pending in
-                await delegate.session(
-                    session,
-                    task: self,
-                    didSendBodyData: pending.delta,
-                    totalBytesSent: pending.total,
-                    totalBytesExpectedToSend: pending.expected
-                )
-            }
-        }
+        let progress = uploadProgress()
         let counted = raw.stream.map { @Sendable [self] (chunk: ByteBuffer) -> ByteBuffer in
             let delta = Int64(chunk.readableBytes)
             let total = locked.withLock { state in

@@ -96,7 +96,24 @@ extension SessionTask {
 public class DataTask: SessionTask, @unchecked Sendable {}
 
 /// An upload task (URLSessionUploadTask): a data task with a request body from data, a file or a stream.
-public final class UploadTask: DataTask, @unchecked Sendable {}
+public final class UploadTask: DataTask, @unchecked Sendable {
+    /// Cancels a resumable upload of a file (``Request/resumableUpload``) and returns resume data for
+    /// ``Session/uploadTask(withResumeData:)`` (also after the process restarts), or nil when it cannot
+    /// be continued: not started, finished, not a file, or the server does not speak the protocol.
+    public func cancelByProducingResumeData() async -> Data? {
+        cancel(produceResumeData: true)
+        await waitUntilEnded()
+        guard let resumeData = error?.resumeData, resumeData.upload != nil, !resumeData.partialFilePath.isEmpty else {
+            return nil
+        }
+        return resumeData.encoded()
+    }
+
+    /// ``cancelByProducingResumeData()`` with a completion handler, called from another task.
+    public func cancel(byProducingResumeData completionHandler: @escaping @Sendable (Data?) -> Void) {
+        Task { completionHandler(await cancelByProducingResumeData()) }
+    }
+}
 
 /// A download task (URLSessionDownloadTask): the body goes to a temporary file handed to
 /// didFinishDownloadingTo.

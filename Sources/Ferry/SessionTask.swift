@@ -17,7 +17,8 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
 
     enum UploadSource: Sendable {
         case data(Data)
-        case file(URL)
+        /// A file; with the state of a resumable upload to continue (``Session/uploadTask(withResumeData:)``).
+        case file(URL, resumption: UploadResumption? = nil)
         case stream
     }
 
@@ -454,7 +455,7 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
     static func uploadLength(_ source: UploadSource) -> Int64? {
         switch source {
         case .data(let data): Int64(data.count)
-        case .file(let url):
+        case .file(let url, _):
             (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.int64Value
         case .stream: nil
         }
