@@ -88,7 +88,9 @@ struct ControlRoutes: Sendable {
             session: session,
             [try newTask(creation, in: session)]
         )[0]
-        if let resumeData {
+        if let upload = resumeData?.upload, creation.kind == .upload {
+            try store.recordUploadState(session: session, identifier: task.taskIdentifier, state: upload)
+        } else if let resumeData {
             try store.recordProgress(
                 session: session,
                 identifier: task.taskIdentifier,

@@ -26,8 +26,22 @@ extension StoredTask {
 
     var key: TaskKey { TaskKey(session: session, identifier: taskIdentifier) }
 
-    /// Resume data for the bytes recorded on disk, when a validator makes continuing safe.
+    /// Resume data for the bytes recorded on disk, when a validator makes continuing safe; for a
+    /// resumable upload, its upload resource and offset.
     var resumeData: ResumeData? {
+        if kind == .upload {
+            guard let uploadState, let bodyFile else { return nil }
+            return ResumeData(
+                originalRequest: originalRequest,
+                currentRequest: currentRequest ?? originalRequest,
+                bytesReceived: uploadState.offset,
+                expectedLength: uploadState.length,
+                entityTag: nil,
+                lastModified: nil,
+                partialFilePath: bodyFile,
+                upload: uploadState
+            )
+        }
         guard let partialPath, bytesReceived > 0,
             RangeResumption.validator(entityTag: entityTag, lastModified: lastModified) != nil
         else { return nil }

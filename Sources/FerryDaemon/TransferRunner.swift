@@ -323,45 +323,56 @@ struct TransferRunner: Sendable {
         let info = task.info
         // Progress as the body leaves (S6.3 didSendBodyData), at most ten events a second; the last
         // one always goes out after the response, below.
-        let counted = stream.map { @Sendable (chunk: ByteBuffer) -> ByteBuffer in
-            let delta = Int64(chunk.readableBytes)
-            let total = sent.withLock { total in
-                total += delta
-                return total
-            }
+        let report = { @Sendable (delta: Int64, total: Int64) in
             meter.add(delta)
             meter.setPosition(total)
-            if meter.shouldEmit(now: Int64(DispatchTime.now().uptimeNanoseconds)) {
-                var progress = info
-                progress.state = .running
-                progress.bytesSent = total
-                hub.signal(
-                    session,
-                    .event(
-                        BackgroundEvent(
-                            kind: .didSendBodyData,
-                            task: progress,
-                            bytes: delta,
-                            totalBytes: total,
-                            totalBytesExpected: length
-                        )
+            guard meter.shouldEmit(now: Int64(DispatchTime.now().uptimeNanoseconds)) else { return }
+            var progress = info
+            progress.state = .running
+            progress.bytesSent = total
+            hub.signal(
+                session,
+                .event(
+                    BackgroundEvent(
+                        kind: .didSendBodyData,
+                        task: progress,
+                        bytes: delta,
+                        totalBytes: total,
+                        totalBytesExpected: length
                     )
                 )
-            }
-            return chunk
+            )
         }
-        let body = TransportRequestBody.stream(length: length, TransportBodyStream(counted))
-        let loader = DataLoader(transport: transport)
-        var hooks = DataLoader.Hooks()
-        hooks.collect = false
-        let result = try await loader.perform(
-            task.originalRequest,
-            body: body,
-            deadline: .now() + .nanoseconds(Int64(secondsLeft * 1e9)),
-            hooks: hooks
-        )
-        guard case .loaded(let loaded) = result else {
-            throw FerryError(.unknown, "the upload's response became a download unexpectedly")
+        let deadline = NIODeadline.now() + .nanoseconds(Int64(secondsLeft * 1e9))
+        var resumable: DataLoader.Result?
+        if task.originalRequest.resumableUpload, let length {
+            resumable = try await resumableUpload(file: file, length: length, deadline: deadline) { delta, total in
+                sent.withLock { $0 = total }
+                report(delta, total)
+            }
+        }
+        let loaded: DataLoader.Result
+        if let resumable {
+            loaded = resumable
+        } else {
+            let counted = stream.map { @Sendable (chunk: ByteBuffer) -> ByteBuffer in
+                let delta = Int64(chunk.readableBytes)
+                let total = sent.withLock { total in
+                    total += delta
+                    return total
+                }
+                report(delta, total)
+                return chunk
+            }
+            let body = TransportRequestBody.stream(length: length, TransportBodyStream(counted))
+            let loader = DataLoader(transport: transport)
+            var hooks = DataLoader.Hooks()
+            hooks.collect = false
+            let result = try await loader.perform(task.originalRequest, body: body, deadline: deadline, hooks: hooks)
+            guard case .loaded(let plain) = result else {
+                throw FerryError(.unknown, "the upload's response became a download unexpectedly")
+            }
+            loaded = plain
         }
         if let delay = retryDelay(loaded.status, loaded.headers) {
             return .retryLater(
@@ -402,6 +413,39 @@ struct TransferRunner: Sendable {
             request: loaded.finalRequest
         )
         return .uploaded
+    }
+
+    /// A resumable upload (``Request/resumableUpload``): continues the recorded upload resource, or creates
+    /// one; each state the server confirms is recorded before the upload goes on, so after a restart only
+    /// what the server lacks is sent. Nil when the server does not speak the protocol (nothing was sent).
+    private func resumableUpload(
+        file: String,
+        length: Int64,
+        deadline: NIODeadline,
+        didSend: @escaping @Sendable (Int64, Int64) -> Void
+    ) async throws -> DataLoader.Result? {
+        let (store, session, identifier) = (store, task.session, task.taskIdentifier)
+        var events = ResumableUploader.Events()
+        events.didSend = { delta, total, _ in didSend(delta, total) }
+        events.didConfirm = { state in
+            try store.recordUploadState(session: session, identifier: identifier, state: state)
+        }
+        do {
+            let outcome = try await ResumableUploader(transport: transport).upload(
+                task.originalRequest,
+                body: .file(path: file, length: length),
+                resumingFrom: task.uploadState,
+                filePath: file,
+                deadline: deadline,
+                events: events
+            )
+            guard case .finished(let result) = outcome else { return nil }
+            return result
+        } catch let error as FerryError where error.resumeData == nil && task.uploadState != nil {
+            // The server forgot the upload: the next try starts a new one.
+            try? store.recordUploadState(session: session, identifier: identifier, state: nil)
+            throw error
+        }
     }
 
     /// D1 for a transfer that stopped: the partial file is made durable, then its length recorded.

@@ -262,6 +262,22 @@ public final class FerryStore: Sendable {
         }
     }
 
+    /// Records where a resumable upload stands (its upload resource and the offset the server confirmed),
+    /// or forgets it (nil). Recorded before the upload goes on, so a restarted daemon continues it.
+    public func recordUploadState(session: String, identifier: Int, state: UploadResumption?) throws {
+        let encoded = try state.map { try JSONEncoder().encode($0) }
+        try write { db in
+            try db.execute(
+                sql: """
+                    UPDATE task SET uploadState = ?, bytesSent = MAX(bytesSent, ?), updatedAt = ?
+                    WHERE session = ? AND taskIdentifier = ?
+                    """,
+                arguments: [encoded, state?.offset ?? 0, clock(), session, identifier]
+            )
+            try Self.requireChange(db, session: session, identifier: identifier)
+        }
+    }
+
     /// Records the final response's head (status and fields) and, for uploads, the bytes sent.
     public func recordResponse(
         session: String,

@@ -71,6 +71,11 @@ enum StoreSchema {
                 table.add(column: "segments", .blob)
             }
         }
+        migrator.registerMigration("v5: resumable upload state") { db in
+            try db.alter(table: "task") { table in
+                table.add(column: "uploadState", .blob)
+            }
+        }
         return migrator
     }
 }

@@ -51,6 +51,8 @@ public struct StoredTask: Sendable, Hashable {
     /// A segmented download's ranges and their progress (``bytesReceived`` is their sum); nil for a
     /// download whose file holds its first ``bytesReceived`` bytes.
     public var segments: SegmentPlan?
+    /// A resumable upload's state: its upload resource and the offset the server confirmed.
+    public var uploadState: UploadResumption?
     /// Request body bytes sent (uploads).
     public var bytesSent: Int64
     /// The final response's status, once known.
@@ -117,6 +119,7 @@ extension StoredTask {
         entityTag = row["entityTag"]
         lastModified = row["lastModified"]
         segments = try (row["segments"] as Data?).map { try decoder.decode(SegmentPlan.self, from: $0) }
+        uploadState = try (row["uploadState"] as Data?).map { try decoder.decode(UploadResumption.self, from: $0) }
         bytesSent = row["bytesSent"]
         responseStatus = row["responseStatus"]
         responseHeaders = try (row["responseHeaders"] as Data?).map { try decoder.decode(Headers.self, from: $0) }

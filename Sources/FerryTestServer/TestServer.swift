@@ -187,15 +187,16 @@ public final class TestServer: Sendable {
     }
 
     /// HTTP/1.1 framing and the conversion to swift-http-types parts.
-    private static func addHTTP1Codec(to channel: any Channel, secure: Bool) throws {
+    private static func addHTTP1Codec(to channel: any Channel, secure: Bool, context: ListenerContext) throws {
         let sync = channel.pipeline.syncOperations
         try sync.configureHTTPServerPipeline(withErrorHandling: true)
         try sync.addHandler(KeepAliveHandler())
         try sync.addHandler(HTTP1ToHTTPServerCodec(secure: secure))
+        try sync.addHandler(RequestBodyCounter(state: context.state))
     }
 
     private static func addHTTP1Handlers(to channel: any Channel, secure: Bool, context: ListenerContext) throws {
-        try addHTTP1Codec(to: channel, secure: secure)
+        try addHTTP1Codec(to: channel, secure: secure, context: context)
         try channel.pipeline.syncOperations.addHandler(
             RequestHandler(listener: context, protocolName: "HTTP/1.1", connection: channel)
         )
@@ -254,7 +255,7 @@ public final class TestServer: Sendable {
         let uploadContext = NIOLockedValueBox<HTTPResumableUploadContext?>(nil)
         let channel = try await bind(group: group, port: port, context: context) { channel in
             channel.eventLoop.makeCompletedFuture {
-                try addHTTP1Codec(to: channel, secure: false)
+                try addHTTP1Codec(to: channel, secure: false, context: context)
                 let resumable = uploadContext.withLockedValue { $0 }!
                 try channel.pipeline.syncOperations.addHandler(
                     HTTPResumableUploadHandler(context: resumable) { uploadChannel in

@@ -12,11 +12,18 @@ public struct TestServerCounters: Sendable, Hashable, Codable {
     public var bodyBytesSentByPath: [String: Int64] = [:]
     /// Requests per HTTP version seen (`HTTP/1.1`, `HTTP/2`).
     public var requestsByProtocol: [String: Int] = [:]
+    /// Request body bytes that arrived per path, on the wire (HTTP/1.1 listeners; for resumable uploads
+    /// the appends' paths, `/resumable/…`): what clients sent, counted before anything refuses it.
+    public var requestBodyBytesByPath: [String: Int64] = [:]
 
     /// The requests served for `path`.
     public func requests(path: String) -> Int { requestsByPath[path] ?? 0 }
     /// The body bytes sent for `path`.
     public func bodyBytesSent(path: String) -> Int64 { bodyBytesSentByPath[path] ?? 0 }
+    /// The request body bytes that arrived for paths starting with `prefix`.
+    public func requestBodyBytes(pathPrefix prefix: String) -> Int64 {
+        requestBodyBytesByPath.filter { $0.key.hasPrefix(prefix) }.values.reduce(0, +)
+    }
 }
 
 /// An upload the sink kept because the request asked for it (`keep=KEY`).
@@ -50,6 +57,10 @@ final class TestServerState: Sendable {
             $0.counters.requestsByPath[path, default: 0] += 1
             $0.counters.requestsByProtocol[protocolName, default: 0] += 1
         }
+    }
+
+    func requestBodyBytesReceived(_ count: Int, path: String) {
+        storage.withLockedValue { $0.counters.requestBodyBytesByPath[path, default: 0] += Int64(count) }
     }
 
     func bodyBytesSent(_ count: Int, path: String) {

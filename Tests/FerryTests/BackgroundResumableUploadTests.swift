@@ -1,0 +1,56 @@
+import Ferry
+import FerryTestServer
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Resumable uploads in ferryd (SPEC S4.6): the upload resource and confirmed offset are recorded, so a
+/// daemon killed mid-upload continues from the server's offset after its restart.
+@Suite struct BackgroundResumableUploadTests {
+    @Test func anUploadKilledAtHalfContinuesFromTheServersOffset() async throws {
+        let size = 96 << 20
+        let directory = try temporaryDirectory()
+        let file = directory.appendingPathComponent("big-upload.bin")
+        let bytes = DeterministicBytes(seed: 95).bytes(offset: 0, count: size)
+        try Data(bytes).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        try await TestServer.withServer { server in
+            try await withDaemon(environment: ["FERRY_RETRY_BASE_DELAY": "0.1"]) { daemon in
+                let session = "t.resumableupload"
+                var upload = request(server.url("/upload?keep=bgru", on: .resumable))
+                upload.method = "POST"
+                upload.resumableUpload = true
+                let _: BackgroundTaskInfo = try daemon.client.call(
+                    "POST",
+                    "/v1/sessions/\(session)/tasks",
+                    body: ControlAPI.TaskCreation(kind: .upload, request: upload, uploadFile: file.path)
+                )
+                try await eventually("half of the upload reached the server", within: 60) {
+                    server.counters.requestBodyBytes(pathPrefix: "/resumable/") >= Int64(size / 2)
+                }
+                try await daemon.stop(signal: SIGKILL)
+                let atKill = server.counters.requestBodyBytes(pathPrefix: "/resumable/")
+                try daemon.start()
+                try await eventually("the upload completes", within: 60) {
+                    (try? daemon.tasks(session))?.first?.state == .completed
+                }
+                let task = try #require(try daemon.tasks(session).first)
+                #expect(task.error == nil)
+                #expect(task.statusCode == 200)
+                #expect(task.bytesSent == Int64(size))
+                #expect(server.storedUpload(key: "bgru")?.body == bytes)
+                let received = server.counters.requestBodyBytes(pathPrefix: "/resumable/")
+                let again = received - Int64(size)
+                print(
+                    "resumable upload, ferryd SIGKILLed at \(atKill * 100 / Int64(size)) %: \(again) bytes sent again"
+                )
+                #expect(atKill < Int64(size))
+                // Everything the server had received was kept: at most one chunk (256 KiB) went twice.
+                #expect(again <= 256 * 1024)
+            }
+        }
+    }
+}
