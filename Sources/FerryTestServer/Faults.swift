@@ -8,6 +8,9 @@ public import HTTPTypes
 public struct Faults: Sendable, Hashable {
     /// `throttle=B`: send the body at no more than B bytes a second.
     public var throttle: Int64?
+    /// `read_throttle=B`: read the request body at no more than B bytes a second (TCP then holds the
+    /// client back, as a slow link or a slow server would).
+    public var readThrottle: Int64?
     /// `close_after=N`: close the connection after N body bytes (the response stays incomplete).
     public var closeAfter: Int64?
     /// `stall_ms=T`: send nothing for T milliseconds, after the headers or after `stall_after` body bytes.
@@ -79,6 +82,7 @@ public struct Faults: Sendable, Hashable {
             return text.isEmpty || text == "1" || text == "true" || text == "yes"
         }
         self.throttle = value("throttle").flatMap { Int64($0) }.flatMap { $0 > 0 ? $0 : nil }
+        self.readThrottle = value("read_throttle").flatMap { Int64($0) }.flatMap { $0 > 0 ? $0 : nil }
         self.closeAfter = value("close_after").flatMap { Int64($0) }.flatMap { $0 >= 0 ? $0 : nil }
         self.stallMilliseconds = value("stall_ms").flatMap { Int64($0) }.flatMap {
             $0 > 0 ? min($0, Self.longestWaitMilliseconds) : nil
@@ -119,6 +123,7 @@ extension Faults {
     var withoutBodyFaults: Faults {
         var clean = self
         clean.throttle = nil
+        clean.readThrottle = nil
         clean.closeAfter = nil
         clean.stallMilliseconds = nil
         clean.stallAfter = 0

@@ -16,6 +16,9 @@ final class RequestHandler: ChannelDuplexHandler {
     private var router: Router?
     private var sink: (any RequestBodySink)?
     private var writer: ResponseWriter?
+    /// `read_throttle`: the pace of the request body being read, and a read held back to keep it.
+    private var readPace: (pacer: Pacer, start: NIODeadline, received: Int64)?
+    private var heldRead = false
 
     init(listener: ListenerContext, protocolName: String, connection: any Channel) {
         self.listener = listener
@@ -30,12 +33,25 @@ final class RequestHandler: ChannelDuplexHandler {
             listener.state.requestReceived(path: router.query.path, protocolName: protocolName)
             self.router = router
             self.sink = router.bodySink()
+            readPace = router.faults.readThrottle.map { (Pacer(rate: $0), .now(), 0) }
+            if let rate = router.faults.readThrottle {
+                // Small reads, one per read event, so the pace holds to a twentieth of a second.
+                let size = Int(max(1024, min(1 << 20, rate / 20)))
+                _ = context.channel.setOption(ChannelOptions.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: size))
+                _ = context.channel.setOption(ChannelOptions.maxMessagesPerRead, value: 1)
+            }
             if request.headerFields[.expect]?.lowercased() == "100-continue" {
                 context.writeAndFlush(wrapOutboundOut(.head(HTTPResponse(status: .continue))), promise: nil)
             }
         case .body(let buffer):
+            readPace?.received += Int64(buffer.readableBytes)
             sink?.consume(buffer)
         case .end:
+            if readPace != nil {
+                readPace = nil
+                _ = context.channel.setOption(ChannelOptions.recvAllocator, value: AdaptiveRecvByteBufferAllocator())
+                _ = context.channel.setOption(ChannelOptions.maxMessagesPerRead, value: 4)
+            }
             guard let router, let sink else { return }
             self.router = nil
             self.sink = nil
@@ -52,6 +68,24 @@ final class RequestHandler: ChannelDuplexHandler {
             }
             self.writer = writer
             writer.start()
+        }
+    }
+
+    /// Holds reads back while a `read_throttle`d body is ahead of its pace.
+    func read(context: ChannelHandlerContext) {
+        guard let pace = readPace, !heldRead else {
+            if !heldRead { context.read() }
+            return
+        }
+        let elapsed = Double((NIODeadline.now() - pace.start).nanoseconds) / 1e9
+        guard let delay = pace.pacer.delay(sent: pace.received, count: 0, elapsed: elapsed) else {
+            context.read()
+            return
+        }
+        heldRead = true
+        context.eventLoop.assumeIsolated().scheduleTask(in: .nanoseconds(Int64(delay * 1e9))) { [self] in
+            heldRead = false
+            context.read()
         }
     }
 

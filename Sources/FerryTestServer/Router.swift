@@ -37,7 +37,9 @@ struct Router {
                 return MultipartSink(boundary: boundary)
             }
         }
-        return HashingSink(keep: segments.first == "upload" && query["keep"] != nil)
+        let keep =
+            (segments.first == "upload" && query["keep"] != nil) || (segments.first == "tus" && request.method == .patch)
+        return HashingSink(keep: keep)
     }
 
     /// The response to the request, once its body has been consumed.
@@ -58,6 +60,7 @@ struct Router {
         case "echo": return echo(body: body)
         case "upload": return upload(body: body)
         case "uploads": return storedUpload()
+        case "tus": return tus(body: body)
         case "multipart": return multipart(body: body)
         case "cookies": return cookies()
         case "basic-auth": return basicAuth()

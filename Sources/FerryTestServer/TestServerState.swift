@@ -36,6 +36,17 @@ public struct StoredUpload: Sendable, Hashable {
     public var body: [UInt8]
 }
 
+/// A tus 1.0 upload (`/tus/`): its declared length and the bytes received so far.
+struct TusUpload: Sendable {
+    var length: Int64
+    var bytes: [UInt8] = []
+    /// Created with `Upload-Concat: partial`: a piece of a later final upload.
+    var isPartial: Bool
+
+    var offset: Int64 { Int64(bytes.count) }
+    var isComplete: Bool { offset == length }
+}
+
 /// The server's shared, thread-safe state: counters, per-key request counts, kept uploads, digest nonces.
 final class TestServerState: Sendable {
     private struct Storage {
@@ -43,6 +54,8 @@ final class TestServerState: Sendable {
         var keyCounts: [String: Int] = [:]
         var uploads: [String: StoredUpload] = [:]
         var nonces: Set<String> = []
+        var tusUploads: [String: TusUpload] = [:]
+        var tusNext = 0
     }
 
     private let storage = NIOLockedValueBox(Storage())
@@ -82,6 +95,21 @@ final class TestServerState: Sendable {
 
     func upload(key: String) -> StoredUpload? {
         storage.withLockedValue { $0.uploads[key] }
+    }
+
+    /// Changes the tus uploads (``Router`` `/tus/`) under the lock; `change` returns the response.
+    func withTusUploads<Value>(_ change: (inout [String: TusUpload], () -> String) -> Value) -> Value {
+        storage.withLockedValue { storage in
+            var uploads = storage.tusUploads
+            var next = storage.tusNext
+            let value = change(&uploads) {
+                next += 1
+                return "u\(next)"
+            }
+            storage.tusUploads = uploads
+            storage.tusNext = next
+            return value
+        }
     }
 
     func issueNonce() -> String {

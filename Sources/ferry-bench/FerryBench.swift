@@ -11,6 +11,7 @@ import Foundation
 ///     ferry-bench background-download URL PATH   one download through ferryd (a background session)
 ///     ferry-bench background-submit URL COUNT    COUNT downloads created in ferryd, timed
 ///     ferry-bench background-submit-batch URL COUNT   the same through the batch route, 1,000 a request
+///     ferry-bench upload-chunked URL FILE IN_FLIGHT   FILE in parallel chunks (tus), IN_FLIGHT at once
 @main
 struct FerryBench {
     static func main() async {
@@ -27,6 +28,9 @@ struct FerryBench {
                     throw usage()
                 }
                 try await parallelGets(arguments[1], count: count, width: width)
+            case ("upload-chunked", 4):
+                guard let width = Int(arguments[3]), width > 0 else { throw usage() }
+                try await uploadChunked(arguments[1], file: arguments[2], inFlight: width)
             case ("discard", 2):
                 try await discard(arguments[1])
             case ("background-download", 3):
@@ -49,7 +53,7 @@ struct FerryBench {
     static func usage() -> FerryError {
         FerryError(
             .invalidOperation,
-            "usage: ferry-bench download URL PATH | gets URL COUNT | gets-parallel URL COUNT WIDTH | discard URL | background-download URL PATH | background-submit URL COUNT"
+            "usage: ferry-bench download URL PATH | gets URL COUNT | gets-parallel URL COUNT WIDTH | discard URL | background-download URL PATH | background-submit[-batch] URL COUNT | upload-chunked URL FILE IN_FLIGHT"
         )
     }
 
@@ -69,6 +73,27 @@ struct FerryBench {
         let size = (try FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value ?? 0
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         print("status=\(response.statusCode) bytes=\(size) seconds=\(seconds) MBps=\(Double(size) / seconds / 1e6)")
+    }
+
+    static func uploadChunked(_ text: String, file: String, inFlight: Int) async throws {
+        var configuration = SessionConfiguration.ephemeral
+        configuration.httpMaximumConnectionsPerHost = max(inFlight, 1)
+        let session = Session(configuration: configuration)
+        defer { session.invalidateAndCancel() }
+        var options = ChunkPlanner.Options()
+        options.maximumChunksInFlight = inFlight
+        options.targetChunkSeconds = 1
+        let start = ContinuousClock.now
+        let (_, response) = try await session.uploadInParallelChunks(
+            for: Request(url: try url(text)),
+            fromFile: URL(fileURLWithPath: file),
+            options: options
+        )
+        let elapsed = ContinuousClock.now - start
+        let size = (try FileManager.default.attributesOfItem(atPath: file)[.size] as? NSNumber)?.int64Value ?? 0
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        print("status=\(response.statusCode) bytes=\(size) seconds=\(seconds) MBps=\(Double(size) / seconds / 1e6)")
+        guard response.statusCode == 201 else { throw FerryError(.badServerResponse, "the upload was not assembled") }
     }
 
     static func parallelGets(_ text: String, count: Int, width: Int) async throws {
