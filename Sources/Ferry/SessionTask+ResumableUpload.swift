@@ -33,14 +33,27 @@ extension SessionTask {
             locked.withLock { $0.bytesSent = total }
             progress?.report(delta: delta, total: total, expected: expected)
         }
-        let outcome = try await ResumableUploader(transport: session.transport).upload(
-            request,
-            body: body,
-            resumingFrom: resumption,
-            filePath: filePath,
-            deadline: deadline,
-            events: events
-        )
+        let uploader = ResumableUploader(transport: session.transport)
+        let outcome: ResumableUploader.Outcome
+        do {
+            outcome = try await uploader.upload(
+                request,
+                body: body,
+                resumingFrom: resumption,
+                filePath: filePath,
+                deadline: deadline,
+                events: events
+            )
+        } catch let error as FerryError {
+            // Cancelled for good (no resume data asked for): the server may free the upload (DELETE).
+            if error.code == .cancelled, let state = error.resumeData?.upload,
+                locked.withLock({ $0.machine.isDiscarding })
+            {
+                // This task is cancelled, so the DELETE goes from a task of its own.
+                await Task.detached { await uploader.cancel(state, deadline: .now() + .seconds(5)) }.value
+            }
+            throw error
+        }
         guard case .finished(let result) = outcome else { return nil }
         let response = received(status: result.status, headers: result.headers, request: result.finalRequest)
         locked.withLock { $0.bytesReceived += Int64(result.body.readableBytes) }

@@ -13,8 +13,8 @@
 public struct ChunkPlanner: Sendable {
     /// The knobs.
     public struct Options: Sendable, Hashable, Codable {
-        /// The probe's size.
-        public var probeSize: Int64 = 256 << 10
+        /// The probe's size: small, because nothing else is sent while it runs (64 KiB).
+        public var probeSize: Int64 = 64 << 10
         /// The smallest chunk (the last may be smaller).
         public var minimumChunkSize: Int64 = 256 << 10
         /// The largest chunk.

@@ -60,6 +60,13 @@ public struct TaskStateMachine: Sendable, Hashable {
     /// A task that has just been created (suspended, never started).
     public init() {}
 
+    /// Whether a cancel without resume data is under way: what the transfer holds (a partial file, an
+    /// upload resource on the server) can be thrown away.
+    public var isDiscarding: Bool {
+        if case .canceling(produceResumeData: false) = phase { return true }
+        return false
+    }
+
     /// The observable state.
     public var state: State {
         switch phase {

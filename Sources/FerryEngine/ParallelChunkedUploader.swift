@@ -1,7 +1,7 @@
 public import FerryCore
 import Foundation
-public import NIOCore
 import NIOConcurrencyHelpers
+public import NIOCore
 
 /// Uploads a file in chunks sent in parallel (SPEC S4.2–S4.5) with tus 1.0 and its concatenation
 /// extension (https://tus.io/protocols/resumable-upload#concatenation): each chunk is a partial upload

@@ -156,6 +156,13 @@ public struct ResumableUploader: Sendable {
                         )
                     }
                 }
+            } catch is CancellationError {
+                throw FerryError(
+                    .cancelled,
+                    "the upload was cancelled",
+                    failingURL: request.url.absoluteString,
+                    resumeData: resumeData(state)
+                )
             } catch var error as FerryError {
                 failures += 1
                 let retry =

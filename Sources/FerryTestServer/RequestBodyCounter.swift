@@ -19,6 +19,7 @@ final class RequestBodyCounter: ChannelInboundHandler, RemovableChannelHandler {
         switch unwrapInboundIn(data) {
         case .head(let head):
             path = Query(target: head.path ?? "/").path
+            state.wireRequest(method: head.method.rawValue)
         case .body(let buffer):
             state.requestBodyBytesReceived(buffer.readableBytes, path: path)
         case .end:

@@ -37,7 +37,10 @@ final class RequestHandler: ChannelDuplexHandler {
             if let rate = router.faults.readThrottle {
                 // Small reads, one per read event, so the pace holds to a twentieth of a second.
                 let size = Int(max(1024, min(1 << 20, rate / 20)))
-                _ = context.channel.setOption(ChannelOptions.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: size))
+                _ = context.channel.setOption(
+                    ChannelOptions.recvAllocator,
+                    value: FixedSizeRecvByteBufferAllocator(capacity: size)
+                )
                 _ = context.channel.setOption(ChannelOptions.maxMessagesPerRead, value: 1)
             }
             if request.headerFields[.expect]?.lowercased() == "100-continue" {

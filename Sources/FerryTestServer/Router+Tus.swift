@@ -117,7 +117,11 @@ extension Router {
             }
             var headers = HTTPFields()
             headers[.location] = tusLocation(id)
-            return json(.created, UploadReport(method: "POST", length: Int64(bytes.count), sha256: SHA256.hash(data: bytes).hexString), headers: headers)
+            return json(
+                .created,
+                UploadReport(method: "POST", length: Int64(bytes.count), sha256: SHA256.hash(data: bytes).hexString),
+                headers: headers
+            )
         }
     }
 

@@ -38,7 +38,8 @@ struct Router {
             }
         }
         let keep =
-            (segments.first == "upload" && query["keep"] != nil) || (segments.first == "tus" && request.method == .patch)
+            (segments.first == "upload" && query["keep"] != nil)
+            || (segments.first == "tus" && request.method == .patch)
         return HashingSink(keep: keep)
     }
 

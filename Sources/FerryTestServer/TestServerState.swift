@@ -15,6 +15,9 @@ public struct TestServerCounters: Sendable, Hashable, Codable {
     /// Request body bytes that arrived per path, on the wire (HTTP/1.1 listeners; for resumable uploads
     /// the appends' paths, `/resumable/…`): what clients sent, counted before anything refuses it.
     public var requestBodyBytesByPath: [String: Int64] = [:]
+    /// Requests per method as they arrived on the wire (HTTP/1.1 listeners), including those a protocol
+    /// layer answers itself (the resumable-upload listener's HEAD, PATCH, DELETE, OPTIONS).
+    public var wireRequestsByMethod: [String: Int] = [:]
 
     /// The requests served for `path`.
     public func requests(path: String) -> Int { requestsByPath[path] ?? 0 }
@@ -70,6 +73,10 @@ final class TestServerState: Sendable {
             $0.counters.requestsByPath[path, default: 0] += 1
             $0.counters.requestsByProtocol[protocolName, default: 0] += 1
         }
+    }
+
+    func wireRequest(method: String) {
+        storage.withLockedValue { $0.counters.wireRequestsByMethod[method, default: 0] += 1 }
     }
 
     func requestBodyBytesReceived(_ count: Int, path: String) {

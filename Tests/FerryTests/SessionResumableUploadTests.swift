@@ -94,6 +94,21 @@ import Testing
             #expect(second.response?.statusCode == 200)
             #expect(server.storedUpload(key: "sess3")?.body == bytes)
 
+            // A plain cancel lets the server free the upload: DELETE.
+            let third = session.uploadTask(
+                with: resumablePost(server.url("/upload?keep=sess4", on: .resumable)),
+                fromFile: file
+            )
+            third.resume()
+            try await eventually("a quarter is sent") { third.countOfBytesSent >= Int64(size / 4) }
+            #expect(server.counters.wireRequestsByMethod["DELETE"] == nil)
+            third.cancel()
+            await third.waitUntilFinished()
+            #expect(third.error?.code == .cancelled)
+            #expect(third.error?.resumeData == nil)
+            #expect(server.counters.wireRequestsByMethod["DELETE"] == 1)
+            #expect(server.storedUpload(key: "sess4") == nil)
+
             // Resume data of something else is refused with a clear error.
             let wrong = session.uploadTask(withResumeData: Data("{}".utf8))
             wrong.resume()
