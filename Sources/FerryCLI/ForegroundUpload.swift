@@ -29,9 +29,20 @@ struct ForegroundUpload {
     let method: String
     let headers: Headers
     let source: Source
+    let mode: Mode
     let limit: Int64?
     let quiet: Bool
     let transport: any HTTPTransport
+
+    /// How a file is sent.
+    enum Mode {
+        /// One request.
+        case plain
+        /// The resumable-upload protocol when the server speaks it (else one request).
+        case resumable
+        /// tus chunks, this many at once.
+        case chunks(Int)
+    }
 
     func run() async throws -> (Report, ByteBuffer) {
         var request = Request(url: url)
@@ -74,8 +85,22 @@ struct ForegroundUpload {
             }
             return chunk
         }
-        let loader = DataLoader(transport: transport)
         let started = ProgressDisplay.now()
+        if case .file(let path) = source, let length,
+            let loaded = try await sendFile(request, path: CLI.absolute(path), length: length, display: display)
+        {
+            display.finish()
+            let report = Report(
+                url: url.absoluteString,
+                method: method,
+                status: loaded.status,
+                bytesSent: length,
+                seconds: ProgressDisplay.now() - started,
+                response: String(validating: loaded.body.readableBytesView, as: UTF8.self)
+            )
+            return (report, loaded.body)
+        }
+        let loader = DataLoader(transport: transport)
         let outcome: DataLoader.Outcome
         do {
             outcome = try await loader.perform(
@@ -99,6 +124,47 @@ struct ForegroundUpload {
             response: String(validating: loaded.body.readableBytesView, as: UTF8.self)
         )
         return (report, loaded.body)
+    }
+
+    /// A file sent resumably or in chunks (``mode``); nil for a plain upload (or a server without the
+    /// resumable protocol, where nothing was sent yet).
+    private func sendFile(
+        _ request: Request,
+        path: String,
+        length: Int64,
+        display: ProgressDisplay
+    ) async throws -> DataLoader.Result? {
+        do {
+            switch mode {
+            case .plain:
+                return nil
+            case .resumable:
+                var events = ResumableUploader.Events()
+                events.didSend = { _, total, expected in display.update(done: total, total: expected) }
+                let outcome = try await ResumableUploader(transport: transport).upload(
+                    request,
+                    body: .file(path: path, length: length),
+                    resumingFrom: nil,
+                    filePath: path,
+                    deadline: .distantFuture,
+                    events: events
+                )
+                guard case .finished(let result) = outcome else { return nil }
+                return result
+            case .chunks(let count):
+                var options = ChunkPlanner.Options()
+                options.maximumChunksInFlight = count
+                let report = try await ParallelChunkedUploader(transport: transport, options: options).upload(
+                    request,
+                    file: path,
+                    deadline: .distantFuture
+                ) { _, total in display.update(done: total, total: length) }
+                return report.result
+            }
+        } catch let error as FerryError {
+            display.finish()
+            throw CLIFailure(error, context: url.absoluteString)
+        }
     }
 
     /// `name=value`, or `name=@path` for a file (sent under its last path component).

@@ -25,6 +25,22 @@ struct PutCommand: AsyncParsableCommand {
     @Option(name: .long, help: "A multipart field: name=value or name=@FILE (repeatable).")
     var form: [String] = []
 
+    @Flag(
+        name: .long,
+        help:
+            "Use the IETF resumable-upload protocol when the server speaks it: an interrupted upload goes on from the server's offset."
+    )
+    var resumable = false
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Send the file in chunks, this many at once, with tus 1.0 concatenation (URL is the tus endpoint).",
+            valueName: "n"
+        )
+    )
+    var chunks: Int?
+
     @Flag(name: .long, help: "Hand the upload to ferryd and return at once, printing the task id.")
     var background = false
 
@@ -42,6 +58,14 @@ struct PutCommand: AsyncParsableCommand {
         if let method, method.isEmpty || !method.allSatisfy({ $0.isLetter || $0 == "-" }) {
             throw ValidationError("-X takes a method name such as PUT or POST")
         }
+        if let chunks {
+            guard (1...32).contains(chunks) else { throw ValidationError("--chunks takes 1 to 32") }
+            if background { throw ValidationError("--chunks is for foreground uploads") }
+            if resumable { throw ValidationError("--chunks and --resumable are different protocols; pick one") }
+        }
+        if resumable || chunks != nil, !form.isEmpty {
+            throw ValidationError("--resumable and --chunks upload a file, not --form fields")
+        }
         if background, transfer.limitRate != nil || transfer.cacert != nil {
             throw ValidationError("--limit-rate and --cacert are for foreground uploads")
         }
@@ -55,12 +79,13 @@ struct PutCommand: AsyncParsableCommand {
             try submit(url: url, headers: headers, method: verb)
             return
         }
-        let transport = try transfer.makeTransport()
+        let transport = try transfer.makeTransport(connectionsPerHost: max(6, chunks ?? 1))
         let upload = ForegroundUpload(
             url: url,
             method: verb,
             headers: headers,
             source: form.isEmpty ? .file(arguments[0]) : .form(form),
+            mode: chunks.map { .chunks($0) } ?? (resumable ? .resumable : .plain),
             limit: try transfer.rateLimit(),
             quiet: transfer.quiet || outputOptions.json,
             transport: transport
@@ -92,6 +117,7 @@ struct PutCommand: AsyncParsableCommand {
         var request = Request(url: url)
         request.method = method
         request.headers = headers
+        request.resumableUpload = resumable
         let info: BackgroundTaskInfo = try CLI.call(
             client,
             "POST",

@@ -57,6 +57,34 @@ import Glibc
         }
     }
 
+    @Test func putSendsResumablyOrInParallelChunks() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let body = Data((0..<2_000_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+            try body.write(to: URL(fileURLWithPath: directory + "/up.bin"))
+            let cli = CLIRunner(directory: directory)
+            let resumable = try await cli.run([
+                "put", "-X", "POST", "--resumable", "up.bin", server.url("/upload?keep=cli-r", on: .resumable), "-q",
+            ])
+            #expect(resumable.status == 0, "\(resumable.stderr)")
+            #expect(server.storedUpload(key: "cli-r")?.body == Array(body))
+            #expect(server.counters.wireRequestsByMethod["PATCH"] == 1)
+
+            let chunked = try await cli.run([
+                "put", "--chunks", "4", "up.bin", server.url("/tus/?keep=cli-c"), "--json",
+            ])
+            #expect(chunked.status == 0, "\(chunked.stderr)")
+            #expect(server.storedUpload(key: "cli-c")?.body == Array(body))
+            let report = try JSONSerialization.jsonObject(with: Data(chunked.stdout.utf8)) as? [String: Any]
+            #expect(report?["status"] as? Int == 201)
+
+            let refused = try await cli.run(["put", "--chunks", "4", "up.bin", server.url("/upload"), "-q"])
+            #expect(refused.status == 1)
+            #expect(refused.stderr.contains("tus"))
+        }
+    }
+
     @Test func anInterruptedDownloadContinuesWithC() async throws {
         try await TestServer.withServer { server in
             let directory = try makeDirectory()
