@@ -239,6 +239,9 @@ struct ForegroundDownload {
             )
         }
         resumeData.partialFilePath = partial
+        // This run's options, not the first run's: connections, and the digest to verify.
+        resumeData.originalRequest.connections = connections
+        resumeData.originalRequest.expectedDigest = checksum
         return resumeData
     }
 

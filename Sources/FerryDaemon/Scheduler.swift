@@ -3,6 +3,7 @@ import FerryEngine
 import FerryStore
 import Foundation
 import Logging
+import NIOCore
 
 /// Runs background tasks: starts pending ones up to the daemon-wide limit (S6.10), carries out suspend,
 /// resume and cancel, retries network errors with backoff, stops transfers under the throughput floor,
@@ -268,6 +269,11 @@ actor Scheduler {
         } else if let partial = task.partialPath {
             // No resume data: the partial file goes (S6.9).
             try? FileManager.default.removeItem(atPath: partial)
+        } else if let upload = task.uploadState {
+            // A resumable upload cancelled for good: the server may free it (DELETE; errors ignored).
+            let uploader = ResumableUploader(transport: transport)
+            let deadline = NIODeadline.now() + TimeAmount.seconds(10)
+            Task.detached { await uploader.cancel(upload, deadline: deadline) }
         }
         try complete(key, error: error, events: [])
     }

@@ -215,12 +215,16 @@ import Glibc
             let segments = (resumeData?["segments"] as? [String: Any])?["segments"] as? [[String: Any]]
             #expect((segments?.count ?? 0) >= 4)
 
-            let second = try await cli.run(["get", "-C", url, "-o", "seg.bin", "-x", "4", "--json"])
+            let checksum = "sha256=\(bytesSHA256(size))"
+            let second = try await cli.run([
+                "get", "-C", url, "-o", "seg.bin", "-x", "4", "--checksum", checksum, "--json",
+            ])
             #expect(second.status == 0, "\(second.stderr)")
             #expect(try fileSHA256(directory + "/seg.bin") == bytesSHA256(size))
             let reports = try JSONSerialization.jsonObject(with: Data(second.stdout.utf8)) as? [[String: Any]]
             #expect((reports?.first?["resumedFrom"] as? Int ?? 0) > 0)
             #expect(reports?.first?["connections"] as? Int == 4)
+            #expect(reports?.first?["checksum"] as? String == checksum)
             // Each segment went on where it stopped: not much more than the file was served.
             let served = server.counters.bodyBytesSent(path: "/bytes/\(size)")
             #expect(served < Int64(size) + Int64(size) / 4)

@@ -50,6 +50,24 @@ import Glibc
                 #expect(atKill < Int64(size))
                 // Everything the server had received was kept: at most one chunk (256 KiB) went twice.
                 #expect(again <= 256 * 1024)
+
+                // Cancelled for good, a resumable upload is deleted on the server.
+                let second: BackgroundTaskInfo = try daemon.client.call(
+                    "POST",
+                    "/v1/sessions/\(session)/tasks",
+                    body: ControlAPI.TaskCreation(kind: .upload, request: upload, uploadFile: file.path)
+                )
+                try await eventually("the second upload is under way", within: 30) {
+                    server.counters.requestBodyBytes(pathPrefix: "/resumable/") > received
+                }
+                let _: ControlAPI.CancelResult = try daemon.client.call(
+                    "POST",
+                    "/v1/sessions/\(session)/tasks/\(second.taskIdentifier)/cancel",
+                    body: ControlAPI.Cancellation(produceResumeData: false)
+                )
+                try await eventually("the server is told", within: 30) {
+                    server.counters.wireRequestsByMethod["DELETE"] == 1
+                }
             }
         }
     }
