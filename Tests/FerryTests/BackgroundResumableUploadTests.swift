@@ -20,7 +20,8 @@ import Glibc
         try await TestServer.withServer { server in
             try await withDaemon(environment: ["FERRY_RETRY_BASE_DELAY": "0.1"]) { daemon in
                 let session = "t.resumableupload"
-                var upload = request(server.url("/upload?keep=bgru", on: .resumable))
+                // Read at 40 MB/s, so the kill lands mid-upload on any machine.
+                var upload = request(server.url("/upload?keep=bgru&read_throttle=40000000", on: .resumable))
                 upload.method = "POST"
                 upload.resumableUpload = true
                 let _: BackgroundTaskInfo = try daemon.client.call(
