@@ -110,10 +110,11 @@ func segmented(_ url: String, connections: Int, minimumSegmentSize: Int64 = 64 <
         try await withServerAndTransport { server, base in
             let transport = RecordingTransport(base)
             let path = try temporaryPath()
-            // Only the first request (the first segment's) is slow: the others finish and split its rest.
-            let url = server.url("/bytes/2000000?seed=44&throttle=200000&only_first=1&key=steal1")
+            // Only the first request (the first segment's) is slow — 500 kB at 50 kB/s, ten seconds, so a
+            // loaded machine still finishes the others first: they split its rest.
+            let url = server.url("/bytes/2000000?seed=44&throttle=50000&only_first=1&key=steal1")
             let result = try await Downloader(transport: transport).download(
-                segmented(url, connections: 4),
+                segmented(url, connections: 4, minimumSegmentSize: 16 << 10),
                 to: path,
                 deadline: testDeadline
             )
