@@ -47,7 +47,8 @@ public struct Downloader: Sendable {
     }
 
     /// How often the partial file is made durable and its offset handed to ``record`` (D1): whichever
-    /// of the two intervals passes first. A crash loses at most one interval.
+    /// of the two intervals passes first. A crash loses at most one interval, or, when the disk is slower than the
+    /// network, what arrived while the previous checkpoint's sync ran (the body does not wait for it).
     public struct Checkpoint: Sendable {
         /// Bytes between checkpoints.
         public var everyBytes: Int64
