@@ -290,7 +290,8 @@ func segmented(_ url: String, connections: Int, minimumSegmentSize: Int64 = 64 <
             events.checkpoint = Downloader.Checkpoint(everyBytes: 200_000, everySeconds: 0.05) { data in
                 records.withLock { $0.append(data) }
             }
-            let url = server.url("/bytes/2000000?seed=52&throttle=1000000")
+            // Two seconds at 250 kB/s a connection: time for several checkpoints even when syncs are slow.
+            let url = server.url("/bytes/2000000?seed=52&throttle=250000")
             _ = try await Downloader(transport: transport).download(
                 segmented(url, connections: 4),
                 to: path,

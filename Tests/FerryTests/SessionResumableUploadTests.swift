@@ -69,6 +69,7 @@ import Testing
         }
     }
 
+    /// The server reads these uploads at 20 MB/s, so a cancel lands mid-upload on a loaded machine too.
     @Test func aCancelledUploadContinuesFromResumeData() async throws {
         let recorder = SuspendAtQuarter()
         let size = 64 << 20
@@ -77,7 +78,7 @@ import Testing
         try Data(bytes).write(to: file)
         try await withSession(delegate: recorder) { server, session in
             let first = session.uploadTask(
-                with: resumablePost(server.url("/upload?keep=sess3", on: .resumable)),
+                with: resumablePost(server.url("/upload?keep=sess3&read_throttle=20000000", on: .resumable)),
                 fromFile: file
             )
             first.resume()
@@ -96,7 +97,7 @@ import Testing
 
             // A plain cancel lets the server free the upload: DELETE.
             let third = session.uploadTask(
-                with: resumablePost(server.url("/upload?keep=sess4", on: .resumable)),
+                with: resumablePost(server.url("/upload?keep=sess4&read_throttle=20000000", on: .resumable)),
                 fromFile: file
             )
             third.resume()
