@@ -200,7 +200,8 @@ import Glibc
             defer { try? FileManager.default.removeItem(atPath: directory) }
             let cli = CLIRunner(directory: directory)
             let size = 12_000_000
-            let url = server.url("/bytes/\(size)?throttle=1000000")
+            // 500 kB/s a connection: six seconds, so the interruption lands mid-download when loaded.
+            let url = server.url("/bytes/\(size)?throttle=500000")
             let (process, out, err) = try cli.start(["get", url, "-o", "seg.bin", "-x", "4"])
             let record = directory + "/seg.bin.ferry-resume"
             try await waitUntil("a resume record is written or ferry ends") {

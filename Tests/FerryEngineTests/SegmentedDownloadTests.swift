@@ -147,7 +147,14 @@ func segmented(_ url: String, connections: Int, minimumSegmentSize: Int64 = 64 <
             let downloader = Downloader(transport: transport)
             let written = Mutex<Int64>(0)
             var events = Downloader.Events()
-            events.didWrite = { _, total, _ in written.withLock { $0 = total } }
+            // Past 300 kB the gate closes (as a suspend does), so the cancel below lands mid-download
+            // however late it comes on a loaded machine.
+            let gate = TransferGate()
+            events.gate = gate
+            events.didWrite = { _, total, _ in
+                written.withLock { $0 = total }
+                if total >= 300_000 { gate.close() }
+            }
             let download = Task {
                 try await downloader.download(
                     segmented(url, connections: 4),

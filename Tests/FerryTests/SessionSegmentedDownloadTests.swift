@@ -37,7 +37,9 @@ import Testing
     @Test func cancellingWithResumeDataContinuesEverySegment() async throws {
         let recorder = Recorder()
         try await withSession(delegate: recorder) { server, session in
-            var segmented = request(server.url("/bytes/4000000?seed=72&throttle=500000"))
+            // The first four requests run at 100 kB/s (ten seconds for their segments): the cancel lands
+            // mid-download on a loaded machine; the continuation is served at full speed.
+            var segmented = request(server.url("/bytes/4000000?seed=72&throttle=100000&only_first=4&key=seg72"))
             segmented.connections = 4
             segmented.minimumSegmentSize = 256 * 1024
             let first = session.downloadTask(with: segmented)
