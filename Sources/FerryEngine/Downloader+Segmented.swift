@@ -120,18 +120,18 @@ extension Downloader {
                         events: events
                     )
                 }
-                // No range support (200), an error status, a refused redirect: over this one connection.
+                // No range support (200), an error status, a refused redirect: over this one connection
+                // (only a 200 or 206 body can be continued, so a redirect's validators do not matter).
                 events.didReceiveResponse(response.status, response.headers)
-                let job = BodyJob(
+                return try await continueAsDownload(
                     response: response,
                     request: current,
-                    original: original,
-                    path: path,
-                    writeOffset: 0,
-                    validators: outcome.refusedRedirect ? nil : validators,
-                    redirects: redirectCount
+                    originalRequest: original,
+                    redirects: redirectCount,
+                    to: path,
+                    deadline: deadline,
+                    events: events
                 )
-                return try await finish(job, deadline: deadline, events: events)
             }
             let whole = Self.wholeHeaders(response.headers, total: total)
             events.didReceiveResponse(200, whole)
@@ -155,16 +155,15 @@ extension Downloader {
                 // One piece (small, or no validator to keep the pieces one version): this response is it.
                 response.status = 200
                 response.headers = whole
-                let job = BodyJob(
+                return try await continueAsDownload(
                     response: response,
                     request: current,
-                    original: original,
-                    path: path,
-                    writeOffset: 0,
-                    validators: validators,
-                    redirects: redirectCount
+                    originalRequest: original,
+                    redirects: redirectCount,
+                    to: path,
+                    deadline: deadline,
+                    events: events
                 )
-                return try await finish(job, deadline: deadline, events: events)
             }
             do {
                 return try await runSegments(run, path: path, first: response, deadline: deadline, events: events)

@@ -1,8 +1,8 @@
 public import FerryCore
 import Foundation
+import NIOConcurrencyHelpers
 public import NIOCore
 import NIOPosix
-import Synchronization
 
 /// Downloads one resource to a file: follows redirects (asking first), continues from resume data with
 /// Range and If-Range, and never reports success unless the file holds exactly the server's bytes of
@@ -299,7 +299,7 @@ public struct Downloader: Sendable {
         // recorded was written before the sync began. One checkpoint at a time, in order, and none
         // outlives this function (a late record must not overwrite what the caller records next).
         var syncing: Task<Void, any Error>?
-        let syncBusy = SyncFlag()
+        let syncBusy = NIOLockedValueBox(false)
         do {
             let gate = events.gate
             let checkpoint = events.checkpoint
@@ -324,15 +324,15 @@ public struct Downloader: Sendable {
                         }
                         // The disk is still busy with the last one: the body goes on, and this checkpoint
                         // waits for the next interval (waiting here held a 1 GB/s transfer to disk speed).
-                        if syncBusy.isSet { continue }
+                        if syncBusy.withLockedValue({ $0 }) { continue }
                         lastDurable = now
                         try await syncing?.value
                         let point = try sink.durabilityPoint()
                         let snapshot = resumeData()
                         let record = checkpoint.record
-                        syncBusy.set(true)
+                        syncBusy.withLockedValue { $0 = true }
                         syncing = Task {
-                            defer { syncBusy.set(false) }
+                            defer { syncBusy.withLockedValue { $0 = false } }
                             try await NIOThreadPool.singleton.runIfActive {
                                 try point.synchronize()
                                 if let snapshot { try record(snapshot) }
@@ -377,8 +377,9 @@ public struct Downloader: Sendable {
         )
     }
 
-    /// Writes the body of a response already received (a data task that became a download) to `path`,
-    /// with the same checks as a download: complete, and resumable when the response has a validator.
+    /// Writes the body of a response already received (a data task that became a download, or a
+    /// segmented download's first response read whole) to `path`, with the same checks as a download:
+    /// complete, and resumable when the response has a validator.
     func continueAsDownload(
         response: TransportResponse,
         request: Request,
@@ -425,13 +426,4 @@ public struct Downloader: Sendable {
     static func drain(_ body: TransportBodyStream) async throws {
         for try await _ in body {}
     }
-}
-
-/// Whether a checkpoint's sync is running (set by the downloading task, cleared by the sync's).
-final class SyncFlag: Sendable {
-    private let value = Mutex(false)
-
-    var isSet: Bool { value.withLock { $0 } }
-
-    func set(_ newValue: Bool) { value.withLock { $0 = newValue } }
 }

@@ -69,27 +69,36 @@ final class FileSink {
     /// from another thread while this sink goes on writing (the daemon's checkpoints, D1).
     func durabilityPoint() throws -> DurabilityPoint {
         try flush()
-        let copy = dup(descriptor)
-        guard copy >= 0 else {
-            throw FerryError(.cannotWriteToFile, "cannot synchronize \(path): \(Self.reason(errno))")
-        }
-        return DurabilityPoint(path: path, descriptor: copy, length: length)
+        return try DurabilityPoint(duplicating: descriptor, path: path, length: length)
     }
 
     private func write(_ buffer: ByteBuffer) throws {
         try buffer.withUnsafeReadableBytes { bytes in
-            var done = 0
-            while done < bytes.count {
-                let written = Self.write(descriptor, bytes.baseAddress! + done, bytes.count - done, at: length)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    let code = errno
-                    let hint = code == ENOSPC || code == EDQUOT ? "; free some space, then resume" : ""
-                    throw FerryError(.cannotWriteToFile, "cannot write \(path): \(Self.reason(code))\(hint)")
-                }
-                done += written
-                length += Int64(written)
+            try Self.writeAll(descriptor, bytes, at: length, path: path) { length += Int64($0) }
+        }
+    }
+
+    /// Writes all of `bytes` at `offset` (pwrite until done, again after EINTR), telling `wrote` each
+    /// piece written, so a failure leaves the caller knowing what reached the file.
+    /// - Throws: ``FerryError`` with ``FerryError/Code/cannotWriteToFile`` (a full disk says so).
+    static func writeAll(
+        _ descriptor: Int32,
+        _ bytes: UnsafeRawBufferPointer,
+        at offset: Int64,
+        path: String,
+        wrote: (Int) -> Void = { _ in }
+    ) throws {
+        var done = 0
+        while done < bytes.count {
+            let written = write(descriptor, bytes.baseAddress! + done, bytes.count - done, at: offset + Int64(done))
+            if written < 0 {
+                if errno == EINTR { continue }
+                let code = errno
+                let hint = code == ENOSPC || code == EDQUOT ? "; free some space, then resume" : ""
+                throw FerryError(.cannotWriteToFile, "cannot write \(path): \(reason(code))\(hint)")
             }
+            done += written
+            wrote(written)
         }
     }
 
@@ -141,5 +150,17 @@ struct DurabilityPoint: Sendable {
         guard fdatasync(descriptor) == 0 else {
             throw FerryError(.cannotWriteToFile, "cannot synchronize \(path): \(FileSink.reason(errno))")
         }
+    }
+}
+
+extension DurabilityPoint {
+    /// A point for the first `length` bytes of the file open at `descriptor`, with a descriptor of its own.
+    /// - Throws: ``FerryError`` with ``FerryError/Code/cannotWriteToFile`` when it cannot be duplicated.
+    init(duplicating descriptor: Int32, path: String, length: Int64) throws {
+        let copy = dup(descriptor)
+        guard copy >= 0 else {
+            throw FerryError(.cannotWriteToFile, "cannot synchronize \(path): \(FileSink.reason(errno))")
+        }
+        self.init(path: path, descriptor: copy, length: length)
     }
 }

@@ -126,7 +126,7 @@ public struct ParallelChunkedUploader: Sendable {
             TransportRequest(method: "OPTIONS", url: request.url, headers: headers),
             deadline: deadline
         )
-        for try await _ in response.body {}
+        try await Downloader.drain(response.body)
         let extensions = (response.headers["tus-extension"] ?? "").split(separator: ",").map {
             $0.trimmingCharacters(in: .whitespaces)
         }
@@ -157,7 +157,7 @@ public struct ParallelChunkedUploader: Sendable {
                 TransportRequest(method: "POST", url: request.url, headers: headers, body: .bytes(ByteBuffer())),
                 deadline: deadline
             )
-            for try await _ in created.body {}
+            try await Downloader.drain(created.body)
             guard created.status == 201, let value = created.headers["location"],
                 let location = URL(string: value, relativeTo: request.url)?.absoluteURL
             else {
@@ -185,7 +185,7 @@ public struct ParallelChunkedUploader: Sendable {
                 ),
                 deadline: deadline
             )
-            for try await _ in stored.body {}
+            try await Downloader.drain(stored.body)
             guard (200..<300).contains(stored.status), stored.headers["upload-offset"] == String(chunk.length) else {
                 return .failed(index: chunk.index, Self.refusal(stored.status, "sending a chunk", location))
             }

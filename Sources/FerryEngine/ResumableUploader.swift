@@ -196,7 +196,7 @@ public struct ResumableUploader: Sendable {
             headers: Headers(ResumableUploadProtocol.baseFields(resumption.version).map { ($0.name, $0.value) })
         )
         if let response = try? await transport.send(request, deadline: deadline) {
-            try? await drain(response.body)
+            try? await Downloader.drain(response.body)
         }
     }
 
@@ -339,7 +339,7 @@ public struct ResumableUploader: Sendable {
         highestSent = max(highestSent, sent.highest)
         let isComplete = ResumableUploadProtocol.isComplete(response.headers)
         if response.status == 409 {
-            try await drain(response.body)
+            try await Downloader.drain(response.body)
             guard let offset = ResumableUploadProtocol.offset(response.headers), offset <= state.length else {
                 throw FerryError(
                     .badServerResponse,
@@ -351,12 +351,12 @@ public struct ResumableUploader: Sendable {
             return .conflict
         }
         if !complete, (200..<300).contains(response.status), isComplete != true {
-            try await drain(response.body)
+            try await Downloader.drain(response.body)
             state.offset = ResumableUploadProtocol.offset(response.headers) ?? start + count
             return .moved
         }
         if !complete, response.status == 404 || response.status == 410 {
-            try await drain(response.body)
+            try await Downloader.drain(response.body)
             throw FerryError(
                 .badServerResponse,
                 "the server no longer has the upload (\(response.status)); start it again",
@@ -397,12 +397,8 @@ public struct ResumableUploader: Sendable {
     /// Sends a request whose answer has no body worth keeping.
     private func exchange(_ request: TransportRequest, deadline: NIODeadline) async throws -> Answer {
         let response = try await transport.send(request, deadline: deadline)
-        try await drain(response.body)
+        try await Downloader.drain(response.body)
         return Answer(status: response.status, headers: response.headers, protocolName: response.protocolName)
-    }
-
-    private func drain(_ body: TransportBodyStream) async throws {
-        for try await _ in body {}
     }
 
     /// The request's own fields, then the protocol's (which win).

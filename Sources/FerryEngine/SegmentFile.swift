@@ -57,32 +57,13 @@ final class SegmentFile: Sendable {
     /// - Throws: ``FerryError`` with ``FerryError/Code/cannotWriteToFile`` (a full disk says so).
     func write(_ buffer: ByteBuffer, count: Int, at offset: Int64) throws {
         try buffer.withUnsafeReadableBytes { bytes in
-            var done = 0
-            while done < count {
-                let written = FileSink.write(
-                    descriptor,
-                    bytes.baseAddress! + done,
-                    count - done,
-                    at: offset + Int64(done)
-                )
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    let code = errno
-                    let hint = code == ENOSPC || code == EDQUOT ? "; free some space, then resume" : ""
-                    throw FerryError(.cannotWriteToFile, "cannot write \(path): \(FileSink.reason(code))\(hint)")
-                }
-                done += written
-            }
+            try FileSink.writeAll(descriptor, UnsafeRawBufferPointer(rebasing: bytes[..<count]), at: offset, path: path)
         }
     }
 
     /// A way to make what was written so far durable from another thread (a checkpoint, D1).
     func durabilityPoint(length: Int64) throws -> DurabilityPoint {
-        let copy = dup(descriptor)
-        guard copy >= 0 else {
-            throw FerryError(.cannotWriteToFile, "cannot synchronize \(path): \(FileSink.reason(errno))")
-        }
-        return DurabilityPoint(path: path, descriptor: copy, length: length)
+        try DurabilityPoint(duplicating: descriptor, path: path, length: length)
     }
 
     private static func size(_ descriptor: Int32) -> Int64 {
