@@ -314,7 +314,7 @@ public struct ResumableUploader: Sendable {
         highestSent: inout Int64
     ) async throws -> AppendStep {
         let start = state.offset
-        let count = (state.limit ?? UploadLimit("")!).appendLength(from: start, of: state.length)
+        let count = state.limit?.appendLength(from: start, of: state.length) ?? state.length - start
         let complete = start + count == state.length
         var fields = ResumableUploadProtocol.appendFields(offset: start, complete: complete, state.version)
         fields.append(("Content-Length", String(count)))
