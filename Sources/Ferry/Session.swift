@@ -96,7 +96,7 @@ public final class Session: Sendable {
             // A background session's transfers run in ferryd: no connections of its own.
             base =
                 configuration.identifier != nil
-                ? UnavailableTransport() : try AsyncHTTPClientTransport(options: .init(configuration))
+                ? UnavailableTransport() : try StandardTransport(options: .init(configuration))
         } catch {
             configurationError = configurationError ?? (error as? FerryError)
             base = UnavailableTransport()

@@ -38,7 +38,7 @@ struct TransferOptions: ParsableArguments {
     /// A transport for this command's transfers.
     /// A transport allowing `connectionsPerHost` connections to one origin at once.
     func makeTransport(connectionsPerHost: Int = 6) throws -> SessionTransport {
-        var options = AsyncHTTPClientTransport.Options()
+        var options = StandardTransport.Options()
         if let cacert {
             guard let pem = try? String(contentsOfFile: cacert, encoding: .utf8) else {
                 throw CLIFailure("cannot read the certificate file \(cacert)", status: .localFile)
@@ -48,7 +48,7 @@ struct TransferOptions: ParsableArguments {
         options.maximumConnectionsPerHost = connectionsPerHost
         do {
             return SessionTransport(
-                try AsyncHTTPClientTransport(options: options),
+                try StandardTransport(options: options),
                 maximumConnectionsPerHost: connectionsPerHost
             )
         } catch let error as FerryError {

@@ -39,11 +39,11 @@ public enum Daemon {
         let recovered = try store.recoverAfterRestart()
         if !recovered.isEmpty { logger.info("recovered \(recovered.count) interrupted transfer(s); they resume") }
 
-        var options = AsyncHTTPClientTransport.Options()
+        var options = StandardTransport.Options()
         options.idleTimeout = configuration.requestTimeout
         options.maximumConnectionsPerHost = configuration.maximumConnectionsPerHost
         let transport = SessionTransport(
-            try AsyncHTTPClientTransport(options: options),
+            try StandardTransport(options: options),
             maximumConnectionsPerHost: configuration.maximumConnectionsPerHost
         )
         let hub = EventHub()

@@ -53,7 +53,7 @@ import Testing
 
             // A new transport and downloader, as after a restart, reading the resume data from disk.
             let reread = try ResumeData(encoded: Data(contentsOf: stored))
-            let fresh = try AsyncHTTPClientTransport()
+            let fresh = try StandardTransport()
             defer { Task { try await fresh.shutdown() } }
             let newPath = try temporaryPath()
             let result = try await Downloader(transport: fresh).download(
@@ -211,8 +211,15 @@ import Testing
             let path = try temporaryPath()
             let url = server.url("/bytes/2000000?seed=10&throttle=400000&only_first=1&key=c1")
             let downloader = Downloader(transport: transport)
-            let task = Task { try await downloader.download(request(url), to: path, deadline: testDeadline) }
-            try await Task.sleep(for: .milliseconds(800))
+            let log = EventLog()
+            let task = Task {
+                try await downloader.download(request(url), to: path, deadline: testDeadline, events: log.events)
+            }
+            // Cancelled once bytes arrived (a fixed wait could end before the head on a loaded machine).
+            let waitStart = ContinuousClock.now
+            while log.lastTotalWritten < 100_000, ContinuousClock.now - waitStart < .seconds(20) {
+                try await Task.sleep(for: .milliseconds(20))
+            }
             task.cancel()
             let error = try await #require(throws: FerryError.self) { try await task.value }
             #expect(error.code == .cancelled)
@@ -231,10 +238,10 @@ import Testing
 
     @Test func aStalledServerTimesOutWithResumeData() async throws {
         try await TestServer.withServer { server in
-            var options = AsyncHTTPClientTransport.Options()
+            var options = StandardTransport.Options()
             // Short, but not so short that a loaded machine trips it on the healthy second attempt.
             options.idleTimeout = 3
-            let transport = try AsyncHTTPClientTransport(options: options)
+            let transport = try StandardTransport(options: options)
             defer { Task { try await transport.shutdown() } }
             let path = try temporaryPath()
             let url = server.url("/bytes/1000000?seed=11&stall_after=300000&stall_ms=9000&only_first=1&key=t1")
@@ -266,7 +273,7 @@ import Testing
     }
 
     @Test func errorsSayWhatHappened() async throws {
-        let transport = try AsyncHTTPClientTransport()
+        let transport = try StandardTransport()
         defer { Task { try await transport.shutdown() } }
         // Port 1: nothing listens there (a freshly closed test server's port could be taken by another
         // test's server running in parallel, which made this test pass a download once).

@@ -8,12 +8,12 @@ import Synchronization
 
 /// Runs `body` with a test server and a transport that trusts it.
 func withServerAndTransport<Result>(
-    _ body: (TestServer, AsyncHTTPClientTransport) async throws -> Result
+    _ body: (TestServer, StandardTransport) async throws -> Result
 ) async throws -> Result {
     try await TestServer.withServer { server in
-        var options = AsyncHTTPClientTransport.Options()
+        var options = StandardTransport.Options()
         options.additionalTrustRootsPEM = [server.certificates.trustRootPEM]
-        let transport = try AsyncHTTPClientTransport(options: options)
+        let transport = try StandardTransport(options: options)
         do {
             let result = try await body(server, transport)
             try await transport.shutdown()

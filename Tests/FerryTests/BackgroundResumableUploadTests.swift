@@ -52,11 +52,14 @@ import Glibc
                 // Everything the server had received was kept: at most one chunk (256 KiB) went twice.
                 #expect(again <= 256 * 1024)
 
-                // Cancelled for good, a resumable upload is deleted on the server.
+                // Cancelled for good, a resumable upload is deleted on the server. Read at 10 MB/s, so the
+                // cancel cannot arrive after the last byte on a loaded machine.
+                var slower = upload
+                slower.url = URL(string: server.url("/upload?keep=bgru2&read_throttle=10000000", on: .resumable))!
                 let second: BackgroundTaskInfo = try daemon.client.call(
                     "POST",
                     "/v1/sessions/\(session)/tasks",
-                    body: ControlAPI.TaskCreation(kind: .upload, request: upload, uploadFile: file.path)
+                    body: ControlAPI.TaskCreation(kind: .upload, request: slower, uploadFile: file.path)
                 )
                 try await eventually("the second upload is under way", within: 30) {
                     server.counters.requestBodyBytes(pathPrefix: "/resumable/") > received

@@ -145,7 +145,7 @@ import Testing
 
     @Test func suspendStopsTheTransferAndResumeContinuesIt() async throws {
         try await withSession { server, session in
-            let task = session.downloadTask(with: request(server.url("/bytes/4000000?seed=14&throttle=4000000")))
+            let task = session.downloadTask(with: request(server.url("/bytes/4000000?seed=14&throttle=1500000")))
             task.resume()
             try await eventually("some bytes arrive") { task.countOfBytesReceived > 200_000 }
             task.suspend()

@@ -25,12 +25,12 @@ func makeSession(
     delegate: (any SessionDelegate)? = nil,
     trusting server: TestServer
 ) throws -> Session {
-    var options = AsyncHTTPClientTransport.Options(configuration)
+    var options = StandardTransport.Options(configuration)
     options.additionalTrustRootsPEM = [server.certificates.trustRootPEM]
     return Session(
         configuration: configuration,
         delegate: delegate,
-        transport: try AsyncHTTPClientTransport(options: options)
+        transport: try StandardTransport(options: options)
     )
 }
 

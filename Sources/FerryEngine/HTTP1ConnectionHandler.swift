@@ -1,0 +1,323 @@
+import FerryCore
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import Synchronization
+
+/// The last handler of one HTTP/1.1 client connection of ``HTTP1Transport``: runs one exchange at a time,
+/// hands the response head to the waiting caller and the body to an async sequence with backpressure
+/// (reads stop while the reader is full), and offers the connection back for reuse once both directions
+/// are complete.
+///
+/// Lives on the connection's event loop; other threads reach it only through the loop.
+final class HTTP1ConnectionHandler: ChannelDuplexHandler {
+    typealias InboundIn = HTTPClientResponsePart
+    typealias OutboundIn = HTTPClientRequestPart
+    typealias OutboundOut = HTTPClientRequestPart
+
+    typealias Producer = NIOThrowingAsyncSequenceProducer<
+        ByteBuffer, any Error, NIOAsyncSequenceProducerBackPressureStrategies.HighLowWatermark, BodyDemand
+    >
+
+    /// What a connection may be reused for after its exchange.
+    enum Outcome {
+        /// Both the request and the response are complete and both sides keep the connection.
+        case reusable
+        /// The connection was closed or must be.
+        case closed
+    }
+
+    /// One request and its response.
+    private struct Exchange {
+        let id: Int
+        var head: EventLoopPromise<HTTPResponseHead>?
+        var source: Producer.Source?
+        let shared: HTTP1ExchangeState
+        var requestDone = false
+        var responseDone = false
+        var keepAlive: Bool
+        var receivedAnything = false
+        var deadlineTask: Scheduled<Void>?
+        var idleTask: Scheduled<Void>?
+        var lastActivity = NIODeadline.now()
+    }
+
+    private let idleTimeout: TimeAmount
+    private var context: ChannelHandlerContext?
+    private var exchange: Exchange?
+    /// The reader has as much as it wants: reads wait for its demand.
+    private var paused = false
+    private var readPending = false
+    private var idleCloseTask: Scheduled<Void>?
+    /// Called on the loop when an exchange ends with the connection reusable, or when it closes.
+    var onOutcome: ((Outcome) -> Void)?
+
+    init(idleTimeout: TimeAmount) {
+        self.idleTimeout = idleTimeout
+    }
+
+    /// Starts an exchange: the head promise completes when the response head arrives (or fails), the
+    /// body goes to `source`. The caller writes the request after this.
+    func begin(
+        id: Int,
+        head: EventLoopPromise<HTTPResponseHead>,
+        source: Producer.Source,
+        shared: HTTP1ExchangeState,
+        keepAlive: Bool,
+        deadline: NIODeadline
+    ) -> Bool {
+        guard let context, context.channel.isActive, exchange == nil else {
+            head.fail(HTTP1ConnectionError.closedBeforeResponse)
+            source.finish(HTTP1ConnectionError.closedBeforeResponse)
+            return false
+        }
+        idleCloseTask?.cancel()
+        idleCloseTask = nil
+        var exchange = Exchange(id: id, head: head, source: source, shared: shared, keepAlive: keepAlive)
+        let loop = context.eventLoop
+        if deadline < .distantFuture {
+            exchange.deadlineTask = loop.assumeIsolated().scheduleTask(deadline: deadline) { [self] in
+                fail(
+                    id: id,
+                    FerryError(.timedOut, "the transfer took longer than the resource timeout")
+                )
+            }
+        }
+        exchange.idleTask = loop.assumeIsolated().scheduleTask(in: idleTimeout) { [self] in checkIdle(id: id) }
+        self.exchange = exchange
+        paused = false
+        return true
+    }
+
+    /// The whole request has been written.
+    func requestWritten(id: Int) {
+        guard exchange?.id == id else { return }
+        exchange?.requestDone = true
+        exchange?.lastActivity = .now()
+        finishIfComplete()
+    }
+
+    /// Something was written for the request (the idle timer counts it as activity).
+    func wrote(id: Int) {
+        guard exchange?.id == id else { return }
+        exchange?.lastActivity = .now()
+    }
+
+    /// Ends exchange `id` with `error` and closes the connection.
+    func fail(id: Int, _ error: any Error) {
+        guard exchange?.id == id else { return }
+        failExchange(error)
+        context?.close(promise: nil)
+    }
+
+    /// The reader wants more: reads resume.
+    func resume(id: Int) {
+        guard exchange?.id == id, paused else { return }
+        paused = false
+        if readPending, let context {
+            readPending = false
+            context.read()
+        }
+    }
+
+    /// The reader stopped reading (finished, failed or dropped the body).
+    func readerGone(id: Int) {
+        guard let exchange, exchange.id == id, !exchange.responseDone else { return }
+        // The body is unread: the connection cannot carry another exchange.
+        failExchange(FerryError(.cancelled, "the response body was abandoned"))
+        context?.close(promise: nil)
+    }
+
+    /// Fails the exchange in progress, if any, with ``FerryError/Code/cancelled`` and closes the connection.
+    func shutDown() {
+        failExchange(FerryError(.cancelled, "the transfer was cancelled: the session's connections were shut down"))
+        context?.close(promise: nil)
+    }
+
+    // MARK: Channel events
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let part = unwrapInboundIn(data)
+        guard exchange != nil else {
+            // A response nobody asked for: the connection is out of step.
+            context.close(promise: nil)
+            return
+        }
+        exchange!.lastActivity = .now()
+        exchange!.receivedAnything = true
+        switch part {
+        case .head(let head):
+            if !head.isKeepAlive { exchange!.keepAlive = false }
+            exchange!.shared.timing.withLockedValue { $0.responseStart = Date() }
+            let promise = exchange!.head
+            exchange!.head = nil
+            promise?.succeed(head)
+        case .body(let buffer):
+            if exchange!.source?.yield(buffer) == .stopProducing { paused = true }
+        case .end:
+            exchange!.responseDone = true
+            if !exchange!.requestDone {
+                // The server answered before taking the whole request (an early 413, say): the answer
+                // stands, the rest of the request is not sent, and the connection is not reused.
+                exchange!.requestDone = true
+                exchange!.keepAlive = false
+            }
+            finishIfComplete()
+        }
+    }
+
+    func read(context: ChannelHandlerContext) {
+        if paused {
+            readPending = true
+        } else {
+            context.read()
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        idleCloseTask?.cancel()
+        idleCloseTask = nil
+        if let exchange {
+            failExchange(
+                exchange.receivedAnything
+                    ? FerryError(
+                        .networkConnectionLost,
+                        "the server closed the connection before the response was complete"
+                    )
+                    : HTTP1ConnectionError.closedBeforeResponse
+            )
+        }
+        onOutcome?(.closed)
+        onOutcome = nil
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        failExchange(Self.ferryError(for: error))
+        context.close(promise: nil)
+    }
+
+    // MARK: Internals
+
+    private func checkIdle(id: Int) {
+        guard let exchange, exchange.id == id, let context else { return }
+        let quietSince = exchange.lastActivity
+        if paused || quietSince + idleTimeout > .now() {
+            // The reader holds the body back, or bytes moved lately: look again later.
+            let next: NIODeadline = paused ? .now() + idleTimeout : quietSince + idleTimeout
+            self.exchange?.idleTask = context.eventLoop.assumeIsolated().scheduleTask(deadline: next) { [self] in
+                checkIdle(id: id)
+            }
+            return
+        }
+        fail(
+            id: id,
+            FerryError(.timedOut, "no data arrived within the request timeout; the transfer can be resumed")
+        )
+    }
+
+    private func finishIfComplete() {
+        guard let done = exchange, done.requestDone, done.responseDone else { return }
+        exchange = nil
+        resumeReadingBetweenExchanges()
+        done.deadlineTask?.cancel()
+        done.idleTask?.cancel()
+        done.shared.finished()
+        if done.keepAlive, let context, context.channel.isActive {
+            // Offered for reuse before the reader sees the end, so its next request can take it.
+            idleCloseTask = context.eventLoop.scheduleTask(in: .seconds(60)) { [weak context] in
+                context?.close(promise: nil)
+            }
+            onOutcome?(.reusable)
+        } else {
+            context?.close(promise: nil)
+        }
+        done.source?.finish()
+    }
+
+    private func failExchange(_ error: any Error) {
+        guard let failed = exchange else { return }
+        exchange = nil
+        resumeReadingBetweenExchanges()
+        failed.deadlineTask?.cancel()
+        failed.idleTask?.cancel()
+        failed.shared.finished()
+        failed.head?.fail(error)
+        failed.source?.finish(error)
+    }
+
+    /// Between exchanges the connection reads (so a close by the server is seen at once), whatever the
+    /// last reader wanted.
+    private func resumeReadingBetweenExchanges() {
+        paused = false
+        if readPending, let context {
+            readPending = false
+            context.read()
+        }
+    }
+
+    static func ferryError(for error: any Error) -> any Error {
+        if let error = error as? HTTPParserError {
+            if case .invalidEOFState = error {
+                return FerryError(
+                    .networkConnectionLost,
+                    "the server closed the connection before the response was complete"
+                )
+            }
+            return FerryError(.badServerResponse, "the server's response is not valid HTTP/1.1 (\(error))")
+        }
+        return TransportErrors.ferryError(for: error)
+    }
+}
+
+/// What the caller's side and the loop share about one exchange.
+final class HTTP1ExchangeState: Sendable {
+    let timing = NIOLockedValueBox(TransportTiming())
+    private let done = Atomic<Bool>(false)
+
+    var isFinished: Bool { done.load(ordering: .acquiring) }
+    func finished() { done.store(true, ordering: .releasing) }
+}
+
+/// Passes the body reader's demand to the connection's loop.
+final class BodyDemand: NIOAsyncSequenceProducerDelegate, Sendable {
+    private let handler: NIOLoopBound<HTTP1ConnectionHandler>
+    private let shared: HTTP1ExchangeState
+    private let id: Int
+
+    init(handler: NIOLoopBound<HTTP1ConnectionHandler>, shared: HTTP1ExchangeState, id: Int) {
+        self.handler = handler
+        self.shared = shared
+        self.id = id
+    }
+
+    func produceMore() {
+        let handler = self.handler
+        let id = self.id
+        handler.eventLoop.execute { handler.value.resume(id: id) }
+    }
+
+    func didTerminate() {
+        // Reading to the end is the common case: nothing for the loop to do then.
+        guard !shared.isFinished else { return }
+        let handler = self.handler
+        let id = self.id
+        handler.eventLoop.execute { handler.value.readerGone(id: id) }
+    }
+}
+
+/// Internal failures of ``HTTP1ConnectionHandler`` the transport acts on.
+enum HTTP1ConnectionError: Error {
+    /// The connection closed before any byte of the response: a reused connection the server had
+    /// already closed, so the request may be sent again on a new one.
+    case closedBeforeResponse
+}

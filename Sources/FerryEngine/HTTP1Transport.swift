@@ -1,0 +1,347 @@
+public import FerryCore
+import Foundation
+import NIOConcurrencyHelpers
+public import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// ``HTTPTransport`` for plain `http://` URLs written directly on SwiftNIO: HTTP/1.1 with keep-alive
+/// connections, one exchange per connection at a time.
+///
+/// Why not AsyncHTTPClient here: measured on loopback (docs/BENCHMARKS.md), AsyncHTTPClient's request
+/// machinery — its pool's state machine, its task and delegate layers and the hops between them — cost
+/// small requests a third of curl's rate and capped a discarded body below curl's. This transport does
+/// only what the engine needs (the engine follows redirects, retries and decompresses itself): the caller
+/// writes the request through the channel, waits once for the head, and reads a body that was usually
+/// buffered while it waited. `https://` stays with AsyncHTTPClient (TLS, HTTP/2 by ALPN); see
+/// ``StandardTransport``.
+public final class HTTP1Transport: HTTPTransport {
+    typealias Producer = HTTP1ConnectionHandler.Producer
+
+    private let options: AsyncHTTPClientTransport.Options
+    private let group: any EventLoopGroup
+    private let pool: HTTP1ConnectionPool
+
+    /// Creates a transport with its own connections (on SwiftNIO's shared event loops).
+    public init(options: AsyncHTTPClientTransport.Options = .init()) {
+        self.options = options
+        self.group = MultiThreadedEventLoopGroup.singleton
+        self.pool = HTTP1ConnectionPool(maximumIdlePerOrigin: max(options.maximumConnectionsPerHost, 8))
+    }
+
+    public var enforcesDeadlineOverBody: Bool { true }
+
+    public func send(_ request: TransportRequest, deadline: NIODeadline) async throws -> TransportResponse {
+        let target = try HTTP1Target(request.url)
+        // A request goes out again on a new connection only when a reused one turned out to be closed
+        // before a byte of the answer came back, and only if its body can be sent again.
+        let replayable: Bool
+        switch request.body {
+        case nil, .bytes: replayable = true
+        case .stream: replayable = false
+        }
+        while true {
+            let reused: Bool
+            let connection: HTTP1Connection
+            if let idle = pool.take(origin: target.origin) {
+                connection = idle
+                reused = true
+            } else {
+                connection = try await connect(to: target, deadline: deadline)
+                reused = false
+            }
+            do {
+                return try await exchange(request, target: target, on: connection, deadline: deadline)
+            } catch HTTP1ConnectionError.closedBeforeResponse {
+                if reused && replayable { continue }
+                throw FerryError(
+                    .networkConnectionLost,
+                    "the server closed the connection before answering",
+                    failingURL: request.url.absoluteString
+                )
+            } catch let error as FerryError {
+                throw error.failingURL == nil
+                    ? FerryError(error.code, error.message, failingURL: request.url.absoluteString) : error
+            }
+        }
+    }
+
+    public func shutdown() async throws {
+        let open = pool.shutDown()
+        for connection in open {
+            let handler = connection.handler
+            handler.eventLoop.execute { handler.value.shutDown() }
+        }
+        for connection in open {
+            try? await connection.channel.closeFuture.get()
+        }
+    }
+
+    // MARK: Connections
+
+    private func connect(to target: HTTP1Target, deadline: NIODeadline) async throws -> HTTP1Connection {
+        let made = NIOLockedValueBox<HTTP1Connection?>(nil)
+        let pool = self.pool
+        let idle = TimeAmount.milliseconds(Int64(options.idleTimeout * 1000))
+        let origin = target.origin
+        var connectTimeout = idle
+        if deadline < .distantFuture {
+            // (distantFuture minus now does not fit a TimeAmount.)
+            let now = NIODeadline.now()
+            connectTimeout = min(idle, deadline > now ? deadline - now : .milliseconds(1))
+        }
+        let bootstrap = ClientBootstrap(group: group)
+            .connectTimeout(connectTimeout)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            // Large bodies arrive in reads of up to 1 MiB (NIO's default stops at 64 KiB): fewer reads,
+            // and fewer chunks for the reader to take.
+            .channelOption(
+                .recvAllocator,
+                value: AdaptiveRecvByteBufferAllocator(minimum: 1024, initial: 16384, maximum: 1 << 20)
+            )
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let handler = HTTP1ConnectionHandler(idleTimeout: idle)
+                    try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                    try channel.pipeline.syncOperations.addHandler(handler)
+                    let connection = HTTP1Connection(
+                        channel: channel,
+                        handler: NIOLoopBound(handler, eventLoop: channel.eventLoop),
+                        origin: origin
+                    )
+                    handler.onOutcome = { outcome in
+                        switch outcome {
+                        case .reusable: pool.offer(connection)
+                        case .closed: pool.closed(connection)
+                        }
+                    }
+                    made.withLockedValue { $0 = connection }
+                }
+            }
+        do {
+            _ = try await bootstrap.connect(host: target.host, port: target.port).get()
+        } catch ChannelError.connectTimeout {
+            throw FerryError(.timedOut, "connecting took too long", failingURL: target.url)
+        } catch {
+            throw TransportErrors.ferryError(for: error, url: target.url)
+        }
+        guard let connection = made.withLockedValue({ $0 }) else {
+            throw FerryError(.cannotConnectToHost, "the connection could not be set up", failingURL: target.url)
+        }
+        try pool.opened(connection)
+        return connection
+    }
+
+    // MARK: One exchange
+
+    private func exchange(
+        _ request: TransportRequest,
+        target: HTTP1Target,
+        on connection: HTTP1Connection,
+        deadline: NIODeadline
+    ) async throws -> TransportResponse {
+        let handler = connection.handler
+        let channel = connection.channel
+        let loop = handler.eventLoop
+        let id = connection.nextExchangeID()
+        let shared = HTTP1ExchangeState()
+        let made = Producer.makeSequence(
+            elementType: ByteBuffer.self,
+            backPressureStrategy: .init(lowWatermark: 2, highWatermark: 4),
+            finishOnDeinit: false,
+            delegate: BodyDemand(handler: handler, shared: shared, id: id)
+        )
+        let headPromise = loop.makePromise(of: HTTPResponseHead.self)
+        let (head, keepAlive) = Self.requestHead(request, target: target)
+        let body = request.body
+        let source = made.source
+        loop.execute {
+            guard
+                handler.value.begin(
+                    id: id,
+                    head: headPromise,
+                    source: source,
+                    shared: shared,
+                    keepAlive: keepAlive,
+                    deadline: deadline
+                )
+            else { return }
+            shared.timing.withLockedValue { $0.requestStart = Date() }
+            channel.write(HTTPClientRequestPart.head(head), promise: nil)
+            switch body {
+            case nil:
+                Self.writeEnd(channel: channel, handler: handler, shared: shared, id: id)
+            case .bytes(let buffer):
+                Self.writeEnd(channel: channel, handler: handler, shared: shared, id: id, last: buffer)
+            case .stream(let length, let stream):
+                channel.flush()
+                Task {
+                    await Self.pump(stream, length: length, channel: channel, handler: handler, shared: shared, id: id)
+                }
+            }
+        }
+        let responseHead = try await withTaskCancellationHandler {
+            try await headPromise.futureResult.get()
+        } onCancel: {
+            loop.execute { handler.value.fail(id: id, FerryError(.cancelled, "the transfer was cancelled")) }
+        }
+        var headers = Headers()
+        for (name, value) in responseHead.headers { headers.add(name: name, value: value) }
+        return TransportResponse(
+            status: Int(responseHead.status.code),
+            headers: headers,
+            protocolName: "http/1.1",
+            body: TransportBodyStream(made.sequence),
+            timing: shared.timing.withLockedValue { $0 },
+            latestTiming: { shared.timing.withLockedValue { $0 } }
+        )
+    }
+
+    /// Writes the end of the request (with its last body bytes, if given) and records when it was on
+    /// the wire. On the connection's loop.
+    private static func writeEnd(
+        channel: any Channel,
+        handler: NIOLoopBound<HTTP1ConnectionHandler>,
+        shared: HTTP1ExchangeState,
+        id: Int,
+        last: ByteBuffer? = nil
+    ) {
+        if let last { channel.write(HTTPClientRequestPart.body(.byteBuffer(last)), promise: nil) }
+        let written = handler.eventLoop.makePromise(of: Void.self)
+        channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: written)
+        written.futureResult.whenComplete { result in
+            switch result {
+            case .success:
+                shared.timing.withLockedValue { $0.requestEnd = Date() }
+                handler.value.requestWritten(id: id)
+            case .failure(let error):
+                handler.value.fail(id: id, HTTP1ConnectionHandler.ferryError(for: error))
+            }
+        }
+    }
+
+    /// Writes a streamed request body, each chunk once the previous one is on the wire. With a known
+    /// length the chunk that completes it goes out together with the request's end, so the request is
+    /// complete (and recorded so) before the server can have answered it.
+    private static func pump(
+        _ stream: TransportBodyStream,
+        length: Int64?,
+        channel: any Channel,
+        handler: NIOLoopBound<HTTP1ConnectionHandler>,
+        shared: HTTP1ExchangeState,
+        id: Int
+    ) async {
+        do {
+            var sent: Int64 = 0
+            var last: ByteBuffer?
+            for try await chunk in stream {
+                if shared.isFinished { return }
+                sent += Int64(chunk.readableBytes)
+                if let length, sent > length {
+                    throw FerryError(
+                        .invalidOperation,
+                        "the request body is longer than the \(length) bytes its length promised"
+                    )
+                }
+                if let length, sent == length {
+                    last = chunk
+                    break
+                }
+                let written = handler.eventLoop.makePromise(of: Void.self)
+                channel.writeAndFlush(HTTPClientRequestPart.body(.byteBuffer(chunk)), promise: written)
+                written.futureResult.whenSuccess { handler.value.wrote(id: id) }
+                try await written.futureResult.get()
+            }
+            if let length, sent < length {
+                throw FerryError(
+                    .invalidOperation,
+                    "the request body ended after \(sent) of the \(length) bytes its length promised"
+                )
+            }
+            let final = last
+            let ended = handler.eventLoop.makePromise(of: Void.self)
+            handler.eventLoop.execute {
+                writeEnd(channel: channel, handler: handler, shared: shared, id: id, last: final)
+                ended.succeed()
+            }
+            try await ended.futureResult.get()
+        } catch {
+            let failure = HTTP1ConnectionHandler.ferryError(for: error)
+            handler.eventLoop.execute { handler.value.fail(id: id, failure) }
+        }
+    }
+
+    /// The request head: the caller's fields plus Host and the body's framing.
+    static func requestHead(_ request: TransportRequest, target: HTTP1Target) -> (HTTPRequestHead, keepAlive: Bool) {
+        var headers = HTTPHeaders()
+        var keepAlive = true
+        var hasHost = false
+        for field in request.headers {
+            let name = field.name.lowercased()
+            switch name {
+            case "host": hasHost = true
+            case "content-length", "transfer-encoding": continue
+            case "connection":
+                if field.value.lowercased().contains("close") { keepAlive = false }
+            default: break
+            }
+            headers.add(name: field.name, value: field.value)
+        }
+        if !hasHost { headers.replaceOrAdd(name: "Host", value: target.hostHeader) }
+        switch request.body {
+        case nil:
+            if ["POST", "PUT", "PATCH"].contains(request.method) { headers.add(name: "Content-Length", value: "0") }
+        case .bytes(let buffer):
+            headers.add(name: "Content-Length", value: String(buffer.readableBytes))
+        case .stream(let length?, _):
+            headers.add(name: "Content-Length", value: String(length))
+        case .stream(nil, _):
+            headers.add(name: "Transfer-Encoding", value: "chunked")
+        }
+        let head = HTTPRequestHead(
+            version: .http1_1,
+            method: HTTPMethod(rawValue: request.method),
+            uri: target.requestTarget,
+            headers: headers
+        )
+        return (head, keepAlive)
+    }
+}
+
+/// Where an `http://` request goes and how its head names it.
+struct HTTP1Target: Sendable {
+    let url: String
+    let host: String
+    let port: Int
+    /// The Host field: the host, bracketed if IPv6, with the port unless it is 80.
+    let hostHeader: String
+    /// The origin-form request target: path and query, percent-encoded as in the URL.
+    let requestTarget: String
+    /// The pool's key.
+    let origin: String
+
+    init(_ url: URL) throws {
+        self.url = url.absoluteString
+        guard url.scheme?.lowercased() == "http" else {
+            throw FerryError(
+                .unsupportedURL,
+                "HTTP1Transport carries only http:// URLs",
+                failingURL: url.absoluteString
+            )
+        }
+        guard let components = URLComponents(url: url, resolvingAgainstBaseURL: true),
+            let host = components.host, !host.isEmpty
+        else {
+            throw FerryError(.badURL, "the URL has no host", failingURL: url.absoluteString)
+        }
+        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        self.host = bare
+        self.port = components.port ?? 80
+        let named = bare.contains(":") ? "[\(bare)]" : bare
+        self.hostHeader = port == 80 ? named : "\(named):\(port)"
+        var target = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
+        if let query = components.percentEncodedQuery { target += "?" + query }
+        self.requestTarget = target
+        self.origin = "\(bare.lowercased()):\(port)"
+    }
+}
