@@ -38,10 +38,17 @@ final class HostConnectionLimiter: Sendable {
     /// Waits for a slot for `origin`.
     /// - Throws: a cancelled ``FerryError`` when the calling task is cancelled while waiting.
     func acquire(origin: String, priority: Float) async throws -> Permit {
-        let id = state.withLock { state in
+        // A free slot is taken at once, without suspending: a suspension, even one resumed at once,
+        // puts the task back on the executor's queue (a hop per exchange for small requests).
+        let id = state.withLock { state -> UInt64? in
+            if state.origins[origin, default: Origin()].active < limit, !Task.isCancelled {
+                state.origins[origin, default: Origin()].active += 1
+                return nil
+            }
             state.nextID += 1
             return state.nextID
         }
+        guard let id else { return Permit(limiter: self, origin: origin) }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let granted = state.withLock { state in
