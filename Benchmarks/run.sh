@@ -97,17 +97,25 @@ for round in $(seq "$rounds"); do
     measure disk.ahc $MB "$peers/ahc-bench" download "$big" "$work/out/h"; verify "$work/out/h" ahc-bench
     measure disk.urlsession $MB "$peers/urlsession-bench" download "$big" "$work/out/u"; verify "$work/out/u" urlsession-bench
     measure disk.ferryd $MB "$bin/ferry-bench" background-download "$big" "$work/out/d"; verify "$work/out/d" ferryd
+    # The disk's own durable write rate (the bound for ferryd, which must sync before handing over, D1).
+    measure disk.dd-durable $MB dd if="$work/www/big.bin" of="$work/out/dd" bs=1M conv=fdatasync status=none
+    verify "$work/out/dd" dd
     # 1 GiB discarded (the byte count is checked)
     measure null.ferry-lib $MB "$bin/ferry-bench" discard "$big"; grep -q "bytes=1073741824" "$work/last.out"
     measure null.curl $MB curl -s -o /dev/null "$big"
+    # The library again with AsyncHTTPClient carrying http:// too (its transport before HTTP1Transport).
+    FERRY_HTTP1=asynchttpclient measure null.ferry-lib-ahc $MB "$bin/ferry-bench" discard "$big"
+    grep -q "bytes=1073741824" "$work/last.out"
     measure null.ahc $MB "$peers/ahc-bench" discard "$big"; grep -q "bytes=1073741824" "$work/last.out"
     measure null.urlsession $MB "$peers/urlsession-bench" discard "$big"; grep -q "bytes=1073741824" "$work/last.out"
     # 2,000 small GETs, sequential and 16 in flight
     measure seq.ferry-lib 2000 "$bin/ferry-bench" gets "$small" 2000
+    FERRY_HTTP1=asynchttpclient measure seq.ferry-lib-ahc 2000 "$bin/ferry-bench" gets "$small" 2000
     measure seq.curl 2000 curl -s -K "$work/curl.list"
     measure seq.ahc 2000 "$peers/ahc-bench" gets "$small" 2000
     measure seq.urlsession 2000 "$peers/urlsession-bench" gets "$small" 2000
     measure par.ferry-lib 2000 "$bin/ferry-bench" gets-parallel "$small" 2000 16
+    FERRY_HTTP1=asynchttpclient measure par.ferry-lib-ahc 2000 "$bin/ferry-bench" gets-parallel "$small" 2000 16
     measure par.curl 2000 curl -s --parallel --parallel-max 16 -K "$work/curl.list"
     measure par.ahc 2000 "$peers/ahc-bench" gets-parallel "$small" 2000 16
     measure par.urlsession 2000 "$peers/urlsession-bench" gets-parallel "$small" 2000 16
@@ -134,10 +142,10 @@ def load(name):
     rates = [r[0] for r in rows]
     return statistics.median(rates), min(rates), max(rates), statistics.median(r[1] for r in rows), max(r[2] for r in rows)
 groups = [
-    ("1 GiB GET to disk (MB/s)", "disk", ["ferry-cli", "ferry-lib", "ferryd", "curl", "aria2", "wget", "ahc", "urlsession"], "curl"),
-    ("1 GiB GET, body discarded (MB/s)", "null", ["ferry-lib", "curl", "ahc", "urlsession"], "curl"),
-    ("2,000 x 1 KiB GETs, sequential (req/s)", "seq", ["ferry-lib", "curl", "ahc", "urlsession"], "curl"),
-    ("2,000 x 1 KiB GETs, 16 in flight (req/s)", "par", ["ferry-lib", "curl", "ahc", "urlsession"], "curl"),
+    ("1 GiB GET to disk (MB/s)", "disk", ["ferry-cli", "ferry-lib", "ferryd", "curl", "aria2", "wget", "ahc", "urlsession", "dd-durable"], "curl"),
+    ("1 GiB GET, body discarded (MB/s)", "null", ["ferry-lib", "ferry-lib-ahc", "curl", "ahc", "urlsession"], "curl"),
+    ("2,000 x 1 KiB GETs, sequential (req/s)", "seq", ["ferry-lib", "ferry-lib-ahc", "curl", "ahc", "urlsession"], "curl"),
+    ("2,000 x 1 KiB GETs, 16 in flight (req/s)", "par", ["ferry-lib", "ferry-lib-ahc", "curl", "ahc", "urlsession"], "curl"),
 ]
 print(f"\nmedians of {rounds} interleaved rounds; nginx on 127.0.0.1\n")
 print("| work | program | median | min–max | CPU s | peak RSS MB | vs " + "reference |")
@@ -149,5 +157,7 @@ for title, key, names, reference in groups:
         print(f"| {title} | {name} | {med:,.0f} | {lo:,.0f}–{hi:,.0f} | {cpu:.2f} | {peak/1024:.1f} | {med/ref:.2f}× {reference} |")
 lib = load("disk.ferry-lib")[0]; daemon = load("disk.ferryd")[0]
 print(f"| 1 GiB through ferryd vs in-process | ferryd | {daemon:,.0f} | | | | {daemon/lib:.2f}× ferry-lib |")
+durable = load("disk.dd-durable")[0]
+print(f"| 1 GiB through ferryd vs the disk's durable rate | ferryd | {daemon:,.0f} | | | | {daemon/durable:.2f}× dd conv=fdatasync |")
 print(f"| 10,000 background tasks | ferryd | submitted at {submit:,.0f}/s one a request, {batch:,.0f}/s in batches | RSS {rss/1024:.0f} MB | restart to serving {restart} ms | | |")
 PY

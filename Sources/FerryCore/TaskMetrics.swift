@@ -40,7 +40,9 @@ public struct TransactionMetrics: Sendable, Hashable {
     public var domainLookupStartDate: Date?
     /// See ``domainLookupStartDate``.
     public var domainLookupEndDate: Date?
-    /// Connection establishment, not reported by the transport: nil.
+    /// When a new connection began to be opened (TCP connect; name lookup included): reported for
+    /// `http://` (HTTP1Transport); nil for a reused connection and for `https://` (AsyncHTTPClient does
+    /// not report it).
     public var connectStartDate: Date?
     /// See ``connectStartDate``.
     public var connectEndDate: Date?
@@ -58,7 +60,8 @@ public struct TransactionMetrics: Sendable, Hashable {
     public var responseEndDate: Date?
     /// `http/1.1` or `h2`; nil when no response arrived.
     public var networkProtocolName: String?
-    /// Whether the connection was reused: not reported by the transport, so nil.
+    /// Whether the connection had carried an earlier exchange: reported for `http://`; nil for
+    /// `https://` (AsyncHTTPClient does not report it).
     public var isReusedConnection: Bool?
     /// Network or cache.
     public var resourceFetchType: FetchType

@@ -281,11 +281,15 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
 
 /// What the caller's side and the loop share about one exchange.
 final class HTTP1ExchangeState: Sendable {
-    let timing = NIOLockedValueBox(TransportTiming())
+    let timing: NIOLockedValueBox<TransportTiming>
     private let done = Atomic<Bool>(false)
 
     var isFinished: Bool { done.load(ordering: .acquiring) }
     func finished() { done.store(true, ordering: .releasing) }
+
+    init(timing: TransportTiming = TransportTiming()) {
+        self.timing = NIOLockedValueBox(timing)
+    }
 }
 
 /// Passes the body reader's demand to the connection's loop.

@@ -43,15 +43,19 @@ public final class HTTP1Transport: HTTPTransport {
         while true {
             let reused: Bool
             let connection: HTTP1Connection
+            var timing = TransportTiming()
             if let idle = pool.take(origin: target.origin) {
                 connection = idle
                 reused = true
             } else {
+                timing.connectStart = Date()
                 connection = try await connect(to: target, deadline: deadline)
+                timing.connectEnd = Date()
                 reused = false
             }
+            timing.reusedConnection = reused
             do {
-                return try await exchange(request, target: target, on: connection, deadline: deadline)
+                return try await exchange(request, target: target, on: connection, timing: timing, deadline: deadline)
             } catch HTTP1ConnectionError.closedBeforeResponse {
                 if reused && replayable { continue }
                 throw FerryError(
@@ -138,13 +142,14 @@ public final class HTTP1Transport: HTTPTransport {
         _ request: TransportRequest,
         target: HTTP1Target,
         on connection: HTTP1Connection,
+        timing: TransportTiming,
         deadline: NIODeadline
     ) async throws -> TransportResponse {
         let handler = connection.handler
         let channel = connection.channel
         let loop = handler.eventLoop
         let id = connection.nextExchangeID()
-        let shared = HTTP1ExchangeState()
+        let shared = HTTP1ExchangeState(timing: timing)
         let made = Producer.makeSequence(
             elementType: ByteBuffer.self,
             backPressureStrategy: .init(lowWatermark: 2, highWatermark: 4),

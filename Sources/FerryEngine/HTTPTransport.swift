@@ -100,12 +100,28 @@ public struct TransportTiming: Sendable, Hashable {
     public var requestEnd: Date?
     /// The response head had arrived.
     public var responseStart: Date?
+    /// A new connection was being opened (nil when one was reused, or the transport cannot tell).
+    public var connectStart: Date?
+    /// The new connection was open.
+    public var connectEnd: Date?
+    /// Whether the exchange went over a connection an earlier exchange had used (nil: unknown).
+    public var reusedConnection: Bool?
 
     /// Creates a timing.
-    public init(requestStart: Date? = nil, requestEnd: Date? = nil, responseStart: Date? = nil) {
+    public init(
+        requestStart: Date? = nil,
+        requestEnd: Date? = nil,
+        responseStart: Date? = nil,
+        connectStart: Date? = nil,
+        connectEnd: Date? = nil,
+        reusedConnection: Bool? = nil
+    ) {
         self.requestStart = requestStart
         self.requestEnd = requestEnd
         self.responseStart = responseStart
+        self.connectStart = connectStart
+        self.connectEnd = connectEnd
+        self.reusedConnection = reusedConnection
     }
 }
 

@@ -53,6 +53,9 @@ public final class SessionTransport: HTTPTransport {
                 metrics.requestStartDate = response.timing.requestStart
                 metrics.requestEndDate = response.timing.requestEnd
                 metrics.responseStartDate = response.timing.responseStart
+                metrics.connectStartDate = response.timing.connectStart
+                metrics.connectEndDate = response.timing.connectEnd
+                metrics.isReusedConnection = response.timing.reusedConnection
             }
         }
         var measured = response

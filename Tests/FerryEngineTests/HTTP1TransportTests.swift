@@ -49,6 +49,9 @@ import Testing
             for index in 0..<20 {
                 let (response, bytes) = try await get(transport, server.url("/bytes/1000?seed=\(index)"))
                 #expect(response.status == 200)
+                #expect(response.timing.reusedConnection == (index > 0))
+                #expect((response.timing.connectStart != nil) == (index == 0))
+                #expect((response.timing.connectEnd != nil) == (index == 0))
                 #expect(response.protocolName == "http/1.1")
                 #expect(sha256(bytes) == expectedSHA256(1000, seed: UInt64(index)))
             }

@@ -16,7 +16,7 @@ import Testing
             #expect(metrics.redirectCount == 2)
             #expect(metrics.transactionMetrics.count == 3)
             #expect(metrics.taskInterval.start >= before && metrics.taskInterval.end <= after)
-            for transaction in metrics.transactionMetrics {
+            for (index, transaction) in metrics.transactionMetrics.enumerated() {
                 let fetch = try #require(transaction.fetchStartDate)
                 let responseStart = try #require(transaction.responseStartDate)
                 let responseEnd = try #require(transaction.responseEndDate)
@@ -28,8 +28,17 @@ import Testing
                 #expect(transaction.resourceFetchType == .networkLoad)
                 // Not measured by the transport: nil, never invented.
                 #expect(transaction.domainLookupStartDate == nil)
-                #expect(transaction.connectStartDate == nil)
-                #expect(transaction.isReusedConnection == nil)
+                #expect(transaction.secureConnectionStartDate == nil)
+                // http:// goes through HTTP1Transport, which sees its connections: the first request
+                // opened one, the redirects went over it again.
+                #expect(transaction.isReusedConnection == (index > 0))
+                if index == 0 {
+                    let connectStart = try #require(transaction.connectStartDate)
+                    let connectEnd = try #require(transaction.connectEndDate)
+                    #expect(fetch <= connectStart && connectStart <= connectEnd && connectEnd <= requestStart)
+                } else {
+                    #expect(transaction.connectStartDate == nil)
+                }
             }
             #expect(metrics.transactionMetrics.map { $0.response?.statusCode } == [302, 302, 200])
             let last = try #require(metrics.transactionMetrics.last)
