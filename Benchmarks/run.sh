@@ -88,18 +88,23 @@ MB=1073.741824  # the 1 GiB file in MB: rates below are MB/s
 
 for round in $(seq "$rounds"); do
     echo "round $round of $rounds" >&2
-    # 1 GiB to disk
-    measure disk.ferry-cli $MB "$bin/ferry" get -q "$big" -o "$work/out/f"; verify "$work/out/f" ferry
-    measure disk.ferry-lib $MB "$bin/ferry-bench" download "$big" "$work/out/l"; verify "$work/out/l" ferry-bench
-    measure disk.curl $MB curl -s -o "$work/out/c" "$big"; verify "$work/out/c" curl
-    measure disk.aria2 $MB aria2c -q -x1 -s1 --allow-overwrite=true --file-allocation=none -d "$work/out" -o a "$big"; verify "$work/out/a" aria2c
-    measure disk.wget $MB wget -q -O "$work/out/w" "$big"; verify "$work/out/w" wget
-    measure disk.ahc $MB "$peers/ahc-bench" download "$big" "$work/out/h"; verify "$work/out/h" ahc-bench
-    measure disk.urlsession $MB "$peers/urlsession-bench" download "$big" "$work/out/u"; verify "$work/out/u" urlsession-bench
-    measure disk.ferryd $MB "$bin/ferry-bench" background-download "$big" "$work/out/d"; verify "$work/out/d" ferryd
-    # The disk's own durable write rate (the bound for ferryd, which must sync before handing over, D1).
-    measure disk.dd-durable $MB dd if="$work/www/big.bin" of="$work/out/dd" bs=1M conv=fdatasync status=none
-    verify "$work/out/dd" dd
+    # 1 GiB to disk. The order turns by one each round: a writer's speed depends on what the kernel
+    # still has to write back from the one before, so no program always goes first.
+    disk_runs=(
+        'measure disk.ferry-cli $MB "$bin/ferry" get -q "$big" -o "$work/out/f"; verify "$work/out/f" ferry'
+        'measure disk.ferry-lib $MB "$bin/ferry-bench" download "$big" "$work/out/l"; verify "$work/out/l" ferry-bench'
+        'measure disk.curl $MB curl -s -o "$work/out/c" "$big"; verify "$work/out/c" curl'
+        'measure disk.aria2 $MB aria2c -q -x1 -s1 --allow-overwrite=true --file-allocation=none -d "$work/out" -o a "$big"; verify "$work/out/a" aria2c'
+        'measure disk.wget $MB wget -q -O "$work/out/w" "$big"; verify "$work/out/w" wget'
+        'measure disk.ahc $MB "$peers/ahc-bench" download "$big" "$work/out/h"; verify "$work/out/h" ahc-bench'
+        'measure disk.urlsession $MB "$peers/urlsession-bench" download "$big" "$work/out/u"; verify "$work/out/u" urlsession-bench'
+        'measure disk.ferryd $MB "$bin/ferry-bench" background-download "$big" "$work/out/d"; verify "$work/out/d" ferryd'
+        # The disk's own durable write rate (the bound for ferryd, which must sync before handing over, D1).
+        'measure disk.dd-durable $MB dd if="$work/www/big.bin" of="$work/out/dd" bs=1M conv=fdatasync status=none; verify "$work/out/dd" dd'
+    )
+    for index in "${!disk_runs[@]}"; do
+        eval "${disk_runs[$(( (index + round - 1) % ${#disk_runs[@]} ))]}"
+    done
     # 1 GiB discarded (the byte count is checked)
     measure null.ferry-lib $MB "$bin/ferry-bench" discard "$big"; grep -q "bytes=1073741824" "$work/last.out"
     measure null.curl $MB curl -s -o /dev/null "$big"
