@@ -141,7 +141,7 @@ let package = Package(
 
         .executableTarget(
             name: "FerryBenchTool",
-            dependencies: ["Ferry"],
+            dependencies: ["Ferry", "FerryEngine", .product(name: "NIOCore", package: "swift-nio")],
             path: "Sources/ferry-bench",
             swiftSettings: swiftSettings
         ),

@@ -1,5 +1,7 @@
 import Ferry
+import FerryEngine
 import Foundation
+import NIOCore
 
 /// `ferry-bench`: runs one piece of Ferry's work and prints what it measured, for the benchmark scripts
 /// (Benchmarks/). Not a user tool: `ferry` is.
@@ -7,6 +9,8 @@ import Foundation
 ///     ferry-bench download URL PATH     one download through Session, moved to PATH
 ///     ferry-bench gets URL COUNT        COUNT sequential GETs of URL through one Session
 ///     ferry-bench gets-parallel URL COUNT WIDTH   COUNT GETs, WIDTH in flight at once
+///     ferry-bench gets-engine URL COUNT   COUNT sequential GETs through the engine alone (DataLoader over
+///                                         StandardTransport, no Session): what the session layer costs
 ///     ferry-bench discard URL           one GET whose body is read and thrown away
 ///     ferry-bench background-download URL PATH   one download through ferryd (a background session)
 ///     ferry-bench background-submit URL COUNT    COUNT downloads created in ferryd, timed
@@ -23,6 +27,9 @@ struct FerryBench {
             case ("gets", 3):
                 guard let count = Int(arguments[2]), count > 0 else { throw usage() }
                 try await gets(arguments[1], count: count)
+            case ("gets-engine", 3):
+                guard let count = Int(arguments[2]), count > 0 else { throw usage() }
+                try await engineGets(arguments[1], count: count)
             case ("gets-parallel", 4):
                 guard let count = Int(arguments[2]), count > 0, let width = Int(arguments[3]), width > 0 else {
                     throw usage()
@@ -53,7 +60,7 @@ struct FerryBench {
     static func usage() -> FerryError {
         FerryError(
             .invalidOperation,
-            "usage: ferry-bench download URL PATH | gets URL COUNT | gets-parallel URL COUNT WIDTH | discard URL | background-download URL PATH | background-submit[-batch] URL COUNT | upload-chunked URL FILE IN_FLIGHT"
+            "usage: ferry-bench download URL PATH | gets URL COUNT | gets-engine URL COUNT | gets-parallel URL COUNT WIDTH | discard URL | background-download URL PATH | background-submit[-batch] URL COUNT | upload-chunked URL FILE IN_FLIGHT"
         )
     }
 
@@ -138,6 +145,27 @@ struct FerryBench {
         let elapsed = ContinuousClock.now - start
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         print("status=\(response.statusCode) bytes=\(size) seconds=\(seconds) MBps=\(Double(size) / seconds / 1e6)")
+    }
+
+    static func engineGets(_ text: String, count: Int) async throws {
+        let transport = try StandardTransport()
+        let loader = DataLoader(transport: transport)
+        let request = Request(url: try url(text))
+        var hooks = DataLoader.Hooks()
+        hooks.collect = true
+        var bytes = 0
+        let start = ContinuousClock.now
+        for _ in 0..<count {
+            let outcome = try await loader.perform(request, deadline: .now() + .seconds(60), hooks: hooks)
+            guard case .loaded(let loaded) = outcome, loaded.status == 200 else {
+                throw FerryError(.badServerResponse, "not a 200")
+            }
+            bytes += loaded.body.readableBytes
+        }
+        let elapsed = ContinuousClock.now - start
+        try await transport.shutdown()
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        print("requests=\(count) bytes=\(bytes) seconds=\(seconds) rps=\(Double(count) / seconds)")
     }
 
     static func gets(_ text: String, count: Int) async throws {

@@ -33,18 +33,14 @@ struct CLIRunner {
     }
 
     /// Starts `ferry arguments` and returns the process, its output collected by the pipes.
-    func start(_ arguments: [String]) throws -> (Process, Pipe, Pipe) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.binary)
-        process.arguments = arguments
-        process.currentDirectoryURL = URL(fileURLWithPath: directory)
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        return (process, out, err)
+    func start(_ arguments: [String]) throws -> (ChildProcess, FileHandle, FileHandle) {
+        let child = try ChildProcess.spawn(
+            Self.binary,
+            arguments: arguments,
+            environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
+            directory: directory
+        )
+        return (child, child.standardOutput!, child.standardError!)
     }
 
     /// Runs `ferry arguments` to the end (at most `timeout` seconds, then it is killed).
@@ -53,16 +49,20 @@ struct CLIRunner {
         return try await finish(process, out, err, timeout: timeout)
     }
 
-    func finish(_ process: Process, _ out: Pipe, _ err: Pipe, timeout: Double = 60) async throws -> Run {
+    func finish(
+        _ process: ChildProcess,
+        _ out: FileHandle,
+        _ err: FileHandle,
+        timeout: Double = 60
+    ) async throws
+        -> Run
+    {
         // Read both pipes while the child runs, so a full pipe never blocks it.
-        async let stdout = Task.detached { out.fileHandleForReading.readDataToEndOfFile() }.value
-        async let stderr = Task.detached { err.fileHandleForReading.readDataToEndOfFile() }.value
+        async let stdout = Task.detached { out.readDataToEndOfFile() }.value
+        async let stderr = Task.detached { err.readDataToEndOfFile() }.value
         let end = Date().addingTimeInterval(timeout)
         while process.isRunning {
-            if Date() > end {
-                process.terminate()
-                kill(process.processIdentifier, SIGKILL)
-            }
+            if Date() > end { kill(process.processIdentifier, SIGKILL) }
             try await Task.sleep(for: .milliseconds(10))
         }
         let (o, e) = await (stdout, stderr)

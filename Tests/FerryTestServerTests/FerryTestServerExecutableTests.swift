@@ -1,3 +1,4 @@
+import FerryTestServer
 import Foundation
 import Testing
 
@@ -15,23 +16,21 @@ import Testing
 
     /// A running `ferry-testserver`, stopped with SIGTERM.
     final class RunningServer {
-        let process = Process()
-        let output = Pipe()
+        let process: ChildProcess
         var firstLine = ""
         /// The lines after the first: the other listeners.
         var otherLines: [String] = []
         var startupSeconds = 0.0
 
         init(arguments: [String]) throws {
-            process.executableURL = FerryTestServerExecutableTests.productsDirectory.appendingPathComponent(
-                "ferry-testserver"
-            )
-            process.arguments = arguments
-            process.standardOutput = output
             let started = Date()
-            try process.run()
+            process = try ChildProcess.spawn(
+                FerryTestServerExecutableTests.productsDirectory.appendingPathComponent("ferry-testserver").path,
+                arguments: arguments,
+                output: .pipes
+            )
             var buffer: [UInt8] = []
-            let handle = output.fileHandleForReading
+            let handle = process.standardOutput!
             // The server prints all its lines in one write (atomic on a pipe), so one read has them all.
             while !buffer.contains(UInt8(ascii: "\n")) {
                 let data = handle.availableData
@@ -54,13 +53,8 @@ import Testing
     }
 
     static func curl(_ arguments: [String]) throws -> (status: Int32, output: [UInt8]) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["curl", "-s"] + arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        let process = try ChildProcess.spawn("/usr/bin/env", arguments: ["curl", "-s"] + arguments)
+        let data = process.standardOutput!.readDataToEndOfFile()
         process.waitUntilExit()
         return (process.terminationStatus, Array(data))
     }
@@ -108,13 +102,11 @@ import Testing
     }
 
     @Test func refusesBadArguments() throws {
-        let process = Process()
-        process.executableURL = Self.productsDirectory.appendingPathComponent("ferry-testserver")
-        process.arguments = ["--root", "/definitely/not/here"]
-        let errors = Pipe()
-        process.standardError = errors
-        try process.run()
-        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let process = try ChildProcess.spawn(
+            Self.productsDirectory.appendingPathComponent("ferry-testserver").path,
+            arguments: ["--root", "/definitely/not/here"]
+        )
+        let message = String(decoding: process.standardError!.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         #expect(process.terminationStatus != 0)
         #expect(message.contains("is not a directory"))

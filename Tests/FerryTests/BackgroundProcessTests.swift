@@ -358,18 +358,21 @@ import Glibc
         try await Task.sleep(for: .seconds(120))
     }
 
-    private static func spawnChild(_ variables: [String: String], role: String = "createAndHang") throws -> Process {
-        let child = Process()
-        child.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+    private static func spawnChild(
+        _ variables: [String: String],
+        role: String = "createAndHang"
+    ) throws
+        -> ChildProcess
+    {
         let test = role == "createAndHang" ? "childCreatesADownloadAndHangs" : "childAttachesAndStallsInACallback"
-        child.arguments = ["--testing-library", "swift-testing", "--filter", test]
         var environment = ProcessInfo.processInfo.environment
         environment.merge(variables) { _, new in new }
         environment[roleVariable] = role
-        child.environment = environment
-        child.standardOutput = FileHandle.nullDevice
-        child.standardError = FileHandle.nullDevice
-        try child.run()
-        return child
+        return try ChildProcess.spawn(
+            URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path,
+            arguments: ["--testing-library", "swift-testing", "--filter", test],
+            environment: environment,
+            output: .discarded
+        )
     }
 }

@@ -1,4 +1,5 @@
 import Ferry
+import FerryTestServer
 import Foundation
 import Testing
 
@@ -130,16 +131,16 @@ import Glibc
     func anotherUserCannotConnect() async throws {
         try await withDaemon { daemon in
             func curl(asNobody: Bool) throws -> Int32 {
-                let process = Process()
                 let command = [
                     "curl", "-s", "-o", "/dev/null", "--max-time", "5", "--unix-socket", daemon.client.paths.socket,
                     "http://ferryd/v1/daemon",
                 ]
-                process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-                process.arguments =
-                    asNobody
-                    ? ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] + command : command
-                try process.run()
+                let process = try ChildProcess.spawn(
+                    "/usr/bin/env",
+                    arguments: asNobody
+                        ? ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] + command : command,
+                    output: .discarded
+                )
                 process.waitUntilExit()
                 return process.terminationStatus
             }
@@ -186,15 +187,13 @@ import Glibc
 
     @Test func aSecondDaemonForTheSameStateRefusesToStart() async throws {
         try await withDaemon { daemon in
-            let second = Process()
-            second.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-                .deletingLastPathComponent().appendingPathComponent("ferryd")
-            second.environment = ["FERRY_HOME": daemon.home, "PATH": "/usr/bin:/bin"]
-            let errors = Pipe()
-            second.standardError = errors
-            try second.run()
+            let second = try ChildProcess.spawn(
+                URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+                    .deletingLastPathComponent().appendingPathComponent("ferryd").path,
+                environment: ["FERRY_HOME": daemon.home, "PATH": "/usr/bin:/bin"]
+            )
+            let message = String(decoding: second.standardError!.readDataToEndOfFile(), as: UTF8.self)
             second.waitUntilExit()
-            let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             #expect(second.terminationStatus == 1)
             let pid = try daemon.pid()
             #expect(message.contains("another ferryd (pid \(pid))"))

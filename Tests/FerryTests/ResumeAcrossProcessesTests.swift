@@ -14,22 +14,18 @@ import Testing
             let output = try temporaryDirectory().appendingPathComponent("resume.data")
             let url = server.url("/bytes/3000000?seed=50&throttle=3000000")
 
-            let child = Process()
-            child.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-            child.arguments = ["--testing-library", "swift-testing", "--filter", "childWritesResumeData"]
             var environment = ProcessInfo.processInfo.environment
             environment[Self.urlVariable] = url
             environment[Self.outputVariable] = output.path
-            child.environment = environment
             // The child's own test report goes to a file, shown only when it failed.
             let report = output.deletingLastPathComponent().appendingPathComponent("child.log")
-            _ = FileManager.default.createFile(atPath: report.path, contents: nil)
-            let reportHandle = try FileHandle(forWritingTo: report)
-            child.standardOutput = reportHandle
-            child.standardError = reportHandle
-            try child.run()
+            let child = try ChildProcess.spawn(
+                URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path,
+                arguments: ["--testing-library", "swift-testing", "--filter", "childWritesResumeData"],
+                environment: environment,
+                output: .file(report.path)
+            )
             try await eventually("the child exits", within: 60) { !child.isRunning }
-            try reportHandle.close()
             try #require(
                 child.terminationStatus == 0,
                 "the child failed: \(String(decoding: (try? Data(contentsOf: report)) ?? Data(), as: UTF8.self))"

@@ -1,0 +1,131 @@
+public import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@_silgen_name("posix_spawn_file_actions_addclosefrom_np")
+private func addCloseFrom(_ actions: UnsafeMutablePointer<posix_spawn_file_actions_t>, _ from: Int32) -> Int32
+
+@_silgen_name("posix_spawn_file_actions_addchdir_np")
+private func addChdir(
+    _ actions: UnsafeMutablePointer<posix_spawn_file_actions_t>,
+    _ path: UnsafePointer<CChar>
+)
+    -> Int32
+
+/// A child process started with posix_spawn, for tests that run Ferry's executables (or curl) as a
+/// user would.
+///
+/// Not Foundation's `Process`: on Linux its `run()` copies 256 bytes for every entry of /proc/self/fd,
+/// which can read past glibc's buffer and crash the parent; it crashed this suite once
+/// (swiftlang/swift-corelibs-foundation#5472, fixed after Swift 6.3.1).
+public final class ChildProcess: @unchecked Sendable {
+    /// Where the child's standard output and error go.
+    public enum Output: Sendable {
+        /// To pipes: ``standardOutput`` and ``standardError`` read them.
+        case pipes
+        /// Appended to this file, both.
+        case file(String)
+        /// Nowhere (/dev/null).
+        case discarded
+    }
+
+    /// The child's pid.
+    public let processIdentifier: Int32
+    /// The read end of the child's standard output, with ``Output/pipes``.
+    public let standardOutput: FileHandle?
+    /// The read end of the child's standard error, with ``Output/pipes``.
+    public let standardError: FileHandle?
+    private let lock = NSLock()
+    private var status: Int32?
+
+    private init(pid: Int32, standardOutput: FileHandle?, standardError: FileHandle?) {
+        self.processIdentifier = pid
+        self.standardOutput = standardOutput
+        self.standardError = standardError
+    }
+
+    /// Starts `executable` (a path) with `arguments` and exactly `environment`; standard input is
+    /// /dev/null and no other descriptor of this process is inherited.
+    /// - Throws: ``TestServerError`` when it cannot be started.
+    public static func spawn(
+        _ executable: String,
+        arguments: [String] = [],
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        directory: String? = nil,
+        output: Output = .pipes
+    ) throws -> ChildProcess {
+        var out: [Int32] = [-1, -1]
+        var err: [Int32] = [-1, -1]
+        if case .pipes = output {
+            guard pipe(&out) == 0, pipe(&err) == 0 else {
+                throw TestServerError("pipe failed: \(String(cString: strerror(errno)))")
+            }
+        }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        switch output {
+        case .pipes:
+            posix_spawn_file_actions_adddup2(&actions, out[1], 1)
+            posix_spawn_file_actions_adddup2(&actions, err[1], 2)
+        case .file(let path):
+            posix_spawn_file_actions_addopen(&actions, 1, path, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+            posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        case .discarded:
+            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+            posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        }
+        _ = addCloseFrom(&actions, 3)
+        if let directory { _ = directory.withCString { addChdir(&actions, $0) } }
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { for pointer in envp { free(pointer) } }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+        for descriptor in [out[1], err[1]] where descriptor >= 0 { close(descriptor) }
+        guard result == 0 else {
+            for descriptor in [out[0], err[0]] where descriptor >= 0 { close(descriptor) }
+            throw TestServerError("cannot start \(executable): \(String(cString: strerror(result)))")
+        }
+        return ChildProcess(
+            pid: pid,
+            standardOutput: out[0] >= 0 ? FileHandle(fileDescriptor: out[0], closeOnDealloc: true) : nil,
+            standardError: err[0] >= 0 ? FileHandle(fileDescriptor: err[0], closeOnDealloc: true) : nil
+        )
+    }
+
+    /// Whether the child still runs (it is reaped once it has ended).
+    public var isRunning: Bool { reap(blocking: false) }
+
+    /// Waits for the child to end.
+    public func waitUntilExit() { _ = reap(blocking: true) }
+
+    /// Sends SIGTERM.
+    public func terminate() { kill(processIdentifier, SIGTERM) }
+
+    /// The exit status, or the signal's number when a signal ended it (as Foundation's `Process`
+    /// reports it); -1 while it runs.
+    public var terminationStatus: Int32 {
+        lock.lock()
+        defer { lock.unlock() }
+        return status ?? -1
+    }
+
+    private func reap(blocking: Bool) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        guard status == nil else { return false }
+        var code: Int32 = 0
+        var result: pid_t
+        repeat {
+            result = waitpid(processIdentifier, &code, blocking ? 0 : WNOHANG)
+        } while result == -1 && errno == EINTR
+        guard result == processIdentifier else { return true }
+        status = (code & 0x7F) == 0 ? (code >> 8) & 0xFF : code & 0x7F
+        return false
+    }
+}
