@@ -55,7 +55,8 @@ final class HTTP1ConnectionPool: Sendable {
     func opened(_ connection: HTTP1Connection) throws {
         let accepted = state.withLockedValue { state in
             guard !state.isShutDown else { return false }
-            state.open[ObjectIdentifier(connection)] = connection
+            // One that closed already has been forgotten (its close came first): not recorded again.
+            if connection.channel.isActive { state.open[ObjectIdentifier(connection)] = connection }
             return true
         }
         guard accepted else {
