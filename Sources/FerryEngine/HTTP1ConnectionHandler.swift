@@ -86,7 +86,6 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         }
         exchange.idleTask = loop.assumeIsolated().scheduleTask(in: idleTimeout) { [self] in checkIdle(id: id) }
         self.exchange = exchange
-        paused = false
         return true
     }
 

@@ -63,9 +63,9 @@ public final class HTTP1Transport: HTTPTransport {
                     "the server closed the connection before answering",
                     failingURL: request.url.absoluteString
                 )
-            } catch let error as FerryError {
-                throw error.failingURL == nil
-                    ? FerryError(error.code, error.message, failingURL: request.url.absoluteString) : error
+            } catch var error as FerryError {
+                error.failingURL = error.failingURL ?? request.url.absoluteString
+                throw error
             }
         }
     }

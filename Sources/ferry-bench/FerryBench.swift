@@ -64,6 +64,11 @@ struct FerryBench {
         )
     }
 
+    /// A duration in seconds.
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+
     static func url(_ text: String) throws -> URL {
         guard let url = URL(string: text) else { throw FerryError(.badURL, "not a URL: \(text)") }
         return url
@@ -78,7 +83,7 @@ struct FerryBench {
         try? FileManager.default.removeItem(atPath: path)
         try FileManager.default.moveItem(at: file, to: URL(fileURLWithPath: path))
         let size = (try FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value ?? 0
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let seconds = Self.seconds(elapsed)
         print("status=\(response.statusCode) bytes=\(size) seconds=\(seconds) MBps=\(Double(size) / seconds / 1e6)")
     }
 
@@ -98,7 +103,7 @@ struct FerryBench {
         )
         let elapsed = ContinuousClock.now - start
         let size = (try FileManager.default.attributesOfItem(atPath: file)[.size] as? NSNumber)?.int64Value ?? 0
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let seconds = Self.seconds(elapsed)
         print("status=\(response.statusCode) bytes=\(size) seconds=\(seconds) MBps=\(Double(size) / seconds / 1e6)")
         guard response.statusCode == 201 else { throw FerryError(.badServerResponse, "the upload was not assembled") }
     }
@@ -131,7 +136,7 @@ struct FerryBench {
             return total
         }
         let elapsed = ContinuousClock.now - start
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let seconds = Self.seconds(elapsed)
         print("requests=\(count) bytes=\(bytes) seconds=\(seconds) rps=\(Double(count) / seconds)")
     }
 
@@ -143,7 +148,7 @@ struct FerryBench {
         var size = 0
         for try await chunk in bytes.chunks { size += chunk.count }
         let elapsed = ContinuousClock.now - start
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let seconds = Self.seconds(elapsed)
         print("status=\(response.statusCode) bytes=\(size) seconds=\(seconds) MBps=\(Double(size) / seconds / 1e6)")
     }
 
@@ -164,7 +169,7 @@ struct FerryBench {
         }
         let elapsed = ContinuousClock.now - start
         try await transport.shutdown()
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let seconds = Self.seconds(elapsed)
         print("requests=\(count) bytes=\(bytes) seconds=\(seconds) rps=\(Double(count) / seconds)")
     }
 
@@ -182,7 +187,7 @@ struct FerryBench {
             bytes += data.count
         }
         let elapsed = ContinuousClock.now - start
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let seconds = Self.seconds(elapsed)
         print("requests=\(count) bytes=\(bytes) seconds=\(seconds) rps=\(Double(count) / seconds)")
     }
 }
@@ -201,7 +206,7 @@ extension FerryBench {
         let elapsed = ContinuousClock.now - start
         if let error = task.error { throw error }
         let size = (try FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value ?? 0
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let seconds = Self.seconds(elapsed)
         print(
             "status=\(task.response?.statusCode ?? 0) bytes=\(size) seconds=\(seconds) MBps=\(Double(size) / seconds / 1e6)"
         )
@@ -237,7 +242,7 @@ extension FerryBench {
             )
         }
         let elapsed = ContinuousClock.now - start
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let seconds = Self.seconds(elapsed)
         print("session=\(session) tasks=\(count) seconds=\(seconds) perSecond=\(Double(count) / seconds)")
     }
 }

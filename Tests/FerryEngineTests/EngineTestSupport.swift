@@ -98,3 +98,13 @@ func resumeDownload(
     )
     return (result, log.resumedAt)
 }
+
+extension Array where Element: Sendable {
+    /// The array as an async sequence (request bodies made of buffers, for instance).
+    var async: AsyncStream<Element> {
+        AsyncStream { continuation in
+            for element in self { continuation.yield(element) }
+            continuation.finish()
+        }
+    }
+}

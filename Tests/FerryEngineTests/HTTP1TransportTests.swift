@@ -262,13 +262,3 @@ import Testing
         #expect(chunked.headers["Transfer-Encoding"] == ["chunked"])
     }
 }
-
-extension Array where Element == ByteBuffer {
-    /// The buffers as an async sequence.
-    var async: AsyncStream<ByteBuffer> {
-        AsyncStream { continuation in
-            for buffer in self { continuation.yield(buffer) }
-            continuation.finish()
-        }
-    }
-}

@@ -259,16 +259,6 @@ final class ScriptedUploadServer: HTTPTransport {
     func shutdown() async throws {}
 }
 
-extension Array where Element: Sendable {
-    /// The array as an async sequence.
-    fileprivate var async: AsyncStream<Element> {
-        AsyncStream { continuation in
-            for element in self { continuation.yield(element) }
-            continuation.finish()
-        }
-    }
-}
-
 @Suite struct ResumableUploadLimitTests {
     @Test func appendsKeepToTheLimitAndAConflictMovesToTheServersOffset() async throws {
         let server = ScriptedUploadServer(limit: "max-size=10000000, max-append-size=400000, max-age=3600")
