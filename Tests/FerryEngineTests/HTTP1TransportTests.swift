@@ -192,7 +192,9 @@ import Testing
                     url: URL(string: server.url("/bytes/10000000?throttle=1000000"))!,
                     headers: Headers()
                 ),
-                deadline: .now() + .milliseconds(800)
+                // Three seconds into a ten-second body: the head arrives first even on a loaded machine
+                // (800 ms was once too short for it in a full run).
+                deadline: .now() + .seconds(3)
             )
             let late = await #expect(throws: FerryError.self) { for try await _ in response.body {} }
             #expect(late?.code == .timedOut)
