@@ -81,6 +81,37 @@ extension Session {
         }.file()
     }
 
+    /// Downloads `request` straight to `destination`, which is what you named and nothing else:
+    /// - a regular file (or nothing yet) is replaced atomically once the body is complete and verified;
+    ///   meanwhile it grows in `DESTINATION.ferry-part`, which a second download to the same destination
+    ///   finds locked (it fails at once, naming the first);
+    /// - a symbolic link is followed: the file it points to is replaced;
+    /// - a character device, FIFO or socket is written through, in order, over one connection: never
+    ///   replaced, and such a download cannot be continued after an interruption.
+    ///
+    /// A status outside 2xx leaves a file destination as it was and throws.
+    /// - Returns: the destination (links followed) and the response.
+    /// - Throws: ``FerryError``; with ``FerryError/resumeData`` when the part file can be continued.
+    public func download(
+        for request: Request,
+        to destination: URL,
+        delegate: (any TaskDelegate)? = nil
+    ) async throws -> (URL, Response) {
+        let place = try DownloadDestination(inspecting: destination.path)
+        return try await run(delegate: delegate) { route in
+            self.register {
+                DownloadTask(
+                    session: self,
+                    identifier: $0,
+                    request: request,
+                    work: .download(resumeData: nil, destination: place),
+                    route: route,
+                    rejection: $1
+                )
+            }
+        }.file()
+    }
+
     /// Downloads `url`.
     public func download(from url: URL, delegate: (any TaskDelegate)? = nil) async throws -> (URL, Response) {
         try await download(for: Request(url: url), delegate: delegate)

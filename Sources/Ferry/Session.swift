@@ -3,6 +3,10 @@ public import Foundation
 import NIOCore
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// A group of transfers sharing a configuration, a connection pool and a delegate (URLSession).
 ///
 /// ```swift
@@ -301,6 +305,51 @@ public final class Session: Sendable {
                 work: .download(resumeData: nil),
                 route: .delegates,
                 rejection: $1
+            )
+        }
+    }
+
+    /// A download of `request` delivered to `destination`, as ``download(for:to:delegate:)`` describes:
+    /// a file is replaced atomically when complete, a link is followed, a device or FIFO is written
+    /// through. The delegate's `didFinishDownloadingTo` gets the destination, which stays where it is.
+    /// In a background session ferryd delivers it (the destination must be writable by ferryd).
+    public func downloadTask(with request: Request, to destination: URL) -> DownloadTask {
+        let absolute = destination.standardizedFileURL.path
+        if background != nil {
+            let mask = umask(0)
+            umask(mask)
+            let creation = ControlAPI.TaskCreation(
+                kind: .download,
+                request: request,
+                destination: absolute,
+                destinationMode: Int(0o666 & ~mask)
+            )
+            return registerRemote(creation) {
+                DownloadTask(
+                    session: self,
+                    identifier: $0,
+                    request: request,
+                    work: .download(resumeData: nil),
+                    route: .delegates,
+                    rejection: $1
+                )
+            }
+        }
+        var place: DownloadDestination?
+        var refusal: FerryError?
+        do {
+            place = try DownloadDestination(inspecting: absolute)
+        } catch {
+            refusal = error as? FerryError ?? FerryError(.cannotCreateFile, "cannot use \(absolute): \(error)")
+        }
+        return register {
+            DownloadTask(
+                session: self,
+                identifier: $0,
+                request: request,
+                work: .download(resumeData: nil, destination: place),
+                route: .delegates,
+                rejection: $1 ?? refusal
             )
         }
     }

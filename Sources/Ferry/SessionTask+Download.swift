@@ -2,26 +2,58 @@ import FerryEngine
 public import Foundation
 import NIOCore
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 extension SessionTask {
-    /// A download's transfer: to a temporary file (or the partial file of the resume data).
+    /// A download's transfer: to a temporary file (or the partial file of the resume data), or to a
+    /// destination (its part file, or the device or FIFO itself).
     func transferDownload(
         _ request: Request,
         resumeData: ResumeData?,
+        destination: DownloadDestination?,
         deadline: NIODeadline
     ) async throws
         -> TransferResult
     {
-        let path = resumeData?.partialFilePath ?? reserveFilePath()
+        var request = request
+        let path = resumeData?.partialFilePath ?? destination?.writePath ?? reserveFilePath()
         locked.withLock { $0.filePath = path }
+        // One writer per part file, held until the file is in place.
+        let lock = try destination.flatMap { $0.isSpecial ? nil : try PartFileLock.acquire(path) }
+        defer { lock?.release() }
+        if let destination, destination.isSpecial {
+            request.connections = 1
+        } else if resumeData == nil, destination != nil {
+            truncate(path, 0)
+        }
         var downloader = Downloader(transport: session.transport)
         downloader.maximumRedirects = Session.maximumRedirects
-        let result = try await downloader.download(
+        var result = try await downloader.download(
             request,
             resumingFrom: resumeData,
             to: path,
             deadline: deadline,
             events: downloadEvents()
         )
+        if let destination {
+            guard (200..<300).contains(result.status) else {
+                DownloadDestination.removeFile(path)
+                throw FerryError(
+                    .badServerResponse,
+                    destination.isSpecial
+                        ? "the server answered \(result.status); its body went to \(destination)"
+                        : "the server answered \(result.status); nothing was written to \(destination.path)",
+                    failingURL: result.finalRequest.url.absoluteString
+                )
+            }
+            let mask = umask(0)
+            umask(mask)
+            try destination.deliver(from: path, mode: 0o666 & ~mask)
+            result.path = destination.path
+            locked.withLock { $0.filePath = nil }
+        }
         _ = received(status: result.status, headers: result.headers, request: result.finalRequest)
         locked.withLock { state in
             state.bytesReceived = result.length

@@ -12,7 +12,8 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
     enum Work: Sendable {
         case data
         case upload(UploadSource)
-        case download(resumeData: ResumeData?)
+        /// A download; to a temporary file, or delivered to `destination` (``Session/download(for:to:delegate:)``).
+        case download(resumeData: ResumeData?, destination: DownloadDestination? = nil)
     }
 
     enum UploadSource: Sendable {
@@ -308,8 +309,13 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
         switch work {
         case .data, .upload:
             return try await transferData(request, deadline: deadline)
-        case .download(let resumeData):
-            return try await transferDownload(request, resumeData: resumeData, deadline: deadline)
+        case .download(let resumeData, let destination):
+            return try await transferDownload(
+                request,
+                resumeData: resumeData,
+                destination: destination,
+                deadline: deadline
+            )
         }
     }
 
@@ -331,8 +337,9 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
         markEnded(error: error)
         let partialFile = locked.withLock { $0.filePath }
         if let error, error.resumeData == nil, let partialFile {
-            // Nothing can continue it (S6.9): a partial file without resume data goes.
-            try? FileManager.default.removeItem(atPath: partialFile)
+            // Nothing can continue it (S6.9): a partial file without resume data goes (a device or FIFO
+            // written through stays).
+            DownloadDestination.removeFile(partialFile)
         }
         switch route {
         case .handler(let handler):
@@ -354,10 +361,13 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
         if case .download(let downloaded)? = result, let download = self as? DownloadTask {
             let location = URL(fileURLWithPath: downloaded.path)
             let delegate = downloadDelegate()
+            let temporary: Bool
+            if case .download(_, destination: nil) = work { temporary = true } else { temporary = false }
             await session.queue.perform {
                 await delegate?.session(session, downloadTask: download, didFinishDownloadingTo: location)
-                // S2.7: the file is gone once the callback has returned.
-                try? FileManager.default.removeItem(atPath: downloaded.path)
+                // S2.7: the temporary file is gone once the callback has returned (a regular file only;
+                // a destination the caller named stays).
+                if temporary { DownloadDestination.removeFile(downloaded.path) }
             }
         }
         await session.queue.perform { [self] in

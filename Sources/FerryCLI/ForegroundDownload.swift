@@ -53,21 +53,39 @@ struct ForegroundDownload {
     func run() async throws -> Report {
         let (directory, initialName, fixedName) = try place()
         try Self.checkWritableDirectory(directory)
-        let target = directory + "/" + initialName
-        let partial = target + ".ferry-part"
+        // What -o names, links followed: a device or FIFO is written through (no part file, no rename);
+        // a file is replaced once the download is complete.
+        let destination = try DownloadDestination(inspecting: directory + "/" + initialName)
+        let target = destination.path
+        let partial = destination.writePath
         let record = target + ".ferry-resume"
-        var resumeData = try startingPoint(partial: partial, record: record)
+        let hadPart = !destination.isSpecial && FileManager.default.fileExists(atPath: partial)
+        // One writer per part file: a second `ferry get` to the same name fails here, naming the first.
+        let lock = try destination.isSpecial ? nil : Self.lock(partial)
+        defer { lock?.release() }
+        var resumeData = try startingPoint(destination, hadPart: hadPart, record: record)
         var request = Request(url: url)
         for field in headers { request.headers.add(name: field.name, value: field.value) }
         request.connections = connections
         request.expectedDigest = checksum
+        if destination.isSpecial {
+            if checksum != nil {
+                throw CLIFailure(destination.notAFile("--checksum cannot read the bytes back"), status: .usage)
+            }
+            if connections > 1, !quiet {
+                CLI.note(destination.notAFile("one connection, not \(connections): its bytes must arrive in order"))
+            }
+            request.connections = 1
+        }
 
         let display = ProgressDisplay(name: initialName, quiet: quiet)
         let gate = TransferGate()
         let limiter = limit.map { SharedRateLimiter(bytesPerSecond: $0) }
         var events = Downloader.Events()
         events.gate = gate
+        let wroteAny = Mutex(false)
         events.didWrite = { written, total, expected in
+            if written > 0 { wroteAny.withLock { $0 = true } }
             display.update(done: total, total: expected)
             guard let limiter else { return }
             let wait = limiter.record(written, now: ProgressDisplay.now())
@@ -91,7 +109,7 @@ struct ForegroundDownload {
         }
         checkpoint.durableEverySeconds = 30
         checkpoint.recordWritten = { data in try writer.written(data) }
-        events.checkpoint = checkpoint
+        if !destination.isSpecial { events.checkpoint = checkpoint }
 
         let downloader = Downloader(transport: transport)
         let started = ProgressDisplay.now()
@@ -121,7 +139,9 @@ struct ForegroundDownload {
                     )
                 }
                 attempt += 1
-                if attempt <= retries, RetryPolicy.isRetryable(error.code) {
+                // A device or FIFO already has the first bytes: another try would send them twice.
+                let wroteThrough = destination.isSpecial && wroteAny.withLock { $0 }
+                if attempt <= retries, RetryPolicy.isRetryable(error.code), !wroteThrough {
                     let delay = min(30, Double(1 << min(attempt - 1, 5)))
                     if !quiet {
                         CLI.note("\(url.absoluteString): \(error.message); try \(attempt + 1) in \(Int(delay)) s")
@@ -141,6 +161,12 @@ struct ForegroundDownload {
 
         guard (200..<300).contains(result.status) else {
             Self.remove(partial, record)
+            if destination.isSpecial {
+                throw CLIFailure(
+                    "\(url.absoluteString): the server answered \(result.status); its error page went to \(target)",
+                    status: .transferFailed
+                )
+            }
             throw CLIFailure(
                 "\(url.absoluteString): the server answered \(result.status); nothing was saved",
                 status: .transferFailed
@@ -148,16 +174,19 @@ struct ForegroundDownload {
         }
         let finalName =
             fixedName ? initialName : RemoteName.fromResponse(url: result.finalRequest.url, headers: result.headers)
-        let final = directory + "/" + finalName
-        // The partial file is private while it grows; the finished one gets the usual mode.
-        let mask = umask(0)
-        umask(mask)
-        chmod(partial, 0o666 & ~mask)
-        guard rename(partial, final) == 0 else {
-            throw CLIFailure(
-                "cannot move the download to \(final): \(String(cString: strerror(errno))); it is in \(partial)",
-                status: .localFile
-            )
+        // -O/--dir may learn a better name from the response; that place is looked at afresh.
+        let delivery =
+            fixedName ? destination : try DownloadDestination(inspecting: directory + "/" + finalName)
+        let final = delivery.path
+        if !destination.isSpecial {
+            // The partial file is private while it grows; the finished one gets the usual mode.
+            let mask = umask(0)
+            umask(mask)
+            do {
+                try delivery.deliver(from: partial, mode: 0o666 & ~mask)
+            } catch let error as FerryError {
+                throw CLIFailure(error.message, status: .localFile)
+            }
         }
         try? FileManager.default.removeItem(atPath: record)
         return Report(
@@ -206,14 +235,22 @@ struct ForegroundDownload {
         }
     }
 
-    /// Resume data to continue from (`-C`), or nil to start afresh (stale partial files removed).
-    private func startingPoint(partial: String, record: String) throws -> ResumeData? {
+    /// Resume data to continue from (`-C`), or nil to start afresh (a stale partial file is emptied, not
+    /// removed: this download holds its lock).
+    private func startingPoint(_ destination: DownloadDestination, hadPart: Bool, record: String) throws -> ResumeData? {
         let manager = FileManager.default
-        guard resume else {
-            Self.remove(partial, record)
+        let partial = destination.writePath
+        if destination.isSpecial {
+            if resume, !quiet {
+                CLI.note(destination.notAFile("-C cannot continue a download written to it") + "; downloading from the start")
+            }
             return nil
         }
-        guard manager.fileExists(atPath: partial) else {
+        guard resume else {
+            Self.restart(partial, record)
+            return nil
+        }
+        guard hadPart else {
             if !quiet { CLI.note("nothing to continue for \(url.absoluteString); downloading from the start") }
             try? manager.removeItem(atPath: record)
             return nil
@@ -222,14 +259,14 @@ struct ForegroundDownload {
             if !quiet {
                 CLI.note("no record of which version \(partial) holds; downloading from the start")
             }
-            Self.remove(partial, record)
+            Self.restart(partial, record)
             return nil
         }
         guard var resumeData = saved.trustworthy else {
             if !quiet {
                 CLI.note("the machine restarted before \(partial) reached the disk; downloading from the start")
             }
-            Self.remove(partial, record)
+            Self.restart(partial, record)
             return nil
         }
         guard resumeData.originalRequest.url == url else {
@@ -245,6 +282,21 @@ struct ForegroundDownload {
         return resumeData
     }
 
+    /// Takes the part file's lock, as a CLI failure when another download holds it.
+    private static func lock(_ partial: String) throws -> PartFileLock {
+        do {
+            return try PartFileLock.acquire(partial)
+        } catch let error as FerryError {
+            throw CLIFailure(error.message, status: .localFile)
+        }
+    }
+
+    /// Starts a part file afresh: emptied in place (its lock stays on it), its record removed.
+    private static func restart(_ partial: String, _ record: String) {
+        truncate(partial, 0)
+        try? FileManager.default.removeItem(atPath: record)
+    }
+
     private static func checkWritableDirectory(_ directory: String) throws {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) else {
@@ -258,7 +310,8 @@ struct ForegroundDownload {
         }
     }
 
+    /// Removes what this download left, regular files only (never a device or FIFO it wrote through).
     private static func remove(_ paths: String...) {
-        for path in paths { try? FileManager.default.removeItem(atPath: path) }
+        for path in paths { DownloadDestination.removeFile(path) }
     }
 }

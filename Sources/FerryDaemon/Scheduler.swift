@@ -267,8 +267,8 @@ actor Scheduler {
         if produceResumeData, let resumeData = task.resumeData {
             error.resumeData = resumeData
         } else if let partial = task.partialPath {
-            // No resume data: the partial file goes (S6.9).
-            try? FileManager.default.removeItem(atPath: partial)
+            // No resume data: the partial file goes (S6.9); a device or FIFO written through stays.
+            DownloadDestination.removeFile(partial)
         } else if let upload = task.uploadState {
             // A resumable upload cancelled for good: the server may free it (DELETE; errors ignored).
             let uploader = ResumableUploader(transport: transport)

@@ -83,6 +83,8 @@ struct TransferRunner: Sendable {
         if let recorded = task.partialPath, recorded != candidates[0], recorded == task.destination,
             task.expectedLength == task.bytesReceived, task.bytesReceived > 0
         {
+            // A device or FIFO has no size to check: the record of every byte is the proof.
+            if DownloadDestination.isSpecialFile(recorded) { return recorded }
             candidates.append(recorded)
         }
         for path in candidates {
@@ -105,10 +107,38 @@ struct TransferRunner: Sendable {
     }
 
     private func download() async throws -> Outcome {
-        let partial = task.partialPath ?? configuration.paths.partialDirectory + "/\(fileStem).part"
+        // A destination that is a device or FIFO is written through: no partial file, no rename.
+        let destination = try task.destination.map(DownloadDestination.init(inspecting:))
+        let special = destination?.isSpecial == true
+        let partial =
+            special
+            ? destination!.path : task.partialPath ?? configuration.paths.partialDirectory + "/\(fileStem).part"
         let (store, hub, meter, session, identifier) = (store, hub, meter, task.session, task.taskIdentifier)
+        if special, let destination, task.partialPath == destination.path {
+            // An earlier run already wrote part of the body into it; those bytes cannot be taken back.
+            throw FerryError(
+                .cannotWriteToFile,
+                destination.notAFile("the download was interrupted after writing to its destination and cannot be continued")
+                    + "; create the task again",
+                failingURL: task.originalRequest.url.absoluteString
+            )
+        }
         var snapshot = task.info
         var events = Downloader.Events()
+        // A run that writes into a device or FIFO cannot be repeated once a byte went out: it is marked
+        // before it starts (a kill then finds the mark), and unmarked if it ends having written nothing.
+        let wroteThrough = Mutex(false)
+        if special {
+            try store.recordProgress(
+                session: session,
+                identifier: identifier,
+                partialPath: partial,
+                bytesReceived: 0,
+                expectedLength: nil,
+                entityTag: nil,
+                lastModified: nil
+            )
+        }
         events.checkpoint = Downloader.Checkpoint(
             everyBytes: configuration.checkpointBytes,
             everySeconds: configuration.checkpointSeconds
@@ -126,6 +156,7 @@ struct TransferRunner: Sendable {
         }
         let info = snapshot
         events.didWrite = { written, total, expected in
+            if special, written > 0 { wroteThrough.withLock { $0 = true } }
             meter.add(written)
             meter.setPosition(total)
             guard meter.shouldEmit(now: Int64(DispatchTime.now().uptimeNanoseconds)) else { return }
@@ -169,6 +200,17 @@ struct TransferRunner: Sendable {
                 events: events
             )
         } catch var error as FerryError {
+            if special, !wroteThrough.withLock({ $0 }) {
+                try? store.recordProgress(
+                    session: session,
+                    identifier: identifier,
+                    partialPath: configuration.paths.partialDirectory + "/\(fileStem).part",
+                    bytesReceived: 0,
+                    expectedLength: nil,
+                    entityTag: nil,
+                    lastModified: nil
+                )
+            }
             checkpointAfterFailure(error.resumeData)
             if error.resumeData == nil, let stored = try? store.task(session: session, identifier: identifier) {
                 error.resumeData = stored.resumeData
@@ -179,9 +221,9 @@ struct TransferRunner: Sendable {
             }
             throw error
         }
-        if let delay = retryDelay(result.status, result.headers) {
+        if let delay = retryDelay(result.status, result.headers), !special {
             // "Busy, come back later": the body is the server's excuse, not the file.
-            try? FileManager.default.removeItem(atPath: partial)
+            DownloadDestination.removeFile(partial)
             try store.recordProgress(
                 session: session,
                 identifier: identifier,
@@ -222,7 +264,7 @@ struct TransferRunner: Sendable {
                 )
             )
         )
-        if let destination = task.destination {
+        if let destination {
             return try deliver(partial, to: destination, result: result)
         }
         // Hand over: the file is made durable and moved out of the partial directory (S6.9).
@@ -244,11 +286,16 @@ struct TransferRunner: Sendable {
     }
 
     /// A task with a destination: a 2xx body replaces the destination (atomically when on the same file
-    /// system); any other status writes nothing there and fails the task.
-    private func deliver(_ partial: String, to destination: String, result: Downloader.Result) throws -> Outcome {
+    /// system); any other status writes nothing there and fails the task. A device or FIFO was written
+    /// directly and keeps what it got.
+    private func deliver(
+        _ partial: String,
+        to destination: DownloadDestination,
+        result: Downloader.Result
+    ) throws -> Outcome {
         let (session, identifier) = (task.session, task.taskIdentifier)
         guard (200..<300).contains(result.status) else {
-            try? FileManager.default.removeItem(atPath: partial)
+            DownloadDestination.removeFile(partial)
             try store.recordProgress(
                 session: session,
                 identifier: identifier,
@@ -260,15 +307,18 @@ struct TransferRunner: Sendable {
             )
             throw FerryError(
                 .badServerResponse,
-                "the server answered \(result.status); nothing was written to \(destination)",
+                destination.isSpecial
+                    ? "the server answered \(result.status); its body went to \(destination)"
+                    : "the server answered \(result.status); nothing was written to \(destination.path)",
                 failingURL: result.finalRequest.url.absoluteString
             )
         }
-        try synchronize(path: partial)
-        chmod(partial, mode_t(task.destinationMode ?? 0o600))
-        try Self.replace(destination, with: partial)
-        try recordFinished(at: destination, result)
-        return .downloaded(location: destination)
+        if !destination.isSpecial {
+            try synchronize(path: partial)
+            try destination.deliver(from: partial, mode: mode_t(task.destinationMode ?? 0o600))
+        }
+        try recordFinished(at: destination.path, result)
+        return .downloaded(location: destination.path)
     }
 
     /// Records the finished file: where it is now, all of it.
@@ -282,33 +332,6 @@ struct TransferRunner: Sendable {
             entityTag: result.headers["etag"],
             lastModified: result.headers["last-modified"]
         )
-    }
-
-    /// Puts `source` at `destination`, replacing it: a rename, or on another file system a copy beside
-    /// the destination renamed over it, so a reader never sees half a file.
-    static func replace(_ destination: String, with source: String) throws {
-        if rename(source, destination) == 0 { return }
-        let code = errno
-        guard code == EXDEV else {
-            throw FerryError(
-                .cannotMoveFile,
-                "cannot move the finished download to \(destination): \(String(cString: strerror(code)))"
-            )
-        }
-        let staging = destination + ".ferry-\(UUID().uuidString.prefix(8))"
-        do {
-            try FileManager.default.copyItem(atPath: source, toPath: staging)
-            guard rename(staging, destination) == 0 else {
-                throw FerryError(.cannotMoveFile, "cannot rename \(staging): \(String(cString: strerror(errno)))")
-            }
-            try? FileManager.default.removeItem(atPath: source)
-        } catch let error as FerryError {
-            try? FileManager.default.removeItem(atPath: staging)
-            throw error
-        } catch {
-            try? FileManager.default.removeItem(atPath: staging)
-            throw FerryError(.cannotMoveFile, "cannot copy the finished download to \(destination): \(error)")
-        }
     }
 
     private func upload() async throws -> Outcome {

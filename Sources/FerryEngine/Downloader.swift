@@ -124,9 +124,18 @@ public struct Downloader: Sendable {
         events: Events = Events()
     ) async throws -> Result {
         let original = resumeData?.originalRequest ?? request
+        // A device or FIFO takes its bytes in order, once: one connection, and nothing to read back.
+        let special = DownloadDestination.isSpecialFile(path)
+        if special, original.expectedDigest != nil {
+            throw FerryError(
+                .invalidOperation,
+                "cannot verify a checksum of \(path): it is not a regular file, so its bytes cannot be read back; download to a file"
+            )
+        }
         let segmented =
-            resumeData?.segments != nil
-            || (original.connections > 1 && original.method == "GET" && original.headers["range"] == nil)
+            !special
+            && (resumeData?.segments != nil
+                || (original.connections > 1 && original.method == "GET" && original.headers["range"] == nil))
         let result =
             segmented
             ? try await downloadSegmented(
@@ -280,7 +289,7 @@ public struct Downloader: Sendable {
         let expectedTotal = declared.map { writeOffset + $0 }
         func resumeData() -> ResumeData? {
             // Only a successful response with a validator can be continued safely.
-            guard let validators = job.validators, response.status == 200 || response.status == 206,
+            guard let validators = job.validators, !sink.isSequential, response.status == 200 || response.status == 206,
                 RangeResumption.validator(entityTag: validators.etag, lastModified: validators.lastModified) != nil,
                 sink.length > 0
             else { return nil }

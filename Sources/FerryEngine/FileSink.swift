@@ -8,6 +8,9 @@ import Glibc
 
 /// Writes a download's bytes to a file in large writes: small buffers are gathered into a 1 MiB staging
 /// buffer, large ones go straight to the file. Used by one task at a time; not thread safe.
+///
+/// A path that is not a regular file (a character device such as `/dev/null`, a FIFO, a socket) is
+/// written through in order: never cut, never positioned, never synchronized (``isSequential``).
 final class FileSink {
     /// The size at which gathered bytes are written.
     static let stagingCapacity = 1 << 20
@@ -18,10 +21,28 @@ final class FileSink {
     /// Bytes in the file (written, not necessarily synchronized).
     private(set) var length: Int64
     private var staging: ByteBuffer
+    /// True for a device, FIFO or socket: bytes go out in order with write(2), and what was written
+    /// cannot be taken back, so such a download cannot be continued.
+    let isSequential: Bool
 
     /// Opens (creating it if needed) the file and cuts it to its first `offset` bytes.
     /// - Throws: ``FerryError`` with ``FerryError/Code/cannotCreateFile``, saying why.
     init(path: String, keepingFirst offset: Int64) throws {
+        if DownloadDestination.isSpecialFile(path) {
+            guard offset == 0 else {
+                throw FerryError(
+                    .cannotWriteToFile,
+                    "cannot continue at byte \(offset) in \(path): it is not a regular file, and what was written to it cannot be taken back; download it again"
+                )
+            }
+            self.descriptor = try Self.openSpecial(path)
+            self.path = path
+            self.length = 0
+            self.isSequential = true
+            self.staging = ByteBufferAllocator().buffer(capacity: Self.stagingCapacity)
+            return
+        }
+        isSequential = false
         let descriptor = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
             throw FerryError(.cannotCreateFile, "cannot open \(path) for writing: \(Self.reason(errno))")
@@ -74,7 +95,55 @@ final class FileSink {
 
     private func write(_ buffer: ByteBuffer) throws {
         try buffer.withUnsafeReadableBytes { bytes in
-            try Self.writeAll(descriptor, bytes, at: length, path: path) { length += Int64($0) }
+            if isSequential {
+                try Self.writeInOrder(descriptor, bytes, path: path) { length += Int64($0) }
+            } else {
+                try Self.writeAll(descriptor, bytes, at: length, path: path) { length += Int64($0) }
+            }
+        }
+    }
+
+    /// Opens a device, FIFO or socket for writing, without creating or cutting anything. A FIFO with no
+    /// reader is an error at once (opening it would wait for one forever).
+    private static func openSpecial(_ path: String) throws -> Int32 {
+        var info = stat()
+        let isFIFO = stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFIFO
+        let descriptor = open(path, O_WRONLY | O_CLOEXEC | (isFIFO ? O_NONBLOCK : 0))
+        guard descriptor >= 0 else {
+            let code = errno
+            if isFIFO, code == ENXIO {
+                throw FerryError(
+                    .cannotCreateFile,
+                    "nothing is reading the FIFO \(path); start its reader first, then download again"
+                )
+            }
+            throw FerryError(.cannotCreateFile, "cannot open \(path) for writing: \(reason(code))")
+        }
+        if isFIFO {
+            // Opened without waiting for a reader; writes wait for it to drain as usual.
+            _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) & ~O_NONBLOCK)
+        }
+        return descriptor
+    }
+
+    /// Writes all of `bytes` at the descriptor's current position (write until done, again after EINTR).
+    private static func writeInOrder(
+        _ descriptor: Int32,
+        _ bytes: UnsafeRawBufferPointer,
+        path: String,
+        wrote: (Int) -> Void
+    ) throws {
+        var done = 0
+        while done < bytes.count {
+            let written = Glibc.write(descriptor, bytes.baseAddress! + done, bytes.count - done)
+            if written < 0 {
+                if errno == EINTR { continue }
+                let code = errno
+                let hint = code == EPIPE ? "; its reader went away" : ""
+                throw FerryError(.cannotWriteToFile, "cannot write \(path): \(reason(code))\(hint)")
+            }
+            done += written
+            wrote(written)
         }
     }
 
@@ -147,7 +216,8 @@ struct DurabilityPoint: Sendable {
     /// fdatasync, then the descriptor is closed.
     func synchronize() throws {
         defer { close(descriptor) }
-        guard fdatasync(descriptor) == 0 else {
+        // EINVAL: a device or FIFO, which has nothing to synchronize.
+        guard fdatasync(descriptor) == 0 || errno == EINVAL else {
             throw FerryError(.cannotWriteToFile, "cannot synchronize \(path): \(FileSink.reason(errno))")
         }
     }

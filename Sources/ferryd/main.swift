@@ -3,6 +3,10 @@ import FerryDaemon
 import Foundation
 import Logging
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 // Thin main: the daemon lives in FerryDaemon (docs/ARCHITECTURE.md).
 let arguments = CommandLine.arguments.dropFirst()
 if arguments.contains("--version") {
@@ -24,6 +28,8 @@ if arguments.contains("--help") || arguments.contains("-h") {
     exit(0)
 }
 
+// A destination FIFO whose reader went away fails its task (EPIPE) instead of killing the daemon.
+signal(SIGPIPE, SIG_IGN)
 let environment = ProcessInfo.processInfo.environment
 LoggingSystem.bootstrap { label in
     var handler = StreamLogHandler.standardError(label: label)

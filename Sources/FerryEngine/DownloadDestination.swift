@@ -1,0 +1,188 @@
+import FerryCore
+import Foundation
+import NIOCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The place a download is delivered to, as found on disk: symbolic links followed, and what is there.
+///
+/// Only what the user named is written (docs/ARCHITECTURE.md, "Delivery"):
+/// - a regular file, or nothing yet: the body grows in a part file beside it (``partPath``) and replaces
+///   it atomically once complete and verified;
+/// - a character or block device, a FIFO or a socket: the body is written straight into it, with no
+///   part file and no rename (renaming over `/dev/null` would replace the device with a regular file),
+///   and such a download cannot be continued after an interruption;
+/// - a symbolic link: followed, so the file it points to is replaced, as curl writes through it.
+public struct DownloadDestination: Sendable, Equatable, CustomStringConvertible {
+    /// What is at the destination.
+    public enum Kind: Sendable, Equatable {
+        /// Nothing yet.
+        case missing
+        /// A regular file, to be replaced.
+        case regularFile
+        /// Something that is written through, never replaced: its description ("character device",
+        /// "block device", "FIFO", "socket").
+        case special(String)
+    }
+
+    /// The path as it was given.
+    public let named: String
+    /// The path written: ``named`` with symbolic links followed.
+    public let path: String
+    /// What is at ``path``.
+    public let kind: Kind
+
+    /// The most symbolic links followed, as the kernel's own limit (ELOOP).
+    static let maximumLinks = 40
+
+    /// Looks at `path` (absolute or relative to the current directory).
+    /// - Throws: ``FerryError`` with ``FerryError/Code/fileIsDirectory`` for a directory,
+    ///   ``FerryError/Code/cannotCreateFile`` for a symbolic-link loop or a path that cannot be looked at.
+    public init(inspecting path: String) throws {
+        named = path
+        var current = path
+        for _ in 0...Self.maximumLinks {
+            var info = stat()
+            guard lstat(current, &info) == 0 else {
+                let code = errno
+                guard code == ENOENT else {
+                    throw FerryError(.cannotCreateFile, "cannot look at \(current): \(FileSink.reason(code))")
+                }
+                self.path = current
+                kind = .missing
+                return
+            }
+            switch info.st_mode & S_IFMT {
+            case S_IFLNK:
+                guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: current) else {
+                    throw FerryError(.cannotCreateFile, "cannot read the symbolic link \(current)")
+                }
+                current =
+                    target.hasPrefix("/")
+                    ? target : ((current as NSString).deletingLastPathComponent as NSString).appendingPathComponent(target)
+            case S_IFDIR:
+                throw FerryError(
+                    .fileIsDirectory,
+                    "\(path) is a directory\(current == path ? "" : " (through the link to \(current))"); name a file in it"
+                )
+            case S_IFREG:
+                self.path = current
+                kind = .regularFile
+                return
+            case S_IFCHR:
+                self.path = current
+                kind = .special("character device")
+                return
+            case S_IFBLK:
+                self.path = current
+                kind = .special("block device")
+                return
+            case S_IFIFO:
+                self.path = current
+                kind = .special("FIFO")
+                return
+            default:
+                self.path = current
+                kind = .special("socket")
+                return
+            }
+        }
+        throw FerryError(.cannotCreateFile, "cannot follow \(path): more than \(Self.maximumLinks) symbolic links")
+    }
+
+    /// True when the destination is written through, not replaced (a device, a FIFO, a socket).
+    public var isSpecial: Bool {
+        if case .special = kind { return true }
+        return false
+    }
+
+    /// Where the body grows before it replaces a regular destination: beside it, so the final rename
+    /// stays on one file system.
+    public var partPath: String { path + ".ferry-part" }
+
+    /// The file written while the download runs: ``partPath``, or the destination itself when special.
+    public var writePath: String { isSpecial ? path : partPath }
+
+    public var description: String {
+        switch kind {
+        case .missing, .regularFile: path
+        case .special(let what): "\(path) (a \(what))"
+        }
+    }
+
+    /// Why a special destination cannot do something a file can, for errors: "X is a FIFO, not a file".
+    public func notAFile(_ what: String) -> String {
+        guard case .special(let kind) = kind else { return what }
+        return "\(what): \(named) is a \(kind), not a regular file"
+    }
+
+    /// Puts the finished download at `source` in place of a regular (or missing) destination: a rename,
+    /// or on another file system a copy beside the destination renamed over it, so a reader never sees
+    /// half a file. A special destination written directly (`source` is the destination) needs nothing;
+    /// one that was not gets the bytes written through, and the source goes.
+    /// - Parameter mode: permission bits for the delivered file, or nil to leave them.
+    /// - Throws: ``FerryError`` with ``FerryError/Code/cannotMoveFile``, saying why.
+    public func deliver(from source: String, mode: UInt32? = nil) throws {
+        if isSpecial {
+            guard source != path else { return }
+            try Self.copy(source, through: path)
+            Self.removeFile(source)
+            return
+        }
+        if let mode { chmod(source, mode_t(mode)) }
+        if rename(source, path) == 0 { return }
+        let code = errno
+        guard code == EXDEV else {
+            throw FerryError(
+                .cannotMoveFile,
+                "cannot move the finished download to \(path): \(FileSink.reason(code)); it is in \(source)"
+            )
+        }
+        let staging = path + ".ferry-\(UUID().uuidString.prefix(8))"
+        do {
+            try FileManager.default.copyItem(atPath: source, toPath: staging)
+            guard rename(staging, path) == 0 else {
+                throw FerryError(.cannotMoveFile, "cannot rename \(staging) to \(path): \(FileSink.reason(errno))")
+            }
+            Self.removeFile(source)
+        } catch let error as FerryError {
+            Self.removeFile(staging)
+            throw error
+        } catch {
+            Self.removeFile(staging)
+            throw FerryError(.cannotMoveFile, "cannot copy the finished download to \(path): \(error)")
+        }
+    }
+
+    /// Writes the file at `source` into the device or FIFO at `path`, in order.
+    static func copy(_ source: String, through path: String) throws {
+        guard let input = FileHandle(forReadingAtPath: source) else {
+            throw FerryError(.cannotMoveFile, "cannot read the finished download \(source)")
+        }
+        defer { try? input.close() }
+        let sink = try FileSink(path: path, keepingFirst: 0)
+        while let data = try input.read(upToCount: FileSink.stagingCapacity), !data.isEmpty {
+            try sink.append(ByteBuffer(bytes: data))
+        }
+        try sink.flush()
+    }
+
+    /// Removes `path` if it is a regular file, and nothing else: a part file that turned out to be a
+    /// device, a FIFO or a link is never unlinked.
+    public static func removeFile(_ path: String) {
+        var info = stat()
+        guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return }
+        unlink(path)
+    }
+
+    /// True when `path` exists and is not a regular file after following links (a device, a FIFO, a
+    /// socket): such a file is written sequentially, never cut, synchronized or replaced.
+    public static func isSpecialFile(_ path: String) -> Bool {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return false }
+        let type = info.st_mode & S_IFMT
+        return type != S_IFREG && type != S_IFDIR
+    }
+}

@@ -1,0 +1,133 @@
+import FerryCore
+import FerryTestServer
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `ferry get -o X` writes what X is: a device or FIFO is written through and stays what it was (the
+/// machine-breaking `-o /dev/null` bug), a link is followed, and two downloads to one X never share a
+/// part file. Devices are made with mknod in the test's own directory, never the machine's /dev/null.
+@Suite struct DestinationTests {
+    @Test func aCharacterDeviceStaysADevice() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            try makeNullDevice(directory + "/null")
+            let cli = CLIRunner(directory: directory)
+            for extra in [[], ["-x", "4"], ["-C"]] {
+                let run = try await cli.run(["get", server.url("/bytes/300000"), "-o", "null", "-q"] + extra)
+                #expect(run.status == 0, "\(extra): \(run.stderr)")
+                #expect(fileType(directory + "/null") == S_IFCHR, "\(extra)")
+            }
+            // Nothing beside it: no part file, no resume record.
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory) == ["null"])
+            // A checksum needs the bytes back: refused, and the device is untouched.
+            let sum = try await cli.run(["get", server.url("/bytes/10"), "-o", "null", "--checksum", "sha256=" + String(repeating: "0", count: 64)])
+            #expect(sum.status == 2, "\(sum.stderr)")
+            #expect(sum.stderr.contains("not a regular file"))
+            #expect(fileType(directory + "/null") == S_IFCHR)
+        }
+    }
+
+    @Test func aFIFOsReaderGetsEveryByte() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let fifo = directory + "/pipe"
+            try SpecialFiles.makeFIFO(fifo)
+            // The reader opens first (a FIFO without one is refused at once, not waited for).
+            let reader = try FIFOReader(fifo)
+            let run = try await CLIRunner(directory: directory).run([
+                "get", server.url("/bytes/2500000?throttle=20000000"), "-o", "pipe", "-q",
+            ])
+            #expect(run.status == 0, "\(run.stderr)")
+            let received = await reader.bytes()
+            #expect(received.count == 2_500_000)
+            #expect(received == Data(DeterministicBytes(seed: 0).bytes(offset: 0, count: 2_500_000)))
+            #expect(fileType(fifo) == S_IFIFO)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory) == ["pipe"])
+
+            let alone = try await CLIRunner(directory: directory).run(["get", server.url("/bytes/10"), "-o", "pipe"])
+            #expect(alone.status != 0)
+            #expect(alone.stderr.contains("nothing is reading the FIFO"), "\(alone.stderr)")
+            #expect(fileType(fifo) == S_IFIFO)
+        }
+    }
+
+    @Test func aSymbolicLinkIsFollowed() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            try FileManager.default.createDirectory(atPath: directory + "/real", withIntermediateDirectories: true)
+            try Data("old".utf8).write(to: URL(fileURLWithPath: directory + "/real/file"))
+            try FileManager.default.createSymbolicLink(atPath: directory + "/link", withDestinationPath: "real/file")
+            let run = try await CLIRunner(directory: directory).run(["get", server.url("/bytes/5000"), "-o", "link", "-q"])
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(fileType(directory + "/link", following: false) == S_IFLNK)
+            #expect(try fileSHA256(directory + "/real/file") == bytesSHA256(5000))
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory + "/real") == ["file"])
+        }
+    }
+
+    @Test func twoDownloadsToOneDestinationNeverMixTheirBytes() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let cli = CLIRunner(directory: directory)
+            let size = 2_000_000
+            // The first is slow; the second starts while it runs, for other bytes (seed 1).
+            let first = try cli.start(["get", server.url("/bytes/\(size)?throttle=1000000"), "-o", "same.bin", "-q"])
+            try await waitUntil("the first download has its part file") {
+                FileManager.default.fileExists(atPath: directory + "/same.bin.ferry-part")
+            }
+            let second = try await cli.run(["get", server.url("/bytes/\(size)?seed=1"), "-o", "same.bin", "-q"])
+            let firstRun = try await cli.finish(first.0, first.1, first.2)
+            #expect(firstRun.status == 0, "\(firstRun.stderr)")
+            #expect(second.status == 4, "\(second.stderr)")
+            #expect(second.stderr.contains("another download is writing"), "\(second.stderr)")
+            #expect(second.stderr.contains("ferry"), "the holder is named: \(second.stderr)")
+            #expect(try fileSHA256(directory + "/same.bin") == bytesSHA256(size))
+        }
+    }
+
+    @Test func aBackgroundDownloadToADeviceLeavesTheDevice() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            let home = "/tmp/ferry-c-\(UUID().uuidString.prefix(8))"
+            try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+            let cli = CLIRunner(environment: ["FERRY_HOME": home], directory: directory)
+            defer {
+                try? FileManager.default.removeItem(atPath: directory)
+                try? FileManager.default.removeItem(atPath: home)
+            }
+            try makeNullDevice(directory + "/null")
+            try FileManager.default.createDirectory(atPath: directory + "/real", withIntermediateDirectories: true)
+            try FileManager.default.createSymbolicLink(atPath: directory + "/link", withDestinationPath: "real/file")
+            do {
+                let device = try await cli.run(["get", "--background", server.url("/bytes/400000"), "-o", "null"])
+                #expect(device.status == 0, "\(device.stderr)")
+                let wait = try await cli.run(["wait", device.stdout.trimmingCharacters(in: .whitespacesAndNewlines)])
+                #expect(wait.status == 0, "\(wait.stderr)")
+                #expect(fileType(directory + "/null") == S_IFCHR)
+
+                let link = try await cli.run(["get", "--background", server.url("/bytes/4000"), "-o", "link"])
+                let linkWait = try await cli.run(["wait", link.stdout.trimmingCharacters(in: .whitespacesAndNewlines)])
+                #expect(linkWait.status == 0, "\(linkWait.stderr)")
+                #expect(fileType(directory + "/link", following: false) == S_IFLNK)
+                #expect(try fileSHA256(directory + "/real/file") == bytesSHA256(4000))
+            } catch {
+                _ = try? await cli.run(["daemon", "stop"])
+                throw error
+            }
+            _ = try await cli.run(["daemon", "stop"])
+            #expect(Set(try FileManager.default.contentsOfDirectory(atPath: directory)) == ["null", "real", "link"])
+        }
+    }
+}
+
+func makeNullDevice(_ path: String) throws { try SpecialFiles.makeNullDevice(path) }
+
+func fileType(_ path: String, following: Bool = true) -> mode_t { SpecialFiles.type(of: path, following: following) }

@@ -1,0 +1,120 @@
+import FerryCore
+import FerryTestServer
+import Foundation
+import NIOCore
+import Testing
+
+@testable import FerryEngine
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@Suite struct DownloadDestinationTests {
+    private func directory() throws -> String {
+        let path = "/tmp/ferry-dest-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    @Test func whatIsThereIsFoundWithLinksFollowed() throws {
+        let dir = try directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        #expect(try DownloadDestination(inspecting: dir + "/none").kind == .missing)
+        try Data("x".utf8).write(to: URL(fileURLWithPath: dir + "/file"))
+        #expect(try DownloadDestination(inspecting: dir + "/file").kind == .regularFile)
+        try SpecialFiles.makeNullDevice(dir + "/null")
+        let device = try DownloadDestination(inspecting: dir + "/null")
+        #expect(device.kind == .special("character device"))
+        #expect(device.writePath == dir + "/null")
+        try SpecialFiles.makeFIFO(dir + "/fifo")
+        #expect(try DownloadDestination(inspecting: dir + "/fifo").kind == .special("FIFO"))
+
+        // Links, relative and absolute, in a chain; a dangling one names the file to create.
+        try FileManager.default.createSymbolicLink(atPath: dir + "/a", withDestinationPath: "b")
+        try FileManager.default.createSymbolicLink(atPath: dir + "/b", withDestinationPath: dir + "/null")
+        let chain = try DownloadDestination(inspecting: dir + "/a")
+        #expect(chain.path == dir + "/null")
+        #expect(chain.isSpecial)
+        try FileManager.default.createSymbolicLink(atPath: dir + "/dangling", withDestinationPath: "later.bin")
+        let dangling = try DownloadDestination(inspecting: dir + "/dangling")
+        #expect(dangling.kind == .missing)
+        #expect(dangling.partPath == dir + "/later.bin.ferry-part")
+
+        try FileManager.default.createSymbolicLink(atPath: dir + "/loop1", withDestinationPath: "loop2")
+        try FileManager.default.createSymbolicLink(atPath: dir + "/loop2", withDestinationPath: "loop1")
+        #expect(throws: FerryError.self) { try DownloadDestination(inspecting: dir + "/loop1") }
+        #expect(throws: FerryError.self) { try DownloadDestination(inspecting: dir) }
+    }
+
+    @Test func deliveryReplacesFilesAndNeverDevices() throws {
+        let dir = try directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try Data("new".utf8).write(to: URL(fileURLWithPath: dir + "/part"))
+        try Data("old".utf8).write(to: URL(fileURLWithPath: dir + "/file"))
+        try DownloadDestination(inspecting: dir + "/file").deliver(from: dir + "/part", mode: 0o640)
+        #expect(try String(contentsOfFile: dir + "/file", encoding: .utf8) == "new")
+        #expect(!FileManager.default.fileExists(atPath: dir + "/part"))
+
+        // Bytes finished elsewhere are written through a device, which stays one.
+        try SpecialFiles.makeNullDevice(dir + "/null")
+        try Data("body".utf8).write(to: URL(fileURLWithPath: dir + "/part"))
+        try DownloadDestination(inspecting: dir + "/null").deliver(from: dir + "/part")
+        #expect(SpecialFiles.type(of: dir + "/null") == S_IFCHR)
+        #expect(!FileManager.default.fileExists(atPath: dir + "/part"))
+
+        DownloadDestination.removeFile(dir + "/null")
+        #expect(SpecialFiles.type(of: dir + "/null") == S_IFCHR)
+        DownloadDestination.removeFile(dir + "/file")
+        #expect(!FileManager.default.fileExists(atPath: dir + "/file"))
+    }
+
+    @Test func aPartFileHasOneWriter() throws {
+        let dir = try directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let part = dir + "/x.ferry-part"
+        let first = try PartFileLock.acquire(part)
+        do {
+            _ = try PartFileLock.acquire(part)
+            Issue.record("a second lock on one part file was granted")
+        } catch let error as FerryError {
+            #expect(error.message.contains("another download is writing \(part) (this process)"), "\(error)")
+        }
+        first.release()
+        // Renamed away by its last writer: the next lock is on a new file of that name.
+        let second = try PartFileLock.acquire(part)
+        #expect(rename(part, dir + "/x") == 0)
+        let third = try PartFileLock.acquire(part)
+        second.release()
+        third.release()
+    }
+
+    @Test func theDownloaderWritesThroughADeviceOverOneConnection() async throws {
+        let dir = try directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try SpecialFiles.makeNullDevice(dir + "/null")
+        try await withServerAndTransport { server, transport in
+            try await writeThrough(server, transport, dir)
+        }
+    }
+
+    private func writeThrough(_ server: TestServer, _ transport: StandardTransport, _ dir: String) async throws {
+        do {
+            var wanted = request(server.url("/bytes/500000?seed=2"))
+            wanted.connections = 4
+            let downloader = Downloader(transport: transport)
+            let result = try await downloader.download(wanted, to: dir + "/null", deadline: .now() + .seconds(30))
+            #expect(result.length == 500_000)
+            #expect(server.counters.wireRequestsByMethod["GET"] == 1)
+            let type: mode_t = SpecialFiles.type(of: dir + "/null")
+            #expect(type == S_IFCHR)
+            wanted.expectedDigest = ContentDigest("sha256=" + String(repeating: "0", count: 64))
+            do {
+                _ = try await downloader.download(wanted, to: dir + "/null", deadline: .now() + .seconds(30))
+                Issue.record("a checksum was accepted for a device that cannot be read back")
+            } catch let error as FerryError {
+                #expect(error.message.contains("not a regular file"))
+            }
+        }
+    }
+    }
