@@ -1,3 +1,4 @@
+import Crypto
 import FerryCore
 import FerryTestServer
 import Foundation
@@ -118,12 +119,25 @@ import Glibc
                 #expect(linkWait.status == 0, "\(linkWait.stderr)")
                 #expect(fileType(directory + "/link", following: false) == S_IFLNK)
                 #expect(try fileSHA256(directory + "/real/file") == bytesSHA256(4000))
+
+                // Two tasks of different resources to one destination: each has its own part file, and
+                // whichever is delivered last, the file is exactly one resource's bytes.
+                let a = try await cli.run(["get", "--background", server.url("/bytes/900000?throttle=3000000"), "-o", "same"])
+                let b = try await cli.run(["get", "--background", server.url("/bytes/700000?seed=1"), "-o", "same"])
+                for submitted in [a, b] {
+                    let done = try await cli.run(["wait", submitted.stdout.trimmingCharacters(in: .whitespacesAndNewlines)])
+                    #expect(done.status == 0, "\(done.stderr)")
+                }
+                let digest = try fileSHA256(directory + "/same")
+                let seed1 = SHA256.hash(data: DeterministicBytes(seed: 1).bytes(offset: 0, count: 700_000))
+                    .map { String(format: "%02x", $0) }.joined()
+                #expect(digest == bytesSHA256(900_000) || digest == seed1)
             } catch {
                 _ = try? await cli.run(["daemon", "stop"])
                 throw error
             }
             _ = try await cli.run(["daemon", "stop"])
-            #expect(Set(try FileManager.default.contentsOfDirectory(atPath: directory)) == ["null", "real", "link"])
+            #expect(Set(try FileManager.default.contentsOfDirectory(atPath: directory)) == ["null", "real", "link", "same"])
         }
     }
 }
