@@ -36,6 +36,14 @@ struct ForegroundDownload {
         var checksum: String?
         /// Connections asked for.
         var connections: Int
+        /// `http/1.1` or `h2`.
+        var `protocol`: String
+        /// `TLSv1.3`, ...; nil over plain http.
+        var tlsVersion: String?
+        /// The proxy used, nil when direct.
+        var proxy: String?
+        /// The address and port connected to (the last exchange's).
+        var remoteAddress: String?
     }
 
     let url: URL
@@ -115,15 +123,19 @@ struct ForegroundDownload {
         let started = ProgressDisplay.now()
         var attempt = 0
         let result: Downloader.Result
+        // Records the exchanges (SessionTransport), for --json's protocol, TLS version and address.
+        let context = TransferContext()
         while true {
             do {
-                result = try await downloader.download(
-                    request,
-                    resumingFrom: resumeData,
-                    to: partial,
-                    deadline: .distantFuture,
-                    events: events
-                )
+                result = try await TransferContext.$current.withValue(context) {
+                    try await downloader.download(
+                        request,
+                        resumingFrom: resumeData,
+                        to: partial,
+                        deadline: .distantFuture,
+                        events: events
+                    )
+                }
                 break
             } catch let error as FerryError {
                 if error.code == .checksumMismatch, let checksum {
@@ -189,6 +201,7 @@ struct ForegroundDownload {
             }
         }
         try? FileManager.default.removeItem(atPath: record)
+        let last = context.recordedTransactions.last
         return Report(
             url: url.absoluteString,
             path: final,
@@ -198,7 +211,11 @@ struct ForegroundDownload {
             seconds: seconds,
             sha256: checksum?.algorithm == .sha256 ? checksum?.hex : nil,
             checksum: checksum?.description,
-            connections: connections
+            connections: connections,
+            protocol: result.protocolName,
+            tlsVersion: last?.negotiatedTLSProtocolVersion,
+            proxy: last?.proxy,
+            remoteAddress: last?.remoteAddress
         )
     }
 

@@ -99,7 +99,9 @@ struct GetCommand: AsyncParsableCommand {
                 throw ValidationError("ferryd retries network errors itself; --retry is for foreground downloads")
             }
             if transfer.limitRate != nil { throw ValidationError("--limit-rate is for foreground downloads") }
-            if transfer.cacert != nil { throw ValidationError("--cacert is for foreground downloads") }
+            if let flag = transfer.connectionFlags.first {
+                throw ValidationError("\(flag) is for foreground downloads (ferryd does not take it yet)")
+            }
         } else if onComplete != nil {
             throw ValidationError("--on-complete needs --background")
         }

@@ -66,8 +66,11 @@ struct PutCommand: AsyncParsableCommand {
         if resumable || chunks != nil, !form.isEmpty {
             throw ValidationError("--resumable and --chunks upload a file, not --form fields")
         }
-        if background, transfer.limitRate != nil || transfer.cacert != nil {
-            throw ValidationError("--limit-rate and --cacert are for foreground uploads")
+        if background, transfer.limitRate != nil {
+            throw ValidationError("--limit-rate is for foreground uploads")
+        }
+        if background, let flag = transfer.connectionFlags.first {
+            throw ValidationError("\(flag) is for foreground uploads (ferryd does not take it yet)")
         }
     }
 

@@ -3,7 +3,7 @@ import FerryCore
 import FerryEngine
 import Foundation
 
-/// Options of the commands that move bytes themselves (`get`, `put`).
+/// Options of the commands that move bytes themselves (`get`, `put`), curl's names where curl has one.
 struct TransferOptions: ParsableArguments {
     @Option(
         name: [.customShort("H"), .customLong("header")],
@@ -19,12 +19,88 @@ struct TransferOptions: ParsableArguments {
 
     @Option(
         name: .customLong("cacert"),
-        help: ArgumentHelp("Also trust this PEM certificate (e.g. a test server's CA).", valueName: "file")
+        help: ArgumentHelp("Also trust the PEM certificates in this file (e.g. a private CA).", valueName: "file")
     )
     var cacert: String?
 
+    @Flag(
+        name: [.customShort("k"), .customLong("insecure")],
+        help: "Accept any server certificate, unverified (pins still apply). Only for testing."
+    )
+    var insecure = false
+
+    @Option(
+        name: .customLong("pinnedpubkey"),
+        help: ArgumentHelp(
+            "Accept only a server key with this SHA-256 (curl's form; several separated by ;).",
+            valueName: "sha256//base64"
+        )
+    )
+    var pinnedPublicKey: String?
+
+    @Flag(name: .customLong("tlsv1.2"), help: "Use TLS 1.2 or later (the default).")
+    var tls12 = false
+
+    @Flag(name: .customLong("tlsv1.3"), help: "Use TLS 1.3 or later.")
+    var tls13 = false
+
+    @Option(name: .customLong("tls-max"), help: ArgumentHelp("The highest TLS version: 1.2 or 1.3.", valueName: "version"))
+    var tlsMax: String?
+
+    @Option(
+        name: .customLong("cert"),
+        help: ArgumentHelp("A client certificate (PEM) for mutual TLS; it may hold the key too.", valueName: "file")
+    )
+    var certificate: String?
+
+    @Option(name: .customLong("key"), help: ArgumentHelp("The client certificate's private key (PEM).", valueName: "file"))
+    var key: String?
+
+    @Flag(name: .customLong("http1.1"), help: "Use HTTP/1.1 only.")
+    var http11 = false
+
+    @Flag(name: .customLong("http2"), help: "Use HTTP/2 over TLS.")
+    var http2 = false
+
+    @Option(
+        name: .customLong("resolve"),
+        help: ArgumentHelp("Connect to ADDR for HOST:PORT (repeatable), as curl's.", valueName: "host:port:addr")
+    )
+    var resolve: [String] = []
+
+    @Option(
+        name: .customLong("connect-timeout"),
+        help: ArgumentHelp("Seconds a new connection (TCP and TLS) may take.", valueName: "seconds")
+    )
+    var connectTimeout: Double?
+
+    @Flag(
+        name: [.customShort("v"), .customLong("verbose")],
+        help: "Show connections, TLS, and request and response heads on stderr."
+    )
+    var verbose = false
+
     @Flag(name: [.short, .long], help: "No progress and no notes; errors only.")
     var quiet = false
+
+    /// The connection flags given (for commands that cannot pass them on yet).
+    var connectionFlags: [String] {
+        var given: [String] = []
+        if cacert != nil { given.append("--cacert") }
+        if insecure { given.append("-k") }
+        if pinnedPublicKey != nil { given.append("--pinnedpubkey") }
+        if tls12 { given.append("--tlsv1.2") }
+        if tls13 { given.append("--tlsv1.3") }
+        if tlsMax != nil { given.append("--tls-max") }
+        if certificate != nil { given.append("--cert") }
+        if key != nil { given.append("--key") }
+        if http11 { given.append("--http1.1") }
+        if http2 { given.append("--http2") }
+        if !resolve.isEmpty { given.append("--resolve") }
+        if connectTimeout != nil { given.append("--connect-timeout") }
+        if verbose { given.append("-v") }
+        return given
+    }
 
     /// The parsed rate limit.
     func rateLimit() throws -> Int64? {
@@ -35,24 +111,90 @@ struct TransferOptions: ParsableArguments {
         return value
     }
 
-    /// A transport for this command's transfers.
-    /// A transport allowing `connectionsPerHost` connections to one origin at once.
-    func makeTransport(connectionsPerHost: Int = 6) throws -> SessionTransport {
-        var options = StandardTransport.Options()
-        if let cacert {
-            guard let pem = try? String(contentsOfFile: cacert, encoding: .utf8) else {
-                throw CLIFailure("cannot read the certificate file \(cacert)", status: .localFile)
+    /// The transport settings these flags ask for.
+    func transportOptions() throws -> TransportOptions {
+        var options = TransportOptions()
+        if let cacert { options.tls.additionalTrustRootsPEM = [try Self.read(cacert, "the certificate file")] }
+        options.tls.allowsUntrustedCertificates = insecure
+        if let pinnedPublicKey {
+            do {
+                options.tls.pinnedPublicKeys = try TLSSettings.parsePins(pinnedPublicKey)
+            } catch let error as FerryError {
+                throw CLIFailure("--pinnedpubkey: \(error.message)", status: .usage)
             }
-            options.additionalTrustRootsPEM = [pem]
         }
+        if tls12 && tls13 { throw CLIFailure("--tlsv1.2 and --tlsv1.3 each set the lowest version; give one", status: .usage) }
+        if tls13 { options.minimumTLSVersion = .tlsv13 }
+        if let tlsMax {
+            switch tlsMax {
+            case "1.2": options.maximumTLSVersion = .tlsv12
+            case "1.3": options.maximumTLSVersion = .tlsv13
+            default: throw CLIFailure("--tls-max takes 1.2 or 1.3, not '\(tlsMax)'", status: .usage)
+            }
+        }
+        if options.minimumTLSVersion > options.maximumTLSVersion {
+            throw CLIFailure("--tlsv1.3 asks for TLS 1.3 at least, --tls-max 1.2 for 1.2 at most: no version is left", status: .usage)
+        }
+        if let certificate {
+            let pem = try Self.read(certificate, "the client certificate")
+            options.tls.clientCertificatePEM = pem
+            if let key {
+                options.tls.clientPrivateKeyPEM = try Self.read(key, "the client key")
+            } else if pem.contains("PRIVATE KEY-----") {
+                options.tls.clientPrivateKeyPEM = pem
+            } else {
+                throw CLIFailure("--cert \(certificate) holds no private key: give it with --key FILE", status: .usage)
+            }
+        } else if key != nil {
+            throw CLIFailure("--key needs --cert (the certificate it belongs to)", status: .usage)
+        }
+        if http11 && http2 { throw CLIFailure("--http1.1 and --http2 contradict each other; give one", status: .usage) }
+        if http11 { options.httpVersion = .http1Only }
+        if http2 { options.httpVersion = .http2 }
+        for entry in resolve { try Self.addResolve(entry, to: &options) }
+        if let connectTimeout {
+            guard connectTimeout > 0, connectTimeout.isFinite else {
+                throw CLIFailure("--connect-timeout takes a positive number of seconds", status: .usage)
+            }
+            options.connectTimeout = connectTimeout
+        }
+        return options
+    }
+
+    /// A transport for this command's transfers, allowing `connectionsPerHost` connections to one
+    /// origin at once.
+    func makeTransport(connectionsPerHost: Int = 6) throws -> SessionTransport {
+        var options = try transportOptions()
         options.maximumConnectionsPerHost = connectionsPerHost
         do {
+            let standard: any HTTPTransport = try StandardTransport(options: options)
             return SessionTransport(
-                try StandardTransport(options: options),
+                verbose ? VerboseTransport(standard) : standard,
                 maximumConnectionsPerHost: connectionsPerHost
             )
         } catch let error as FerryError {
             throw CLIFailure(error)
         }
+    }
+
+    /// `HOST:PORT:ADDR` (ADDR may be bracketed IPv6; of several comma-separated addresses the first).
+    private static func addResolve(_ entry: String, to options: inout TransportOptions) throws {
+        let parts = entry.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
+        guard parts.count == 3, !parts[0].isEmpty, let port = Int(parts[1]), (1...65535).contains(port) else {
+            throw CLIFailure("--resolve takes HOST:PORT:ADDR, e.g. example.com:443:127.0.0.1, not '\(entry)'", status: .usage)
+        }
+        var address = String(parts[2].split(separator: ",").first ?? "")
+        if address.hasPrefix("["), address.hasSuffix("]") { address = String(address.dropFirst().dropLast()) }
+        guard !address.isEmpty else {
+            throw CLIFailure("--resolve \(entry) names no address", status: .usage)
+        }
+        options.resolve["\(parts[0].lowercased()):\(port)"] = address
+    }
+
+    private static func read(_ path: String, _ what: String) throws -> String {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+            throw CLIFailure("cannot read \(what) \(path)", status: .localFile)
+        }
+        return text
     }
 }

@@ -45,6 +45,16 @@ public struct SessionConfiguration: Sendable, Hashable, Codable {
         case onlyFromMainDocumentDomain
     }
 
+    /// Which HTTP versions a connection may speak.
+    public enum HTTPVersionPreference: String, Sendable, Hashable, Codable {
+        /// HTTP/1.1 for http://; over TLS whatever the server picks by ALPN.
+        case automatic
+        /// HTTP/1.1 only (curl's `--http1.1`).
+        case http1Only
+        /// HTTP/2 over TLS (curl's `--http2`); http:// stays HTTP/1.1.
+        case http2
+    }
+
     /// TLS protocol versions.
     public enum TLSVersion: String, Sendable, Hashable, Codable, Comparable {
         case tlsv10, tlsv11, tlsv12, tlsv13
@@ -129,6 +139,10 @@ public struct SessionConfiguration: Sendable, Hashable, Codable {
     public var tlsMinimumSupportedProtocolVersion: TLSVersion = .tlsv12
     /// The highest TLS version offered; default TLS 1.3.
     public var tlsMaximumSupportedProtocolVersion: TLSVersion = .tlsv13
+    /// Extra trust roots, a client identity, public-key pins, or (explicitly) no verification.
+    public var tls = TLSSettings()
+    /// Which HTTP versions to use over TLS; default: what the server offers (ALPN).
+    public var httpVersionPreference: HTTPVersionPreference = .automatic
     /// Send HTTP/1.1 requests pipelined; default false.
     public var httpShouldUsePipelining = false
     /// Send and store cookies; default true.

@@ -40,13 +40,13 @@ public struct TransactionMetrics: Sendable, Hashable {
     public var domainLookupStartDate: Date?
     /// See ``domainLookupStartDate``.
     public var domainLookupEndDate: Date?
-    /// When a new connection began to be opened (TCP connect; name lookup included): reported for
-    /// `http://` (HTTP1Transport); nil for a reused connection and for `https://` (AsyncHTTPClient does
-    /// not report it).
+    /// When a new connection began to be opened (TCP connect; name lookup included); nil for a reused
+    /// connection and for HTTP/2 (AsyncHTTPClient does not report it).
     public var connectStartDate: Date?
     /// See ``connectStartDate``.
     public var connectEndDate: Date?
-    /// TLS handshake, not reported by the transport: nil.
+    /// When the TLS handshake of a new https connection began (after TCP connected); nil for http, a
+    /// reused connection, and HTTP/2.
     public var secureConnectionStartDate: Date?
     /// See ``secureConnectionStartDate``.
     public var secureConnectionEndDate: Date?
@@ -60,9 +60,16 @@ public struct TransactionMetrics: Sendable, Hashable {
     public var responseEndDate: Date?
     /// `http/1.1` or `h2`; nil when no response arrived.
     public var networkProtocolName: String?
-    /// Whether the connection had carried an earlier exchange: reported for `http://`; nil for
-    /// `https://` (AsyncHTTPClient does not report it).
+    /// Whether the connection had carried an earlier exchange; nil for HTTP/2 (not reported there).
     public var isReusedConnection: Bool?
+    /// The connection's TLS version (`TLSv1.3`); nil for plain http.
+    public var negotiatedTLSProtocolVersion: String?
+    /// The address and port connected to (`93.184.216.34:443`, `[::1]:8443`); a proxy's, through one.
+    public var remoteAddress: String?
+    /// This side's address and port.
+    public var localAddress: String?
+    /// The proxy the exchange went through (`http://proxy:3128`); nil when direct.
+    public var proxy: String?
     /// Network or cache.
     public var resourceFetchType: FetchType
     /// Request body bytes handed to the connection.

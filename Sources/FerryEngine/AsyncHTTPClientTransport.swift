@@ -5,7 +5,8 @@ public import NIOCore
 import NIOHTTP1
 import NIOSSL
 
-/// ``HTTPTransport`` over AsyncHTTPClient: HTTP/1.1 and HTTP/2 (ALPN), connection pooling and TLS.
+/// ``HTTPTransport`` over AsyncHTTPClient: HTTP/1.1 and HTTP/2 (ALPN), connection pooling and TLS. Used
+/// when HTTP/2 is asked for, and for comparisons (`FERRY_HTTP1=asynchttpclient`).
 ///
 /// One transport per session, so connections are reused within a session and a new session opens new
 /// ones (SPEC S1.4). AsyncHTTPClient does not follow redirects or decompress here: the engine does both,
@@ -14,29 +15,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     private let client: HTTPClient
 
     /// Transport settings taken from a session's configuration.
-    public struct Options: Sendable {
-        /// Seconds without a byte before a read fails (the request idle timeout); default 60.
-        public var idleTimeout: Double = 60
-        /// Connections per host (AsyncHTTPClient's soft limit); default 6.
-        public var maximumConnectionsPerHost = 6
-        /// Extra certificates to trust besides the system's (PEM), e.g. a test server's.
-        public var additionalTrustRootsPEM: [String] = []
-        /// The lowest TLS version; default 1.2.
-        public var minimumTLSVersion: SessionConfiguration.TLSVersion = .tlsv12
-        /// The highest TLS version; default 1.3.
-        public var maximumTLSVersion: SessionConfiguration.TLSVersion = .tlsv13
-
-        /// The defaults.
-        public init() {}
-
-        /// The options a session configuration asks for.
-        public init(_ configuration: SessionConfiguration) {
-            idleTimeout = configuration.timeoutIntervalForRequest
-            maximumConnectionsPerHost = configuration.httpMaximumConnectionsPerHost
-            minimumTLSVersion = configuration.tlsMinimumSupportedProtocolVersion
-            maximumTLSVersion = configuration.tlsMaximumSupportedProtocolVersion
-        }
-    }
+    public typealias Options = TransportOptions
 
     /// Creates a transport with its own connection pool.
     /// - Throws: ``FerryError`` when a trust root is not a PEM certificate.
@@ -54,9 +33,24 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         // with its own policy (the daemon's backoff); AsyncHTTPClient's retry loop would otherwise hold a
         // refused request until the connect timeout.
         configuration.connectionPool.retryConnectionEstablishment = false
+        guard options.tls.pinnedPublicKeys.isEmpty else {
+            throw FerryError(
+                .invalidOperation,
+                "pinned public keys are checked on HTTP/1.1 connections only for now; drop --http2 (or the .http2 preference) to use them"
+            )
+        }
         var tls = TLSConfiguration.makeClientConfiguration()
-        tls.minimumTLSVersion = Self.nioVersion(options.minimumTLSVersion)
-        tls.maximumTLSVersion = Self.nioVersion(options.maximumTLSVersion)
+        if options.tls.allowsUntrustedCertificates { tls.certificateVerification = .none }
+        if let chain = options.tls.clientCertificatePEM, let key = options.tls.clientPrivateKeyPEM {
+            do {
+                tls.certificateChain = try NIOSSLCertificate.fromPEMBytes(Array(chain.utf8)).map { .certificate($0) }
+                tls.privateKey = .privateKey(try NIOSSLPrivateKey(bytes: Array(key.utf8), format: .pem))
+            } catch {
+                throw FerryError(.invalidOperation, "the client certificate or key is not PEM")
+            }
+        }
+        tls.minimumTLSVersion = TLSClient.nioVersion(options.minimumTLSVersion)
+        tls.maximumTLSVersion = TLSClient.nioVersion(options.maximumTLSVersion)
         if !options.additionalTrustRootsPEM.isEmpty {
             do {
                 let certificates = try options.additionalTrustRootsPEM.flatMap {
@@ -69,15 +63,6 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         }
         configuration.tlsConfiguration = tls
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-    }
-
-    private static func nioVersion(_ version: SessionConfiguration.TLSVersion) -> TLSVersion {
-        switch version {
-        case .tlsv10: .tlsv1
-        case .tlsv11: .tlsv11
-        case .tlsv12: .tlsv12
-        case .tlsv13: .tlsv13
-        }
     }
 
     public func send(_ request: TransportRequest, deadline: NIODeadline) async throws -> TransportResponse {

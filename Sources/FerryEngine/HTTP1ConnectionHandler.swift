@@ -3,6 +3,7 @@ import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
+import NIOSSL
 import Synchronization
 
 /// The last handler of one HTTP/1.1 client connection of ``HTTP1Transport``: runs one exchange at a time,
@@ -201,6 +202,9 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // A TLS peer that closes without close_notify (common, and what curl accepts): the close that
+        // follows decides — a body whose length is known is complete or not, and channelInactive says so.
+        if let tls = error as? NIOSSLError, case .uncleanShutdown = tls { return }
         failExchange(Self.ferryError(for: error))
         context.close(promise: nil)
     }

@@ -1,4 +1,5 @@
 import FerryCore
+import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
 import Synchronization
@@ -9,6 +10,39 @@ final class HTTP1Connection: Sendable {
     let handler: NIOLoopBound<HTTP1ConnectionHandler>
     let origin: String
     private let exchanges = Atomic<Int>(0)
+    private let known = NIOLockedValueBox(Details())
+
+    /// What is known of the connection once it is open: when it was made, where to, TLS.
+    struct Details: Sendable {
+        var connectStart: Date?
+        var connectEnd: Date?
+        var remoteAddress: String?
+        var localAddress: String?
+        var secureConnectionStart: Date?
+        var secureConnectionEnd: Date?
+        var tlsVersion: String?
+    }
+
+    /// Set once, after connecting and before the connection is used.
+    var details: Details {
+        get { known.withLockedValue { $0 } }
+        set { known.withLockedValue { $0 = newValue } }
+    }
+
+    /// Fills an exchange's timing: the connection's phases when it is new, its addresses and TLS always.
+    func describe(into timing: inout TransportTiming, reused: Bool) {
+        let details = details
+        timing.reusedConnection = reused
+        if !reused {
+            timing.connectStart = details.connectStart
+            timing.connectEnd = details.connectEnd
+            timing.secureConnectionStart = details.secureConnectionStart
+            timing.secureConnectionEnd = details.secureConnectionEnd
+        }
+        timing.tlsVersion = details.tlsVersion
+        timing.remoteAddress = details.remoteAddress
+        timing.localAddress = details.localAddress
+    }
 
     init(channel: any Channel, handler: NIOLoopBound<HTTP1ConnectionHandler>, origin: String) {
         self.channel = channel

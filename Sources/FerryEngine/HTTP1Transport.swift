@@ -5,28 +5,42 @@ public import NIOCore
 import NIOHTTP1
 import NIOPosix
 
-/// ``HTTPTransport`` for plain `http://` URLs written directly on SwiftNIO: HTTP/1.1 with keep-alive
-/// connections, one exchange per connection at a time.
+/// ``HTTPTransport`` for `http://` and `https://` URLs written directly on SwiftNIO: HTTP/1.1 with
+/// keep-alive connections, one exchange per connection at a time; over TLS (NIOSSL, ALPN `http/1.1`)
+/// with the certificate checked by ``TLSClient``.
 ///
 /// Why not AsyncHTTPClient here: measured on loopback (docs/BENCHMARKS.md), AsyncHTTPClient's request
 /// machinery — its pool's state machine, its task and delegate layers and the hops between them — cost
 /// small requests a third of curl's rate and capped a discarded body below curl's. This transport does
 /// only what the engine needs (the engine follows redirects, retries and decompresses itself): the caller
 /// writes the request through the channel, waits once for the head, and reads a body that was usually
-/// buffered while it waited. `https://` stays with AsyncHTTPClient (TLS, HTTP/2 by ALPN); see
-/// ``StandardTransport``.
+/// buffered while it waited. Over https the same path reached 0.17× curl through AsyncHTTPClient's HTTP/2
+/// (docs/BENCHMARKS.md); see ``StandardTransport`` for which requests come here.
 public final class HTTP1Transport: HTTPTransport {
     typealias Producer = HTTP1ConnectionHandler.Producer
 
-    private let options: AsyncHTTPClientTransport.Options
+    private let options: TransportOptions
     private let group: any EventLoopGroup
     private let pool: HTTP1ConnectionPool
+    private let tls: Result<TLSClient, FerryError>
 
-    /// Creates a transport with its own connections (on SwiftNIO's shared event loops).
-    public init(options: AsyncHTTPClientTransport.Options = .init()) {
+    /// Creates a transport with its own connections (on SwiftNIO's shared event loops). TLS settings
+    /// that cannot be used (a CA or identity that is not PEM) fail each https request; ``checkTLS()``
+    /// reports them at once.
+    public init(options: TransportOptions = .init()) {
         self.options = options
         self.group = MultiThreadedEventLoopGroup.singleton
         self.pool = HTTP1ConnectionPool(maximumIdlePerOrigin: max(options.maximumConnectionsPerHost, 8))
+        do {
+            tls = .success(try TLSClient(options: options, protocols: ["http/1.1"]))
+        } catch {
+            tls = .failure(error as? FerryError ?? FerryError(.secureConnectionFailed, "cannot set up TLS: \(error)"))
+        }
+    }
+
+    /// Throws what is wrong with the TLS settings, if anything.
+    public func checkTLS() throws {
+        _ = try tls.get()
     }
 
     public var enforcesDeadlineOverBody: Bool { true }
@@ -48,12 +62,10 @@ public final class HTTP1Transport: HTTPTransport {
                 connection = idle
                 reused = true
             } else {
-                timing.connectStart = Date()
                 connection = try await connect(to: target, deadline: deadline)
-                timing.connectEnd = Date()
                 reused = false
             }
-            timing.reusedConnection = reused
+            connection.describe(into: &timing, reused: reused)
             do {
                 return try await exchange(request, target: target, on: connection, timing: timing, deadline: deadline)
             } catch HTTP1ConnectionError.closedBeforeResponse {
@@ -88,13 +100,19 @@ public final class HTTP1Transport: HTTPTransport {
         let pool = self.pool
         let idle = TimeAmount.milliseconds(Int64(options.idleTimeout * 1000))
         let origin = target.origin
-        var connectTimeout = idle
+        var connectTimeout = options.connectTimeout.map { TimeAmount.milliseconds(Int64($0 * 1000)) } ?? idle
         if deadline < .distantFuture {
             // (distantFuture minus now does not fit a TimeAmount.)
             let now = NIODeadline.now()
-            connectTimeout = min(idle, deadline > now ? deadline - now : .milliseconds(1))
+            connectTimeout = min(connectTimeout, deadline > now ? deadline - now : .milliseconds(1))
         }
-        let bootstrap = ClientBootstrap(group: group)
+        let tls = target.secure ? try self.tls.get() : nil
+        let report = TLSReport()
+        let loop = group.next()
+        let handshake = tls == nil ? nil : loop.makePromise(of: TLSHandshakeHandler.Outcome.self)
+        let host = target.host
+        let started = Date()
+        let bootstrap = ClientBootstrap(group: loop)
             .connectTimeout(connectTimeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             // Large bodies arrive in reads of up to 1 MiB (NIO's default stops at 64 KiB): fewer reads,
@@ -105,9 +123,14 @@ public final class HTTP1Transport: HTTPTransport {
             )
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    let operations = channel.pipeline.syncOperations
+                    if let tls, let handshake {
+                        try operations.addHandler(try tls.handler(host: host, report: report))
+                        try operations.addHandler(TLSHandshakeHandler(promise: handshake))
+                    }
                     let handler = HTTP1ConnectionHandler(idleTimeout: idle)
-                    try channel.pipeline.syncOperations.addHTTPClientHandlers()
-                    try channel.pipeline.syncOperations.addHandler(handler)
+                    try operations.addHTTPClientHandlers()
+                    try operations.addHandler(handler)
                     let connection = HTTP1Connection(
                         channel: channel,
                         handler: NIOLoopBound(handler, eventLoop: channel.eventLoop),
@@ -122,18 +145,91 @@ public final class HTTP1Transport: HTTPTransport {
                     made.withLockedValue { $0 = connection }
                 }
             }
+        let channel: any Channel
         do {
-            _ = try await bootstrap.connect(host: target.host, port: target.port).get()
+            channel = try await bootstrap.connect(host: options.address(host: target.host, port: target.port), port: target.port).get()
         } catch ChannelError.connectTimeout {
-            throw FerryError(.timedOut, "connecting took too long", failingURL: target.url)
+            handshake?.fail(ChannelError.ioOnClosedChannel)
+            throw FerryError(.timedOut, "connecting to \(target.host) took too long", failingURL: target.url)
         } catch {
+            handshake?.fail(error)
             throw TransportErrors.ferryError(for: error, url: target.url)
         }
         guard let connection = made.withLockedValue({ $0 }) else {
             throw FerryError(.cannotConnectToHost, "the connection could not be set up", failingURL: target.url)
         }
+        var details = HTTP1Connection.Details(
+            connectStart: started,
+            connectEnd: Date(),
+            remoteAddress: Self.describe(channel.remoteAddress),
+            localAddress: Self.describe(channel.localAddress)
+        )
+        if let handshake, let tls {
+            details.secureConnectionStart = details.connectEnd
+            let timeout = channel.eventLoop.scheduleTask(in: connectTimeout) {
+                handshake.fail(FerryError(.timedOut, "the TLS handshake with \(host) took too long"))
+                channel.close(promise: nil)
+            }
+            do {
+                let outcome = try await handshake.futureResult.get()
+                timeout.cancel()
+                details.secureConnectionEnd = outcome.end
+                details.tlsVersion = outcome.version
+            } catch {
+                timeout.cancel()
+                channel.close(promise: nil)
+                throw Self.handshakeError(error, report: report, host: host, tls: tls, url: target.url)
+            }
+        }
+        connection.details = details
         try pool.opened(connection)
         return connection
+    }
+
+    /// A failed handshake as a ``FerryError`` in plain words: the verification's verdict, a version
+    /// mismatch, or BoringSSL's reason without its internals.
+    private static func handshakeError(
+        _ error: any Error,
+        report: TLSReport,
+        host: String,
+        tls: TLSClient,
+        url: String
+    ) -> FerryError {
+        if let refusal = report.refusal {
+            return FerryError(refusal.code, refusal.message, failingURL: url)
+        }
+        if var error = error as? FerryError {
+            error.failingURL = error.failingURL ?? url
+            return error
+        }
+        if TLSClient.isVersionMismatch(error) {
+            let allowed =
+                tls.minimumVersion == tls.maximumVersion
+                ? "only \(tls.minimumVersion.rawValue)" : "\(tls.minimumVersion.rawValue) to \(tls.maximumVersion.rawValue)"
+            return FerryError(
+                .secureConnectionFailed,
+                "\(host) and this client have no TLS version in common (this client allows \(allowed))",
+                failingURL: url
+            )
+        }
+        if let channelError = error as? ChannelError, channelError == .eof {
+            return FerryError(
+                .secureConnectionFailed,
+                "\(host) closed the connection during the TLS handshake (does it speak TLS on this port?)",
+                failingURL: url
+            )
+        }
+        return FerryError(
+            .secureConnectionFailed,
+            "the TLS handshake with \(host) failed: \(TLSClient.plainReason(error))",
+            failingURL: url
+        )
+    }
+
+    /// `127.0.0.1:8443`, `[::1]:8443`.
+    static func describe(_ address: SocketAddress?) -> String? {
+        guard let address, let ip = address.ipAddress, let port = address.port else { return nil }
+        return ip.contains(":") ? "[\(ip)]:\(port)" : "\(ip):\(port)"
     }
 
     // MARK: One exchange
@@ -313,12 +409,14 @@ public final class HTTP1Transport: HTTPTransport {
     }
 }
 
-/// Where an `http://` request goes and how its head names it.
+/// Where an `http://` or `https://` request goes and how its head names it.
 struct HTTP1Target: Sendable {
     let url: String
     let host: String
     let port: Int
-    /// The Host field: the host, bracketed if IPv6, with the port unless it is 80.
+    /// https: over TLS.
+    let secure: Bool
+    /// The Host field: the host, bracketed if IPv6, with the port unless it is the scheme's default.
     let hostHeader: String
     /// The origin-form request target: path and query, percent-encoded as in the URL.
     let requestTarget: String
@@ -327,13 +425,15 @@ struct HTTP1Target: Sendable {
 
     init(_ url: URL) throws {
         self.url = url.absoluteString
-        guard url.scheme?.lowercased() == "http" else {
+        let scheme = url.scheme?.lowercased()
+        guard scheme == "http" || scheme == "https" else {
             throw FerryError(
                 .unsupportedURL,
-                "HTTP1Transport carries only http:// URLs",
+                "HTTP1Transport carries only http:// and https:// URLs",
                 failingURL: url.absoluteString
             )
         }
+        secure = scheme == "https"
         guard let components = URLComponents(url: url, resolvingAgainstBaseURL: true),
             let host = components.host, !host.isEmpty
         else {
@@ -341,12 +441,13 @@ struct HTTP1Target: Sendable {
         }
         let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
         self.host = bare
-        self.port = components.port ?? 80
+        let defaultPort = secure ? 443 : 80
+        self.port = components.port ?? defaultPort
         let named = bare.contains(":") ? "[\(bare)]" : bare
-        self.hostHeader = port == 80 ? named : "\(named):\(port)"
+        self.hostHeader = port == defaultPort ? named : "\(named):\(port)"
         var target = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
         if let query = components.percentEncodedQuery { target += "?" + query }
         self.requestTarget = target
-        self.origin = "\(bare.lowercased()):\(port)"
+        self.origin = "\(secure ? "https" : "http")://\(bare.lowercased()):\(port)"
     }
 }

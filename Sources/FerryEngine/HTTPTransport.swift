@@ -106,6 +106,18 @@ public struct TransportTiming: Sendable, Hashable {
     public var connectEnd: Date?
     /// Whether the exchange went over a connection an earlier exchange had used (nil: unknown).
     public var reusedConnection: Bool?
+    /// The TLS handshake of a new connection began (nil: plain http, reused, or not seen).
+    public var secureConnectionStart: Date?
+    /// The TLS handshake ended.
+    public var secureConnectionEnd: Date?
+    /// The connection's TLS version (`TLSv1.3`), nil for plain http or when not seen.
+    public var tlsVersion: String?
+    /// The peer's address and port as connected (`127.0.0.1:8443`; the proxy's, through a proxy).
+    public var remoteAddress: String?
+    /// This side's address and port.
+    public var localAddress: String?
+    /// The proxy the exchange went through (`http://proxy:3128`), nil when direct.
+    public var proxy: String?
 
     /// Creates a timing.
     public init(

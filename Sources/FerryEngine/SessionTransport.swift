@@ -56,6 +56,12 @@ public final class SessionTransport: HTTPTransport {
                 metrics.connectStartDate = response.timing.connectStart
                 metrics.connectEndDate = response.timing.connectEnd
                 metrics.isReusedConnection = response.timing.reusedConnection
+                metrics.secureConnectionStartDate = response.timing.secureConnectionStart
+                metrics.secureConnectionEndDate = response.timing.secureConnectionEnd
+                metrics.negotiatedTLSProtocolVersion = response.timing.tlsVersion
+                metrics.remoteAddress = response.timing.remoteAddress
+                metrics.localAddress = response.timing.localAddress
+                metrics.proxy = response.timing.proxy
             }
         }
         var measured = response

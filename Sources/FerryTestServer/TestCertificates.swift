@@ -56,7 +56,10 @@ public struct TestCertificates: Sendable {
 
     /// Generates a throw-away certificate authority and a leaf it signs for `localhost` and `127.0.0.1`,
     /// valid from an hour ago for 30 days. P-256 keys keep generation fast (milliseconds).
-    public static func generate(now: Date = Date()) throws -> TestCertificates {
+    /// - Parameters:
+    ///   - now: the moment the validity is counted from (a date 60 days ago makes an expired leaf).
+    ///   - clientAuth: the leaf may also authenticate a client (mutual TLS), not only a server.
+    public static func generate(now: Date = Date(), clientAuth: Bool = false) throws -> TestCertificates {
         let caKey = P256.Signing.PrivateKey()
         let caName = try DistinguishedName {
             CommonName("ferry-testserver test CA")
@@ -83,7 +86,7 @@ public struct TestCertificates: Sendable {
             extensions: try Certificate.Extensions {
                 Critical(BasicConstraints.notCertificateAuthority)
                 Critical(KeyUsage(digitalSignature: true))
-                try ExtendedKeyUsage([.serverAuth])
+                try ExtendedKeyUsage(clientAuth ? [.serverAuth, .clientAuth] : [.serverAuth])
                 SubjectAlternativeNames([
                     .dnsName("localhost"), .ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1])),
                 ])

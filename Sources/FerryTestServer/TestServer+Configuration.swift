@@ -1,3 +1,5 @@
+public import NIOSSL
+
 extension TestServer {
     /// How to run a test server. Every listener binds 127.0.0.1 only.
     public struct Configuration: Sendable {
@@ -13,6 +15,13 @@ extension TestServer {
         public var root: String?
         /// The HTTPS identity; nil (the default) generates a fresh CA and leaf at start.
         public var certificates: TestCertificates?
+        /// The TLS versions the HTTPS listener accepts; default 1.2 to 1.3.
+        public var tlsMinimumVersion: TLSVersion = .tlsv12
+        /// See ``tlsMinimumVersion``.
+        public var tlsMaximumVersion: TLSVersion = .tlsv13
+        /// When set, the HTTPS listener asks for a client certificate issued by this CA (PEM) and refuses
+        /// connections without one (mutual TLS).
+        public var clientCertificateTrustRootPEM: String?
         /// Event-loop threads; default 1, which keeps tests light (the executable uses 2).
         public var threads: Int = 1
 

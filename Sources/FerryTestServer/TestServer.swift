@@ -102,6 +102,12 @@ public final class TestServer: Sendable {
                     privateKey: .privateKey(try certificates.privateKey)
                 )
                 tls.applicationProtocols = ["h2", "http/1.1"]
+                tls.minimumTLSVersion = configuration.tlsMinimumVersion
+                tls.maximumTLSVersion = configuration.tlsMaximumVersion
+                if let clientRoot = configuration.clientCertificateTrustRootPEM {
+                    tls.certificateVerification = .noHostnameVerification
+                    tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMBytes(Array(clientRoot.utf8)))
+                }
                 channels[.tls] = try await bindTLS(
                     group: group,
                     port: tlsPort,

@@ -223,7 +223,9 @@ import Testing
         #expect(error?.code == .cannotConnectToHost)
         #expect(error?.failingURL == "http://127.0.0.1:1/")
         let https = await #expect(throws: FerryError.self) { _ = try await get(transport, "https://127.0.0.1:1/") }
-        #expect(https?.code == .unsupportedURL)
+        #expect(https?.code == .cannotConnectToHost)
+        let ftp = await #expect(throws: FerryError.self) { _ = try await get(transport, "ftp://127.0.0.1:1/") }
+        #expect(ftp?.code == .unsupportedURL)
     }
 
     @Test func theRequestHeadNamesTheHostAndFramesTheBody() throws {
@@ -235,7 +237,10 @@ import Testing
         let plain = try HTTP1Target(URL(string: "http://Example.org")!)
         #expect(plain.hostHeader == "Example.org")
         #expect(plain.requestTarget == "/")
-        #expect(plain.origin == "example.org:80")
+        #expect(plain.origin == "http://example.org:80")
+        let secure = try HTTP1Target(URL(string: "https://Example.org/x")!)
+        #expect(secure.secure && secure.port == 443 && secure.hostHeader == "Example.org")
+        #expect(secure.origin == "https://example.org:443")
 
         var headers = Headers()
         headers.add(name: "Connection", value: "close")

@@ -66,7 +66,9 @@ import Testing
     }
 
     @Test func http2IsReportedAsH2() async throws {
-        try await withSession { server, session in
+        var configuration = SessionConfiguration.ephemeral
+        configuration.httpVersionPreference = .http2
+        try await withSession(configuration) { server, session in
             let url = server.url("/bytes/1000", on: .tls)
             let recorder = Recorder()
             let task = session.dataTask(with: request(url))

@@ -1,0 +1,57 @@
+import FerryCore
+import FerryEngine
+import Foundation
+import NIOCore
+
+/// `-v`: each exchange on stderr as curl shows it — the connection (new or reused, address, TLS version,
+/// protocol, proxy), `>` the request head, `<` the response head.
+struct VerboseTransport: HTTPTransport {
+    let base: any HTTPTransport
+
+    init(_ base: any HTTPTransport) {
+        self.base = base
+    }
+
+    func send(_ request: TransportRequest, deadline: NIODeadline) async throws -> TransportResponse {
+        let response: TransportResponse
+        do {
+            response = try await base.send(request, deadline: deadline)
+        } catch let error as FerryError {
+            Console.error("* \(request.url.host ?? ""): \(error.message)\n")
+            throw error
+        }
+        Console.error(Self.render(request, response))
+        return response
+    }
+
+    var enforcesDeadlineOverBody: Bool { base.enforcesDeadlineOverBody }
+
+    func shutdown() async throws { try await base.shutdown() }
+
+    static func render(_ request: TransportRequest, _ response: TransportResponse) -> String {
+        let timing = response.timing
+        var lines: [String] = []
+        let place = timing.remoteAddress ?? request.url.host ?? "?"
+        if timing.reusedConnection == true {
+            lines.append("* Re-using the connection to \(place)")
+        } else {
+            lines.append("* Connected to \(request.url.host ?? "?") (\(place))")
+        }
+        if let proxy = timing.proxy { lines.append("* Through the proxy \(proxy)") }
+        if let version = timing.tlsVersion { lines.append("* \(version), protocol \(response.protocolName)") }
+        let components = URLComponents(url: request.url, resolvingAgainstBaseURL: false)
+        var target = components?.percentEncodedPath ?? "/"
+        if target.isEmpty { target = "/" }
+        if let query = components?.percentEncodedQuery { target += "?" + query }
+        lines.append("> \(request.method) \(target) \(response.protocolName == "h2" ? "HTTP/2" : "HTTP/1.1")")
+        if let host = request.url.host, request.headers["host"] == nil {
+            lines.append("> Host: \(host)\(request.url.port.map { ":\($0)" } ?? "")")
+        }
+        for field in request.headers { lines.append("> \(field.name): \(field.value)") }
+        lines.append(">")
+        lines.append("< \(response.protocolName == "h2" ? "HTTP/2" : "HTTP/1.1") \(response.status)")
+        for field in response.headers { lines.append("< \(field.name): \(field.value)") }
+        lines.append("<")
+        return lines.joined(separator: "\n") + "\n"
+    }
+}

@@ -1,0 +1,355 @@
+import Crypto
+import FerryCore
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOSSL
+import X509
+
+/// TLS for Ferry's own transport: one NIOSSL context per transport, and the server's certificate checked
+/// by swift-certificates' `Verifier` in NIOSSL's custom verification callback.
+///
+/// Why not BoringSSL's own check: its failure is one opaque "CERTIFICATE_VERIFY_FAILED" with library
+/// internals and build paths in the text, and it has no hook for pins. Here the chain is built against
+/// the trust roots Ferry chose (the system bundle, or `SSL_CERT_FILE`/`SSL_CERT_DIR` as OpenSSL reads
+/// them, plus the session's extra CAs) under RFC 5280 and server-identity policies, and a failure is
+/// named in plain words: untrusted issuer, expired, not yet valid, a name the certificate does not hold
+/// (with the names it has), or a pin mismatch.
+final class TLSClient: Sendable {
+    let context: NIOSSLContext
+    private let settings: TLSSettings
+    private let roots: TrustRoots
+    let minimumVersion: SessionConfiguration.TLSVersion
+    let maximumVersion: SessionConfiguration.TLSVersion
+
+    /// A client for `options`, offering `protocols` by ALPN.
+    /// - Throws: ``FerryError`` for a client identity or CA that is not valid PEM.
+    init(options: TransportOptions, protocols: [String]) throws {
+        settings = options.tls
+        minimumVersion = options.minimumTLSVersion
+        maximumVersion = options.maximumTLSVersion
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        configuration.minimumTLSVersion = Self.nioVersion(options.minimumTLSVersion)
+        configuration.maximumTLSVersion = Self.nioVersion(options.maximumTLSVersion)
+        configuration.applicationProtocols = protocols
+        // The chain is checked in the callback below; BoringSSL's own roots are not consulted.
+        configuration.certificateVerification = .fullVerification
+        configuration.trustRoots = .certificates([])
+        if let chainPEM = options.tls.clientCertificatePEM {
+            guard let keyPEM = options.tls.clientPrivateKeyPEM else {
+                throw FerryError(.invalidOperation, "a client certificate needs its private key (--key)")
+            }
+            do {
+                configuration.certificateChain = try NIOSSLCertificate.fromPEMBytes(Array(chainPEM.utf8)).map {
+                    .certificate($0)
+                }
+            } catch {
+                throw FerryError(.invalidOperation, "the client certificate is not a PEM certificate")
+            }
+            do {
+                configuration.privateKey = .privateKey(try NIOSSLPrivateKey(bytes: Array(keyPEM.utf8), format: .pem))
+            } catch {
+                throw FerryError(
+                    .invalidOperation,
+                    "the client key is not an unencrypted PEM private key (decrypt it with openssl pkey first)"
+                )
+            }
+        } else if options.tls.clientPrivateKeyPEM != nil {
+            throw FerryError(.invalidOperation, "a client key was given without its certificate (--cert)")
+        }
+        do {
+            context = try NIOSSLContext(configuration: configuration)
+        } catch {
+            throw FerryError(.secureConnectionFailed, "cannot set up TLS: \(TLSClient.plainReason(error))")
+        }
+        roots = try TrustRoots(additionalPEM: options.tls.additionalTrustRootsPEM)
+    }
+
+    /// A handler for one connection to `host`; its verdict goes to `report`.
+    func handler(host: String, report: TLSReport) throws -> NIOSSLClientHandler {
+        let isAddress = (try? SocketAddress(ipAddress: host, port: 0)) != nil
+        let settings = settings
+        let roots = roots
+        return try NIOSSLClientHandler(
+            context: context,
+            // SNI carries names only, never an address (RFC 6066 §3).
+            serverHostname: isAddress ? nil : host
+        ) { chain, promise in
+            // Off the event loop: the first use loads and parses the system bundle.
+            promise.completeWithTask {
+                let verdict = await Self.verify(chain, host: host, isAddress: isAddress, settings: settings, roots: roots)
+                if let failure = verdict {
+                    report.fail(failure)
+                    return .failed
+                }
+                return .certificateVerified
+            }
+        }
+    }
+
+    /// Nil when the chain is acceptable; otherwise what is wrong with it.
+    private static func verify(
+        _ chain: [NIOSSLCertificate],
+        host: String,
+        isAddress: Bool,
+        settings: TLSSettings,
+        roots: TrustRoots
+    ) async -> TLSFailure? {
+        guard let leafNIO = chain.first else {
+            return TLSFailure(.serverCertificateUntrusted, "\(host) sent no certificate")
+        }
+        if !settings.pinnedPublicKeys.isEmpty {
+            let spki = (try? leafNIO.extractPublicKey().toSPKIBytes()) ?? []
+            let digest = Data(SHA256.hash(data: spki)).base64EncodedString()
+            guard settings.pinnedPublicKeys.contains(digest) else {
+                return TLSFailure(
+                    .serverCertificateUntrusted,
+                    "the public key of \(host)'s certificate (sha256//\(digest)) matches no pinned key"
+                )
+            }
+        }
+        if settings.allowsUntrustedCertificates { return nil }
+        let certificates: [Certificate]
+        do {
+            certificates = try chain.map { try Certificate(derEncoded: try $0.toDERBytes()) }
+        } catch {
+            return TLSFailure(.serverCertificateUntrusted, "\(host) sent a certificate that cannot be parsed")
+        }
+        let leaf = certificates[0]
+        let now = Date()
+        var verifier = Verifier(rootCertificates: await roots.store()) {
+            RFC5280Policy(validationTime: now)
+            ServerIdentityPolicy(serverHostname: isAddress ? nil : host, serverIP: isAddress ? host : nil)
+        }
+        let result = await verifier.validate(leaf: leaf, intermediates: CertificateStore(certificates.dropFirst()))
+        if case .validCertificate = result { return nil }
+        return describe(leaf, host: host, isAddress: isAddress, now: now)
+    }
+
+    /// Why `leaf` was refused, in plain words: validity first, then the name, then the issuer.
+    static func describe(_ leaf: Certificate, host: String, isAddress: Bool, now: Date) -> TLSFailure {
+        let day = Date.FormatStyle(date: .abbreviated, time: .omitted).locale(Locale(identifier: "en_US_POSIX"))
+        if now > leaf.notValidAfter {
+            return TLSFailure(
+                .serverCertificateUntrusted,
+                "the certificate of \(host) expired on \(leaf.notValidAfter.formatted(day))"
+            )
+        }
+        if now < leaf.notValidBefore {
+            return TLSFailure(
+                .serverCertificateUntrusted,
+                "the certificate of \(host) is not valid before \(leaf.notValidBefore.formatted(day)) (is this machine's clock right?)"
+            )
+        }
+        let names = Self.names(of: leaf)
+        if !Self.covers(names, host: host, isAddress: isAddress) {
+            return TLSFailure(
+                .serverCertificateUntrusted,
+                "the certificate of \(host) does not name it; it is for "
+                    + (names.isEmpty ? "no host name" : names.joined(separator: ", "))
+            )
+        }
+        let issuer = leaf.issuer.description
+        return TLSFailure(
+            .serverCertificateUntrusted,
+            "the certificate of \(host) is issued by \(issuer.isEmpty ? "an unnamed issuer" : issuer), which is not trusted; trust its CA with --cacert FILE (or SSL_CERT_FILE), or in the session's TLS settings"
+        )
+    }
+
+    /// Whether one of a certificate's names is `host` (RFC 6125: a `*` stands for one whole leftmost
+    /// label, never for an address). Only to word a refusal: the verifier's policy decides.
+    static func covers(_ names: [String], host: String, isAddress: Bool) -> Bool {
+        let wanted = host.lowercased()
+        for name in names.map({ $0.lowercased() }) {
+            if name == wanted { return true }
+            if isAddress, let a = try? SocketAddress(ipAddress: name, port: 0),
+                let b = try? SocketAddress(ipAddress: wanted, port: 0), a.ipAddress == b.ipAddress
+            {
+                return true
+            }
+            if !isAddress, name.hasPrefix("*."), let dot = wanted.firstIndex(of: "."),
+                wanted[dot...] == name.dropFirst(), wanted[..<dot].count > 0
+            {
+                return true
+            }
+        }
+        return false
+    }
+
+    /// The DNS names and addresses a certificate is for.
+    static func names(of certificate: Certificate) -> [String] {
+        guard let names = try? certificate.extensions.subjectAlternativeNames else { return [] }
+        return names.compactMap { name in
+            switch name {
+            case .dnsName(let dns): return dns
+            case .ipAddress(let octets):
+                let bytes = Array(octets.bytes)
+                if bytes.count == 4 { return bytes.map(String.init).joined(separator: ".") }
+                if bytes.count == 16 {
+                    return stride(from: 0, to: 16, by: 2).map { String(format: "%x", Int(bytes[$0]) << 8 | Int(bytes[$0 + 1])) }
+                        .joined(separator: ":")
+                }
+                return nil
+            default: return nil
+            }
+        }
+    }
+
+    /// A TLS error without library internals: BoringSSL's reason names (WRONG_VERSION_NUMBER) as words.
+    static func plainReason(_ error: any Error) -> String {
+        let text = String(describing: error)
+        var reasons: [String] = []
+        var current = ""
+        for character in text {
+            if character.isUppercase || character == "_" || (character.isNumber && !current.isEmpty) {
+                current.append(character)
+            } else {
+                if current.count >= 8, current.contains("_") { reasons.append(current) }
+                current = ""
+            }
+        }
+        if current.count >= 8, current.contains("_") { reasons.append(current) }
+        let words = reasons.map { $0.lowercased().replacingOccurrences(of: "_", with: " ") }
+        var seen = Set<String>()
+        let unique = words.filter { seen.insert($0).inserted }
+        return unique.isEmpty ? "the handshake failed" : unique.joined(separator: "; ")
+    }
+
+    /// True when a handshake error says the two sides share no protocol version.
+    static func isVersionMismatch(_ error: any Error) -> Bool {
+        let text = String(describing: error)
+        return ["UNSUPPORTED_PROTOCOL", "PROTOCOL_VERSION", "NO_SUPPORTED_VERSIONS", "WRONG_VERSION_NUMBER"].contains {
+            text.contains($0)
+        }
+    }
+
+    static func nioVersion(_ version: SessionConfiguration.TLSVersion) -> TLSVersion {
+        switch version {
+        case .tlsv10: .tlsv1
+        case .tlsv11: .tlsv11
+        case .tlsv12: .tlsv12
+        case .tlsv13: .tlsv13
+        }
+    }
+
+    static func name(_ version: TLSVersion?) -> String? {
+        switch version {
+        case .tlsv1?: "TLSv1.0"
+        case .tlsv11?: "TLSv1.1"
+        case .tlsv12?: "TLSv1.2"
+        case .tlsv13?: "TLSv1.3"
+        default: nil
+        }
+    }
+}
+
+/// A refused certificate: the error's code and its plain-words reason.
+struct TLSFailure: Sendable {
+    let code: FerryError.Code
+    let message: String
+
+    init(_ code: FerryError.Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+}
+
+/// What one connection's verification found, read when its handshake fails.
+final class TLSReport: Sendable {
+    private let failure = NIOLockedValueBox<TLSFailure?>(nil)
+
+    func fail(_ reason: TLSFailure) { failure.withLockedValue { $0 = reason } }
+
+    var refusal: TLSFailure? { failure.withLockedValue { $0 } }
+}
+
+/// The certificates trusted: the system's (or `SSL_CERT_FILE`/`SSL_CERT_DIR`'s) and extra ones.
+struct TrustRoots: Sendable {
+    private let additional: [Certificate]
+
+    /// - Throws: ``FerryError`` when an extra root is not a PEM certificate.
+    init(additionalPEM: [String]) throws {
+        var certificates: [Certificate] = []
+        for pem in additionalPEM {
+            do {
+                let parsed = try SystemTrustBundle.certificates(inPEM: pem)
+                guard !parsed.isEmpty else { throw FerryError(.invalidOperation, "no certificate") }
+                certificates += parsed
+            } catch {
+                throw FerryError(.invalidOperation, "an additional trust root is not a PEM certificate")
+            }
+        }
+        additional = certificates
+    }
+
+    /// The store to verify against.
+    func store() async -> CertificateStore {
+        var store = CertificateStore(await SystemTrustBundle.shared.certificates())
+        store.append(contentsOf: additional)
+        return store
+    }
+}
+
+/// The system's trust roots, read once per process: `SSL_CERT_FILE` if set (else the distribution's
+/// bundle), and the certificates in `SSL_CERT_DIR`'s directories if set (OpenSSL's rules).
+actor SystemTrustBundle {
+    static let shared = SystemTrustBundle()
+
+    /// Where distributions keep the bundle (the first that exists is read).
+    static let bundlePaths = [
+        "/etc/ssl/certs/ca-certificates.crt",  // Debian, Ubuntu, Arch, Alpine
+        "/etc/pki/tls/certs/ca-bundle.crt",  // Fedora, RHEL
+        "/etc/ssl/ca-bundle.pem",  // openSUSE
+        "/etc/ssl/cert.pem",  // Alpine, macOS
+    ]
+
+    private var loaded: [Certificate]?
+
+    func certificates() -> [Certificate] {
+        if let loaded { return loaded }
+        let environment = ProcessInfo.processInfo.environment
+        var certificates: [Certificate] = []
+        let files = environment["SSL_CERT_FILE"].map { [$0] } ?? Self.bundlePaths
+        for path in files {
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { continue }
+            certificates += Self.parse(text)
+            break
+        }
+        if let directories = environment["SSL_CERT_DIR"] {
+            for directory in directories.split(separator: ":").map(String.init) {
+                let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+                for name in names.sorted() {
+                    guard let text = try? String(contentsOfFile: directory + "/" + name, encoding: .utf8) else { continue }
+                    certificates += Self.parse(text)
+                }
+            }
+        }
+        loaded = certificates
+        return certificates
+    }
+
+    /// The certificates in a PEM text; a block that does not parse is skipped (as OpenSSL does).
+    private static func parse(_ text: String) -> [Certificate] {
+        blocks(text).compactMap { try? Certificate(pemEncoded: $0) }
+    }
+
+    /// Every certificate in a PEM text.
+    /// - Throws: when a certificate block does not parse.
+    static func certificates(inPEM text: String) throws -> [Certificate] {
+        try blocks(text).map { try Certificate(pemEncoded: $0) }
+    }
+
+    /// The `BEGIN CERTIFICATE` … `END CERTIFICATE` blocks of a PEM text (other blocks, such as keys, and
+    /// text between blocks are ignored).
+    private static func blocks(_ text: String) -> [String] {
+        let begin = "-----BEGIN CERTIFICATE-----"
+        let end = "-----END CERTIFICATE-----"
+        var found: [String] = []
+        var rest = text[...]
+        while let start = rest.range(of: begin), let stop = rest.range(of: end, range: start.upperBound..<rest.endIndex) {
+            found.append(String(rest[start.lowerBound..<stop.upperBound]))
+            rest = rest[stop.upperBound...]
+        }
+        return found
+    }
+}

@@ -1,0 +1,60 @@
+import Foundation
+import NIOCore
+import NIOSSL
+import NIOTLS
+
+/// Completes a promise when the TLS handshake of its channel ends: with what it negotiated, or with the
+/// error that ended it. Removed from the pipeline once done.
+final class TLSHandshakeHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = NIOAny
+
+    /// What a finished handshake agreed on.
+    struct Outcome: Sendable {
+        /// The ALPN protocol (`h2`, `http/1.1`), nil when the server chose none.
+        var applicationProtocol: String?
+        /// `TLSv1.3`, ...
+        var version: String?
+        /// When it ended.
+        var end: Date
+    }
+
+    private let promise: EventLoopPromise<Outcome>
+    private var done = false
+
+    init(promise: EventLoopPromise<Outcome>) {
+        self.promise = promise
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let event = event as? TLSUserEvent, case .handshakeCompleted(let negotiated) = event, !done {
+            done = true
+            let version = try? context.pipeline.syncOperations.nioSSL_tlsVersion()
+            promise.succeed(Outcome(applicationProtocol: negotiated, version: TLSClient.name(version), end: Date()))
+            context.pipeline.syncOperations.removeHandler(self, promise: nil)
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if !done {
+            done = true
+            promise.fail(error)
+        }
+        context.fireErrorCaught(error)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        if !done {
+            done = true
+            promise.fail(ChannelError.eof)
+        }
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        if !done {
+            done = true
+            promise.fail(ChannelError.ioOnClosedChannel)
+        }
+    }
+}

@@ -1,0 +1,46 @@
+public import FerryCore
+
+/// Settings of the standard transports, taken from a session's configuration or the CLI's flags.
+public struct TransportOptions: Sendable {
+    /// Seconds without a byte before a read fails (the request idle timeout); default 60.
+    public var idleTimeout: Double = 60
+    /// Seconds a new connection (TCP and TLS) may take; nil: the idle timeout (curl's `--connect-timeout`).
+    public var connectTimeout: Double?
+    /// Connections per host kept open for reuse; default 6.
+    public var maximumConnectionsPerHost = 6
+    /// The lowest TLS version; default 1.2.
+    public var minimumTLSVersion: SessionConfiguration.TLSVersion = .tlsv12
+    /// The highest TLS version; default 1.3.
+    public var maximumTLSVersion: SessionConfiguration.TLSVersion = .tlsv13
+    /// Trust, identity, pins.
+    public var tls = TLSSettings()
+    /// HTTP/1.1 only, HTTP/2, or whatever ALPN picks.
+    public var httpVersion: SessionConfiguration.HTTPVersionPreference = .automatic
+    /// Fixed addresses for `host:port` pairs, as curl's `--resolve HOST:PORT:ADDR` (the name is still
+    /// sent in Host and SNI and checked against the certificate).
+    public var resolve: [String: String] = [:]
+
+    /// Extra certificates to trust besides the system's (PEM), e.g. a test server's.
+    public var additionalTrustRootsPEM: [String] {
+        get { tls.additionalTrustRootsPEM }
+        set { tls.additionalTrustRootsPEM = newValue }
+    }
+
+    /// The defaults.
+    public init() {}
+
+    /// The options a session configuration asks for.
+    public init(_ configuration: SessionConfiguration) {
+        idleTimeout = configuration.timeoutIntervalForRequest
+        maximumConnectionsPerHost = configuration.httpMaximumConnectionsPerHost
+        minimumTLSVersion = configuration.tlsMinimumSupportedProtocolVersion
+        maximumTLSVersion = configuration.tlsMaximumSupportedProtocolVersion
+        tls = configuration.tls
+        httpVersion = configuration.httpVersionPreference
+    }
+
+    /// The address to connect to for `host` and `port`: a `resolve` entry, or the host itself.
+    func address(host: String, port: Int) -> String {
+        resolve["\(host.lowercased()):\(port)"] ?? host
+    }
+}
