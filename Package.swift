@@ -155,6 +155,7 @@ let package = Package(
                 "FerryCLI",
                 "FerryTestServer",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             swiftSettings: swiftSettings
         ),
