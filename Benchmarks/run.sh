@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 
 need=()
-for tool in nginx:nginx curl:curl aria2c:aria2 wget:wget; do
+for tool in nginx:nginx curl:curl aria2c:aria2 wget:wget openssl:openssl; do
     command -v "${tool%%:*}" >/dev/null 2>&1 || [ -x "/usr/sbin/${tool%%:*}" ] || need+=("${tool##*:}")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -42,6 +42,15 @@ head -c 1024 /dev/urandom >"$work/www/small.bin"
 # nginx's worker may run as another user (www-data when started as root): let it read the files.
 chmod 755 "$work" "$work/www"; chmod 644 "$work/www/big.bin" "$work/www/small.bin"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+tlsport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+# A private CA and a leaf for 127.0.0.1, for the https rows (every client trusts the CA explicitly).
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$work/ca.key" \
+    -out "$work/ca.pem" -days 2 -subj "/CN=ferry bench CA" 2>/dev/null
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$work/leaf.key" \
+    -out "$work/leaf.csr" -subj "/CN=127.0.0.1" 2>/dev/null
+printf "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n" >"$work/leaf.ext"
+openssl x509 -req -in "$work/leaf.csr" -CA "$work/ca.pem" -CAkey "$work/ca.key" -CAcreateserial \
+    -out "$work/leaf.pem" -days 2 -extfile "$work/leaf.ext" 2>/dev/null
 cat >"$work/nginx.conf" <<CONF
 worker_processes 1;
 pid $work/nginx.pid;
@@ -56,6 +65,10 @@ http {
     proxy_temp_path $work/tmp; fastcgi_temp_path $work/tmp; uwsgi_temp_path $work/tmp; scgi_temp_path $work/tmp;
     server {
         listen 127.0.0.1:$port;
+        listen 127.0.0.1:$tlsport ssl http2;
+        ssl_certificate $work/leaf.pem;
+        ssl_certificate_key $work/leaf.key;
+        ssl_protocols TLSv1.2 TLSv1.3;
         root $work/www;
         # For the queued background tasks: 1 kB/s a connection.
         location /slow/ { alias $work/www/; limit_rate 1000; }
@@ -67,8 +80,16 @@ mkdir -p "$work/tmp"
 for _ in $(seq 100); do curl -sf -o /dev/null "http://127.0.0.1:$port/small.bin" && break; sleep 0.05; done
 big="http://127.0.0.1:$port/big.bin"
 small="http://127.0.0.1:$port/small.bin"
+sbig="https://127.0.0.1:$tlsport/big.bin"
+ssmall="https://127.0.0.1:$tlsport/small.bin"
 for _ in $(seq 2000); do printf 'url = "%s"\noutput = "/dev/null"\n' "$small"; done >"$work/curl.list"
+for _ in $(seq 2000); do printf 'url = "%s"\noutput = "/dev/null"\n' "$ssmall"; done >"$work/curl-tls.list"
+# tmpfs for the https rows that take the disk out of the picture.
+shm=$(mktemp -d /dev/shm/ferry-bench-XXXXXX)
+trap 'cleanup; rm -rf "$shm"' EXIT
 export FERRY_HOME=$work/home
+# The library and ferryd (started by the first background row, from this environment) trust the CA.
+export SSL_CERT_FILE=$work/ca.pem
 
 # measure NAME WORK-UNITS COMMAND...: runs it under /usr/bin/time; records "rate cpu rss" for NAME.
 measure() {
@@ -124,6 +145,32 @@ for round in $(seq "$rounds"); do
     measure par.curl 2000 curl -s --parallel --parallel-max 16 -K "$work/curl.list"
     measure par.ahc 2000 "$peers/ahc-bench" gets-parallel "$small" 2000 16
     measure par.urlsession 2000 "$peers/urlsession-bench" gets-parallel "$small" 2000 16
+
+    # https (TLS 1.3 from nginx, h2 offered). Ferry trusts the CA through --cacert or SSL_CERT_FILE.
+    tls_runs=(
+        'rm -f "$shm"/*; measure tmpfs.ferry-cli $MB "$bin/ferry" get -q --cacert "$work/ca.pem" "$sbig" -o "$shm/f"; verify "$shm/f" ferry'
+        'rm -f "$shm"/*; measure tmpfs.curl $MB curl -s --cacert "$work/ca.pem" -o "$shm/c" "$sbig"; verify "$shm/c" curl'
+        'rm -f "$shm"/*; measure tmpfs.curl-h1 $MB curl -s --http1.1 --cacert "$work/ca.pem" -o "$shm/c" "$sbig"; verify "$shm/c" curl'
+        'measure tlsdisk.ferry-cli $MB "$bin/ferry" get -q --cacert "$work/ca.pem" "$sbig" -o "$work/out/f"; verify "$work/out/f" ferry'
+        'measure tlsdisk.ferryd $MB "$bin/ferry-bench" background-download "$sbig" "$work/out/d"; verify "$work/out/d" ferryd'
+        'measure tlsdisk.curl $MB curl -s --cacert "$work/ca.pem" -o "$work/out/c" "$sbig"; verify "$work/out/c" curl'
+        'measure tlsdisk.curl-h1 $MB curl -s --http1.1 --cacert "$work/ca.pem" -o "$work/out/c" "$sbig"; verify "$work/out/c" curl'
+        'measure tlsx8.ferry-cli $MB "$bin/ferry" get -q -x 8 --cacert "$work/ca.pem" "$sbig" -o "$work/out/f"; verify "$work/out/f" ferry'
+        'measure tlsx8.aria2 $MB aria2c -q -x8 -s8 --ca-certificate="$work/ca.pem" --allow-overwrite=true --file-allocation=none -d "$work/out" -o a "$sbig"; verify "$work/out/a" aria2c'
+    )
+    for index in "${!tls_runs[@]}"; do
+        eval "${tls_runs[$(( (index + round - 1) % ${#tls_runs[@]} ))]}"
+    done
+    measure tlsnull.ferry-lib $MB "$bin/ferry-bench" discard "$sbig"
+    grep -q "bytes=1073741824" "$work/last.out"
+    measure tlsnull.curl $MB curl -s --cacert "$work/ca.pem" -o /dev/null "$sbig"
+    measure tlsnull.curl-h1 $MB curl -s --http1.1 --cacert "$work/ca.pem" -o /dev/null "$sbig"
+    measure tlsseq.ferry-lib 2000 "$bin/ferry-bench" gets "$ssmall" 2000
+    measure tlsseq.curl 2000 curl -s --cacert "$work/ca.pem" -K "$work/curl-tls.list"
+    measure tlsseq.curl-h1 2000 curl -s --http1.1 --cacert "$work/ca.pem" -K "$work/curl-tls.list"
+    measure tlspar.ferry-lib 2000 "$bin/ferry-bench" gets-parallel "$ssmall" 2000 16
+    measure tlspar.curl 2000 curl -s --cacert "$work/ca.pem" --parallel --parallel-max 16 -K "$work/curl-tls.list"
+    measure tlspar.curl-h1 2000 curl -s --http1.1 --cacert "$work/ca.pem" --parallel --parallel-max 16 -K "$work/curl-tls.list"
 done
 
 # 10,000 background tasks: submit rate, ferryd's RSS with them queued, restart to serving.
@@ -151,6 +198,12 @@ groups = [
     ("1 GiB GET, body discarded (MB/s)", "null", ["ferry-lib", "ferry-lib-ahc", "curl", "ahc", "urlsession"], "curl"),
     ("2,000 x 1 KiB GETs, sequential (req/s)", "seq", ["ferry-lib", "ferry-lib-ahc", "curl", "ahc", "urlsession"], "curl"),
     ("2,000 x 1 KiB GETs, 16 in flight (req/s)", "par", ["ferry-lib", "ferry-lib-ahc", "curl", "ahc", "urlsession"], "curl"),
+    ("https: 1 GiB GET to tmpfs (MB/s)", "tmpfs", ["ferry-cli", "curl", "curl-h1"], "curl-h1"),
+    ("https: 1 GiB GET to disk (MB/s)", "tlsdisk", ["ferry-cli", "ferryd", "curl", "curl-h1"], "curl-h1"),
+    ("https: 1 GiB GET, body discarded (MB/s)", "tlsnull", ["ferry-lib", "curl", "curl-h1"], "curl-h1"),
+    ("https: 1 GiB GET over 8 connections to disk (MB/s)", "tlsx8", ["ferry-cli", "aria2"], "aria2"),
+    ("https: 2,000 x 1 KiB GETs, sequential (req/s)", "tlsseq", ["ferry-lib", "curl", "curl-h1"], "curl"),
+    ("https: 2,000 x 1 KiB GETs, 16 in flight (req/s)", "tlspar", ["ferry-lib", "curl", "curl-h1"], "curl"),
 ]
 print(f"\nmedians of {rounds} interleaved rounds; nginx on 127.0.0.1\n")
 print("| work | program | median | min–max | CPU s | peak RSS MB | vs " + "reference |")
@@ -164,5 +217,7 @@ lib = load("disk.ferry-lib")[0]; daemon = load("disk.ferryd")[0]
 print(f"| 1 GiB through ferryd vs in-process | ferryd | {daemon:,.0f} | | | | {daemon/lib:.2f}× ferry-lib |")
 durable = load("disk.dd-durable")[0]
 print(f"| 1 GiB through ferryd vs the disk's durable rate | ferryd | {daemon:,.0f} | | | | {daemon/durable:.2f}× dd conv=fdatasync |")
+tlsdaemon = load("tlsdisk.ferryd")[0]
+print(f"| https: 1 GiB through ferryd vs the disk's durable rate | ferryd | {tlsdaemon:,.0f} | | | | {tlsdaemon/durable:.2f}× dd conv=fdatasync |")
 print(f"| 10,000 background tasks | ferryd | submitted at {submit:,.0f}/s one a request, {batch:,.0f}/s in batches | RSS {rss/1024:.0f} MB | restart to serving {restart} ms | | |")
 PY

@@ -19,10 +19,11 @@ extension SessionTask {
     {
         var request = request
         let path = resumeData?.partialFilePath ?? destination?.writePath ?? reserveFilePath()
-        locked.withLock { $0.filePath = path }
-        // One writer per part file, held until the file is in place.
+        // One writer per part file, held until the file is in place. Taken before the path is this
+        // task's to clean up: a download refused here must not remove the holder's part file.
         let lock = try destination.flatMap { $0.isSpecial ? nil : try PartFileLock.acquire(path) }
         defer { lock?.release() }
+        locked.withLock { $0.filePath = path }
         if let destination, destination.isSpecial {
             request.connections = 1
         } else if resumeData == nil, destination != nil {

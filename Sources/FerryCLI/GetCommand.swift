@@ -54,13 +54,16 @@ struct GetCommand: AsyncParsableCommand {
     var checksum: String?
 
     @Option(
-        name: [.customShort("x"), .long],
+        name: [.customShort("x"), .customLong("connections")],
         help: ArgumentHelp(
             "Connections per download (1-32): a large file is fetched in segments over several at once.",
             valueName: "n"
         )
     )
-    var connections = 1
+    var connectionCount = "1"
+
+    /// `-x`'s number (checked in ``validate()``).
+    var connections: Int { Int(connectionCount) ?? 1 }
 
     @Flag(name: .long, help: "Hand the downloads to ferryd and return at once, printing task ids.")
     var background = false
@@ -84,7 +87,15 @@ struct GetCommand: AsyncParsableCommand {
         if output != nil, urls.count > 1 { throw ValidationError("-o takes one URL; use --dir for several") }
         if output != nil, dir != nil || remoteName { throw ValidationError("-o cannot be combined with -O or --dir") }
         guard retry >= 0 else { throw ValidationError("--retry must be 0 or more") }
-        guard (1...Request.maximumConnections).contains(connections) else {
+        guard let count = Int(connectionCount) else {
+            if connectionCount.contains("://") || connectionCount.contains(":") {
+                throw ValidationError(
+                    "-x is a number of connections (1-\(Request.maximumConnections)), as with aria2c, not a proxy; give a proxy with --proxy \(connectionCount)"
+                )
+            }
+            throw ValidationError("-x/--connections takes a number from 1 to \(Request.maximumConnections), not '\(connectionCount)'")
+        }
+        guard (1...Request.maximumConnections).contains(count) else {
             throw ValidationError("--connections takes 1 to \(Request.maximumConnections)")
         }
         if let checksum, ContentDigest(checksum) == nil {

@@ -74,6 +74,27 @@ struct TransferOptions: ParsableArguments {
     )
     var connectTimeout: Double?
 
+    @Option(
+        name: .customLong("proxy"),
+        help: ArgumentHelp(
+            "Use this proxy for every URL (instead of http_proxy, https_proxy, all_proxy).",
+            valueName: "[http|socks5|socks5h]://[user:password@]host[:port]"
+        )
+    )
+    var proxy: String?
+
+    @Option(name: .customLong("proxy-user"), help: ArgumentHelp("The proxy's user name and password.", valueName: "user:password"))
+    var proxyUser: String?
+
+    @Option(
+        name: .customLong("noproxy"),
+        help: ArgumentHelp(
+            "Hosts reached directly, comma-separated (names and their subdomains, *, CIDR, host:port); overrides no_proxy.",
+            valueName: "list"
+        )
+    )
+    var noProxy: String?
+
     @Flag(
         name: [.customShort("v"), .customLong("verbose")],
         help: "Show connections, TLS, and request and response heads on stderr."
@@ -98,6 +119,9 @@ struct TransferOptions: ParsableArguments {
         if http2 { given.append("--http2") }
         if !resolve.isEmpty { given.append("--resolve") }
         if connectTimeout != nil { given.append("--connect-timeout") }
+        if proxy != nil { given.append("--proxy") }
+        if proxyUser != nil { given.append("--proxy-user") }
+        if noProxy != nil { given.append("--noproxy") }
         if verbose { given.append("-v") }
         return given
     }
@@ -158,7 +182,39 @@ struct TransferOptions: ParsableArguments {
             }
             options.connectTimeout = connectTimeout
         }
+        options.proxies = try proxies(ProcessInfo.processInfo.environment)
         return options
+    }
+
+    /// The proxies: --proxy (with --proxy-user) over the environment's, --noproxy over no_proxy.
+    func proxies(_ environment: [String: String]) throws -> ProxySettings {
+        var settings: ProxySettings
+        do {
+            if let proxy {
+                settings = ProxySettings(all: try ProxyServer(url: proxy))
+                if let list = environment["no_proxy"] ?? environment["NO_PROXY"] {
+                    settings.bypass = ProxySettings.parseList(list)
+                }
+            } else {
+                settings = try ProxySettings.fromEnvironment(environment)
+            }
+        } catch let error as FerryError {
+            throw CLIFailure((proxy == nil ? "" : "--proxy: ") + error.message, status: .usage)
+        }
+        if let noProxy { settings.bypass = ProxySettings.parseList(noProxy) }
+        if let proxyUser {
+            guard settings.http != nil || settings.https != nil else {
+                throw CLIFailure("--proxy-user needs a proxy (--proxy, or http_proxy and the like)", status: .usage)
+            }
+            let parts = proxyUser.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
+            let user = String(parts[0])
+            let password = parts.count > 1 ? String(parts[1]) : ""
+            settings.http?.username = user
+            settings.http?.password = password
+            settings.https?.username = user
+            settings.https?.password = password
+        }
+        return settings
     }
 
     /// A transport for this command's transfers, allowing `connectionsPerHost` connections to one

@@ -82,28 +82,60 @@ public struct SessionConfiguration: Sendable, Hashable, Codable {
         }
     }
 
-    /// An explicit proxy; when nil, the usual environment variables (`http_proxy`, `https_proxy`,
-    /// `all_proxy`, `no_proxy`) apply.
+    /// An explicit proxy for every request of the session (except those its ``bypass`` list names);
+    /// when nil, the environment's (`http_proxy`, `https_proxy`, `all_proxy`, `no_proxy`, as curl
+    /// reads them).
     public struct Proxy: Sendable, Hashable, Codable {
         /// The proxy protocol.
         public enum Kind: String, Sendable, Hashable, Codable {
             /// An HTTP proxy (CONNECT for https).
             case http
-            /// A SOCKS5 proxy.
+            /// A SOCKS5 proxy; host names resolved here.
             case socks5
+            /// A SOCKS5 proxy that resolves host names itself.
+            case socks5h
         }
 
+        /// The protocol.
         public var kind: Kind
+        /// The proxy's host.
         public var host: String
+        /// The proxy's port.
         public var port: Int
         /// Hosts reached directly, as in `no_proxy`.
         public var bypass: [String]
+        /// Credentials: Basic for an HTTP proxy, RFC 1929 for SOCKS5.
+        public var username: String?
+        /// See ``username``.
+        public var password: String?
 
-        public init(kind: Kind, host: String, port: Int, bypass: [String] = []) {
+        /// A proxy.
+        public init(
+            kind: Kind,
+            host: String,
+            port: Int,
+            bypass: [String] = [],
+            username: String? = nil,
+            password: String? = nil
+        ) {
             self.kind = kind
             self.host = host
             self.port = port
             self.bypass = bypass
+            self.username = username
+            self.password = password
+        }
+
+        /// The routing this proxy means: every scheme through it, but for ``bypass``.
+        public var settings: ProxySettings {
+            let server = ProxyServer(
+                kind: ProxyServer.Kind(rawValue: kind.rawValue) ?? .http,
+                host: host,
+                port: port,
+                username: username,
+                password: password
+            )
+            return ProxySettings(all: server, bypass: bypass)
         }
     }
 

@@ -23,10 +23,11 @@ public final class HTTP1Transport: HTTPTransport {
     private let group: any EventLoopGroup
     private let pool: HTTP1ConnectionPool
     private let tls: Result<TLSClient, FerryError>
+    private let proxies: Result<ProxySettings, FerryError>
 
-    /// Creates a transport with its own connections (on SwiftNIO's shared event loops). TLS settings
-    /// that cannot be used (a CA or identity that is not PEM) fail each https request; ``checkTLS()``
-    /// reports them at once.
+    /// Creates a transport with its own connections (on SwiftNIO's shared event loops). Settings that
+    /// cannot be used (a CA or identity that is not PEM, a proxy variable that is not a URL) fail each
+    /// request they concern; ``checkSettings()`` reports them at once.
     public init(options: TransportOptions = .init()) {
         self.options = options
         self.group = MultiThreadedEventLoopGroup.singleton
@@ -36,17 +37,29 @@ public final class HTTP1Transport: HTTPTransport {
         } catch {
             tls = .failure(error as? FerryError ?? FerryError(.secureConnectionFailed, "cannot set up TLS: \(error)"))
         }
+        if let explicit = options.proxies {
+            proxies = .success(explicit)
+        } else {
+            do {
+                proxies = .success(try ProxySettings.fromEnvironment(ProcessInfo.processInfo.environment))
+            } catch {
+                proxies = .failure(error as? FerryError ?? FerryError(.badURL, "\(error)"))
+            }
+        }
     }
 
-    /// Throws what is wrong with the TLS settings, if anything.
-    public func checkTLS() throws {
+    /// Throws what is wrong with the TLS or proxy settings, if anything.
+    public func checkSettings() throws {
         _ = try tls.get()
+        _ = try proxies.get()
     }
 
     public var enforcesDeadlineOverBody: Bool { true }
 
     public func send(_ request: TransportRequest, deadline: NIODeadline) async throws -> TransportResponse {
         let target = try HTTP1Target(request.url)
+        let proxy = try proxies.get().proxy(for: request.url)
+        let route = HTTP1Route(target: target, proxy: proxy)
         // A request goes out again on a new connection only when a reused one turned out to be closed
         // before a byte of the answer came back, and only if its body can be sent again.
         let replayable: Bool
@@ -58,16 +71,17 @@ public final class HTTP1Transport: HTTPTransport {
             let reused: Bool
             let connection: HTTP1Connection
             var timing = TransportTiming()
-            if let idle = pool.take(origin: target.origin) {
+            if let idle = pool.take(origin: route.key) {
                 connection = idle
                 reused = true
             } else {
-                connection = try await connect(to: target, deadline: deadline)
+                connection = try await connect(route, deadline: deadline)
                 reused = false
             }
             connection.describe(into: &timing, reused: reused)
+            timing.proxy = proxy?.description
             do {
-                return try await exchange(request, target: target, on: connection, timing: timing, deadline: deadline)
+                return try await exchange(request, route: route, on: connection, timing: timing, deadline: deadline)
             } catch HTTP1ConnectionError.closedBeforeResponse {
                 if reused && replayable { continue }
                 throw FerryError(
@@ -95,11 +109,11 @@ public final class HTTP1Transport: HTTPTransport {
 
     // MARK: Connections
 
-    private func connect(to target: HTTP1Target, deadline: NIODeadline) async throws -> HTTP1Connection {
-        let made = NIOLockedValueBox<HTTP1Connection?>(nil)
+    private func connect(_ route: HTTP1Route, deadline: NIODeadline) async throws -> HTTP1Connection {
+        let target = route.target
         let pool = self.pool
         let idle = TimeAmount.milliseconds(Int64(options.idleTimeout * 1000))
-        let origin = target.origin
+        let key = route.key
         var connectTimeout = options.connectTimeout.map { TimeAmount.milliseconds(Int64($0 * 1000)) } ?? idle
         if deadline < .distantFuture {
             // (distantFuture minus now does not fit a TimeAmount.)
@@ -111,7 +125,33 @@ public final class HTTP1Transport: HTTPTransport {
         let loop = group.next()
         let handshake = tls == nil ? nil : loop.makePromise(of: TLSHandshakeHandler.Outcome.self)
         let host = target.host
+        let tunnel = try await tunnelHandshake(route)
+        let tunnelOpen = tunnel == nil ? nil : loop.makePromise(of: Void.self)
         let started = Date()
+        // The connection's handlers: at once for a direct connection, after the tunnel for a proxy's.
+        let install: @Sendable (any Channel) throws -> HTTP1Connection = { channel in
+            let operations = channel.pipeline.syncOperations
+            if let tls, let handshake {
+                try operations.addHandler(try tls.handler(host: host, report: report))
+                try operations.addHandler(TLSHandshakeHandler(promise: handshake))
+            }
+            let handler = HTTP1ConnectionHandler(idleTimeout: idle)
+            try operations.addHTTPClientHandlers()
+            try operations.addHandler(handler)
+            let connection = HTTP1Connection(
+                channel: channel,
+                handler: NIOLoopBound(handler, eventLoop: channel.eventLoop),
+                origin: key
+            )
+            handler.onOutcome = { outcome in
+                switch outcome {
+                case .reusable: pool.offer(connection)
+                case .closed: pool.closed(connection)
+                }
+            }
+            return connection
+        }
+        let made = NIOLockedValueBox<HTTP1Connection?>(nil)
         let bootstrap = ClientBootstrap(group: loop)
             .connectTimeout(connectTimeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -130,40 +170,36 @@ public final class HTTP1Transport: HTTPTransport {
             )
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    let operations = channel.pipeline.syncOperations
-                    if let tls, let handshake {
-                        try operations.addHandler(try tls.handler(host: host, report: report))
-                        try operations.addHandler(TLSHandshakeHandler(promise: handshake))
+                    if let tunnel, let tunnelOpen {
+                        try channel.pipeline.syncOperations.addHandler(
+                            ProxyTunnelHandler(handshake: tunnel, promise: tunnelOpen)
+                        )
+                    } else {
+                        made.withLockedValue { $0 = nil }
+                        let connection = try install(channel)
+                        made.withLockedValue { $0 = connection }
                     }
-                    let handler = HTTP1ConnectionHandler(idleTimeout: idle)
-                    try operations.addHTTPClientHandlers()
-                    try operations.addHandler(handler)
-                    let connection = HTTP1Connection(
-                        channel: channel,
-                        handler: NIOLoopBound(handler, eventLoop: channel.eventLoop),
-                        origin: origin
-                    )
-                    handler.onOutcome = { outcome in
-                        switch outcome {
-                        case .reusable: pool.offer(connection)
-                        case .closed: pool.closed(connection)
-                        }
-                    }
-                    made.withLockedValue { $0 = connection }
                 }
             }
+        let (connectHost, connectPort) = route.proxy.map { (options.address(host: $0.host, port: $0.port), $0.port) }
+            ?? (options.address(host: target.host, port: target.port), target.port)
         let channel: any Channel
         do {
-            channel = try await bootstrap.connect(host: options.address(host: target.host, port: target.port), port: target.port).get()
+            channel = try await bootstrap.connect(host: connectHost, port: connectPort).get()
         } catch ChannelError.connectTimeout {
             handshake?.fail(ChannelError.ioOnClosedChannel)
-            throw FerryError(.timedOut, "connecting to \(target.host) took too long", failingURL: target.url)
+            tunnelOpen?.fail(ChannelError.ioOnClosedChannel)
+            throw FerryError(
+                .timedOut,
+                "connecting to \(route.proxy.map { "the proxy \($0)" } ?? target.host) took too long",
+                failingURL: target.url
+            )
         } catch {
             handshake?.fail(error)
-            throw TransportErrors.ferryError(for: error, url: target.url)
-        }
-        guard let connection = made.withLockedValue({ $0 }) else {
-            throw FerryError(.cannotConnectToHost, "the connection could not be set up", failingURL: target.url)
+            tunnelOpen?.fail(error)
+            var failure = TransportErrors.ferryError(for: error, url: target.url)
+            if let proxy = route.proxy { failure.message = "the proxy \(proxy): " + failure.message }
+            throw failure
         }
         var details = HTTP1Connection.Details(
             connectStart: started,
@@ -171,8 +207,36 @@ public final class HTTP1Transport: HTTPTransport {
             remoteAddress: Self.describe(channel.remoteAddress),
             localAddress: Self.describe(channel.localAddress)
         )
+        if let tunnelOpen, let proxy = route.proxy {
+            let timeout = channel.eventLoop.scheduleTask(in: connectTimeout) {
+                tunnelOpen.fail(FerryError(.timedOut, "the proxy \(proxy) took too long to open the tunnel"))
+                channel.close(promise: nil)
+            }
+            do {
+                try await tunnelOpen.futureResult.get()
+                timeout.cancel()
+                // The real handlers go after the tunnel's, which then leaves (passing on early bytes).
+                let connection = try await channel.eventLoop.submit {
+                    let connection = try install(channel)
+                    let tunnelHandler = try channel.pipeline.syncOperations.handler(type: ProxyTunnelHandler.self)
+                    channel.pipeline.syncOperations.removeHandler(tunnelHandler, promise: nil)
+                    return connection
+                }.get()
+                made.withLockedValue { $0 = connection }
+            } catch {
+                timeout.cancel()
+                handshake?.fail(error)
+                channel.close(promise: nil)
+                var failure = TransportErrors.ferryError(for: error, url: target.url)
+                failure.failingURL = failure.failingURL ?? target.url
+                throw failure
+            }
+        }
+        guard let connection = made.withLockedValue({ $0 }) else {
+            throw FerryError(.cannotConnectToHost, "the connection could not be set up", failingURL: target.url)
+        }
         if let handshake, let tls {
-            details.secureConnectionStart = details.connectEnd
+            details.secureConnectionStart = Date()
             let timeout = channel.eventLoop.scheduleTask(in: connectTimeout) {
                 handshake.fail(FerryError(.timedOut, "the TLS handshake with \(host) took too long"))
                 channel.close(promise: nil)
@@ -191,6 +255,63 @@ public final class HTTP1Transport: HTTPTransport {
         connection.details = details
         try pool.opened(connection)
         return connection
+    }
+
+    /// The tunnel a route needs: CONNECT through an HTTP proxy for https, SOCKS5 for anything; nil for a
+    /// direct connection or plain http through an HTTP proxy (absolute-form requests). For `socks5`
+    /// (not `socks5h`) the name is resolved here, on a thread of the pool.
+    private func tunnelHandshake(_ route: HTTP1Route) async throws -> ProxyHandshake? {
+        guard let proxy = route.proxy else { return nil }
+        let target = route.target
+        switch proxy.kind {
+        case .http:
+            guard target.secure else { return nil }
+            return ProxyHandshake(
+                kind: .httpConnect(proxyAuthorization: route.proxyAuthorization),
+                destination: .name(target.host),
+                port: target.port,
+                proxyName: "the proxy \(proxy)"
+            )
+        case .socks5h:
+            return ProxyHandshake(
+                kind: .socks5(username: proxy.username, password: proxy.password),
+                destination: .name(target.host),
+                port: target.port,
+                proxyName: "the SOCKS proxy \(proxy)"
+            )
+        case .socks5:
+            let name = options.address(host: target.host, port: target.port)
+            let address = try await Self.resolve(name, port: target.port, url: target.url)
+            return ProxyHandshake(
+                kind: .socks5(username: proxy.username, password: proxy.password),
+                destination: .address(address),
+                port: target.port,
+                proxyName: "the SOCKS proxy \(proxy)"
+            )
+        }
+    }
+
+    /// The first address of `host` (IPv4 preferred), as bytes.
+    private static func resolve(_ host: String, port: Int, url: String) async throws -> [UInt8] {
+        if let address = try? SocketAddress(ipAddress: host, port: port) { return Self.bytes(of: address) }
+        let addresses = try await NIOThreadPool.singleton.runIfActive {
+            try? SocketAddress.makeAddressResolvingHost(host, port: port)
+        }
+        guard let address = addresses else {
+            throw FerryError(.cannotFindHost, "cannot find the host \(host) (resolved here for a socks5:// proxy; socks5h:// lets the proxy resolve it)", failingURL: url)
+        }
+        return Self.bytes(of: address)
+    }
+
+    private static func bytes(of address: SocketAddress) -> [UInt8] {
+        switch address {
+        case .v4(let v4):
+            return withUnsafeBytes(of: v4.address.sin_addr) { Array($0) }
+        case .v6(let v6):
+            return withUnsafeBytes(of: v6.address.sin6_addr) { Array($0) }
+        default:
+            return []
+        }
     }
 
     /// A failed handshake as a ``FerryError`` in plain words: the verification's verdict, a version
@@ -243,7 +364,7 @@ public final class HTTP1Transport: HTTPTransport {
 
     private func exchange(
         _ request: TransportRequest,
-        target: HTTP1Target,
+        route: HTTP1Route,
         on connection: HTTP1Connection,
         timing: TransportTiming,
         deadline: NIODeadline
@@ -260,7 +381,7 @@ public final class HTTP1Transport: HTTPTransport {
             delegate: BodyDemand(handler: handler, shared: shared, id: id)
         )
         let headPromise = loop.makePromise(of: HTTPResponseHead.self)
-        let (head, keepAlive) = Self.requestHead(request, target: target)
+        let (head, keepAlive) = Self.requestHead(request, route: route)
         let body = request.body
         let source = made.source
         loop.execute {
@@ -379,8 +500,10 @@ public final class HTTP1Transport: HTTPTransport {
         }
     }
 
-    /// The request head: the caller's fields plus Host and the body's framing.
-    static func requestHead(_ request: TransportRequest, target: HTTP1Target) -> (HTTPRequestHead, keepAlive: Bool) {
+    /// The request head: the caller's fields plus Host and the body's framing; through an HTTP proxy
+    /// without a tunnel, the absolute URL as target and the proxy's credentials.
+    static func requestHead(_ request: TransportRequest, route: HTTP1Route) -> (HTTPRequestHead, keepAlive: Bool) {
+        let target = route.target
         var headers = HTTPHeaders()
         var keepAlive = true
         var hasHost = false
@@ -406,13 +529,42 @@ public final class HTTP1Transport: HTTPTransport {
         case .stream(nil, _):
             headers.add(name: "Transfer-Encoding", value: "chunked")
         }
+        var uri = target.requestTarget
+        if route.usesAbsoluteForm {
+            uri = "http://\(target.hostHeader)\(target.requestTarget)"
+            if let authorization = route.proxyAuthorization {
+                headers.replaceOrAdd(name: "Proxy-Authorization", value: authorization)
+            }
+        }
         let head = HTTPRequestHead(
             version: .http1_1,
             method: HTTPMethod(rawValue: request.method),
-            uri: target.requestTarget,
+            uri: uri,
             headers: headers
         )
         return (head, keepAlive)
+    }
+}
+
+/// A target and the proxy, if any, on the way: the pool's key covers both (a connection through a
+/// proxy is never reused for a direct request, nor with other proxy credentials).
+struct HTTP1Route: Sendable {
+    let target: HTTP1Target
+    let proxy: ProxyServer?
+
+    /// Plain http through an HTTP proxy: the request names the absolute URL, no tunnel.
+    var usesAbsoluteForm: Bool { proxy?.kind == .http && !target.secure }
+
+    /// `Basic …` for an HTTP proxy with credentials.
+    var proxyAuthorization: String? {
+        guard let proxy, proxy.kind == .http, let user = proxy.username else { return nil }
+        let pair = "\(user):\(proxy.password ?? "")"
+        return "Basic " + Data(pair.utf8).base64EncodedString()
+    }
+
+    var key: String {
+        guard let proxy else { return target.origin }
+        return target.origin + " via " + proxy.description + (proxy.username.map { " as " + $0 + ":" + (proxy.password ?? "") } ?? "")
     }
 }
 

@@ -22,7 +22,7 @@ public final class StandardTransport: HTTPTransport {
         preference = options.httpVersion
         let useNative = nativeHTTP1
         native = useNative ? HTTP1Transport(options: options) : nil
-        try native?.checkTLS()
+        try native?.checkSettings()
         fallback = !useNative || options.httpVersion == .http2 ? try AsyncHTTPClientTransport(options: options) : nil
     }
 

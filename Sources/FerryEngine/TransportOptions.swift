@@ -16,6 +16,9 @@ public struct TransportOptions: Sendable {
     public var tls = TLSSettings()
     /// HTTP/1.1 only, HTTP/2, or whatever ALPN picks.
     public var httpVersion: SessionConfiguration.HTTPVersionPreference = .automatic
+    /// Which requests go through which proxy; nil (the default): the process environment's, read when
+    /// the transport is made (``StandardTransport`` refuses a malformed one).
+    public var proxies: ProxySettings?
     /// Fixed addresses for `host:port` pairs, as curl's `--resolve HOST:PORT:ADDR` (the name is still
     /// sent in Host and SNI and checked against the certificate).
     public var resolve: [String: String] = [:]
@@ -37,6 +40,7 @@ public struct TransportOptions: Sendable {
         maximumTLSVersion = configuration.tlsMaximumSupportedProtocolVersion
         tls = configuration.tls
         httpVersion = configuration.httpVersionPreference
+        proxies = configuration.proxy?.settings
     }
 
     /// The address to connect to for `host` and `port`: a `resolve` entry, or the host itself.

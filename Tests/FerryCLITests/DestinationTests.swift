@@ -79,17 +79,24 @@ import Glibc
             defer { try? FileManager.default.removeItem(atPath: directory) }
             let cli = CLIRunner(directory: directory)
             let size = 2_000_000
-            // The first is slow; the second starts while it runs, for other bytes (seed 1).
-            let first = try cli.start(["get", server.url("/bytes/\(size)?throttle=1000000"), "-o", "same.bin", "-q"])
+            // The first stalls after 1 MB (its first try only), holding its part file; the second starts
+            // meanwhile, for other bytes (seed 1), and must not write into it.
+            let slow = server.url("/bytes/\(size)?stall_after=1000000&stall_ms=60000&only_first=1&key=same")
+            let first = try cli.start(["get", slow, "-o", "same.bin", "-q"])
             try await waitUntil("the first download has its part file") {
                 FileManager.default.fileExists(atPath: directory + "/same.bin.ferry-part")
             }
             let second = try await cli.run(["get", server.url("/bytes/\(size)?seed=1"), "-o", "same.bin", "-q"])
-            let firstRun = try await cli.finish(first.0, first.1, first.2)
-            #expect(firstRun.status == 0, "\(firstRun.stderr)")
             #expect(second.status == 4, "\(second.stderr)")
             #expect(second.stderr.contains("another download is writing"), "\(second.stderr)")
             #expect(second.stderr.contains("ferry"), "the holder is named: \(second.stderr)")
+            kill(first.0.processIdentifier, SIGINT)
+            let firstRun = try await cli.finish(first.0, first.1, first.2)
+            #expect(firstRun.status == 130, "\(firstRun.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: directory + "/same.bin"))
+            // The first's part file is its own: continued, it ends as exactly its resource.
+            let resumed = try await cli.run(["get", slow, "-o", "same.bin", "-q", "-C"])
+            #expect(resumed.status == 0, "\(resumed.stderr)")
             #expect(try fileSHA256(directory + "/same.bin") == bytesSHA256(size))
         }
     }

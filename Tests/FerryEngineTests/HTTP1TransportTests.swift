@@ -252,9 +252,10 @@ import Testing
                 headers: headers,
                 body: .bytes(ByteBuffer(bytes: [1, 2]))
             ),
-            target: try HTTP1Target(URL(string: "http://h/x")!)
+            route: HTTP1Route(target: try HTTP1Target(URL(string: "http://h/x")!), proxy: nil)
         )
         #expect(!keepAlive)
+        #expect(head.uri == "/x")
         #expect(head.headers["Content-Length"] == ["2"])
         #expect(head.headers["Host"] == ["h"])
         let (chunked, _) = HTTP1Transport.requestHead(
@@ -264,8 +265,21 @@ import Testing
                 headers: Headers(),
                 body: .stream(length: nil, TransportBodyStream([ByteBuffer]().async))
             ),
-            target: try HTTP1Target(URL(string: "http://h/x")!)
+            route: HTTP1Route(target: try HTTP1Target(URL(string: "http://h/x")!), proxy: nil)
         )
         #expect(chunked.headers["Transfer-Encoding"] == ["chunked"])
+
+        // Through an HTTP proxy: the absolute URL, and the proxy's Basic credentials.
+        let proxy = ProxyServer(kind: .http, host: "p", port: 3128, username: "u", password: "pw")
+        let (proxied, _) = HTTP1Transport.requestHead(
+            TransportRequest(method: "GET", url: URL(string: "http://h:8080/x?y=1")!, headers: Headers()),
+            route: HTTP1Route(target: try HTTP1Target(URL(string: "http://h:8080/x?y=1")!), proxy: proxy)
+        )
+        #expect(proxied.uri == "http://h:8080/x?y=1")
+        #expect(proxied.headers["Proxy-Authorization"] == ["Basic dTpwdw=="])
+        // A tunnel (https) or SOCKS: the origin form, no proxy credentials in the request.
+        let tunnelled = HTTP1Route(target: try HTTP1Target(URL(string: "https://h/x")!), proxy: proxy)
+        #expect(!tunnelled.usesAbsoluteForm)
+        #expect(tunnelled.key != HTTP1Route(target: try HTTP1Target(URL(string: "https://h/x")!), proxy: nil).key)
     }
 }

@@ -170,7 +170,7 @@ import Testing
                 $0.tls.clientCertificatePEM = client.chainPEM
                 $0.tls.clientPrivateKeyPEM = "not a key"
             })
-            #expect(throws: FerryError.self) { try broken.checkTLS() }
+            #expect(throws: FerryError.self) { try broken.checkSettings() }
         }
     }
 }

@@ -60,8 +60,12 @@ import Glibc
             let directory = try temporaryDirectory()
             defer { try? FileManager.default.removeItem(at: directory) }
             let target = directory.appendingPathComponent("same.bin")
+            // The first stalls after 1 MB, holding its part file while the second tries.
             let slow = Task {
-                try await session.download(for: request(server.url("/bytes/2000000?seed=6&throttle=1000000")), to: target)
+                try await session.download(
+                    for: request(server.url("/bytes/2000000?seed=6&stall_after=1000000&stall_ms=2500")),
+                    to: target
+                )
             }
             try await eventually("the first download has its part file") {
                 FileManager.default.fileExists(atPath: target.path + ".ferry-part")

@@ -1,0 +1,110 @@
+import FerryCore
+import FerryTestServer
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Real proxies for the tests, started on 127.0.0.1 with a free port: tinyproxy (HTTP, CONNECT, Basic
+/// authentication) and microsocks (SOCKS5 with a user name and password). `.ci/run` installs both; a
+/// test without them is skipped with the reason.
+struct ProxyPeer {
+    let process: ChildProcess
+    let port: Int
+    let log: String
+
+    /// Why the peers cannot run here, or nil.
+    static var unavailable: String? {
+        for (tool, package) in [("/usr/bin/tinyproxy", "tinyproxy"), ("/usr/bin/microsocks", "microsocks")]
+        where !FileManager.default.isExecutableFile(atPath: tool) {
+            return "\(tool) is missing (apt-get install \(package); .ci/run installs it)"
+        }
+        return nil
+    }
+
+    /// tinyproxy; with `basicAuth` it answers 407 to requests without those credentials.
+    static func tinyproxy(in directory: String, basicAuth: (String, String)? = nil) async throws -> ProxyPeer {
+        let port = try freePort()
+        let log = directory + "/tinyproxy-\(port).log"
+        var config = """
+            Port \(port)
+            Listen 127.0.0.1
+            Timeout 60
+            LogFile "\(log)"
+            LogLevel Info
+            MaxClients 50
+            Allow 127.0.0.1
+
+            """
+        if let (user, password) = basicAuth { config += "BasicAuth \(user) \(password)\n" }
+        let path = directory + "/tinyproxy-\(port).conf"
+        try config.write(toFile: path, atomically: true, encoding: .utf8)
+        let process = try ChildProcess.spawn("/usr/bin/tinyproxy", arguments: ["-d", "-c", path], output: .discarded)
+        try await waitForListener(port, process)
+        return ProxyPeer(process: process, port: port, log: log)
+    }
+
+    /// microsocks requiring `user`:`password`.
+    static func microsocks(in directory: String, user: String, password: String) async throws -> ProxyPeer {
+        let port = try freePort()
+        let log = directory + "/microsocks-\(port).log"
+        let process = try ChildProcess.spawn(
+            "/usr/bin/microsocks",
+            arguments: ["-i", "127.0.0.1", "-p", String(port), "-u", user, "-P", password],
+            output: .file(log)
+        )
+        try await waitForListener(port, process)
+        return ProxyPeer(process: process, port: port, log: log)
+    }
+
+    /// Lines of the proxy's log that record a request it forwarded (tinyproxy: a request line or a
+    /// CONNECT).
+    func forwardedRequests() -> Int {
+        let text = String(decoding: (try? Data(contentsOf: URL(fileURLWithPath: log))) ?? Data(), as: UTF8.self)
+        return text.split(separator: "\n").filter { $0.contains("Request (file descriptor") }.count
+    }
+
+    /// SIGKILL: tinyproxy in the foreground does not end on SIGTERM.
+    func stop() {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    private static func freePort() throws -> Int {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
+                bind(descriptor, socketAddress, length) == 0 && getsockname(descriptor, socketAddress, &length) == 0
+            }
+        }
+        guard bound else { throw FerryError(.cannotConnectToHost, "no free port on 127.0.0.1") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    private static func waitForListener(_ port: Int, _ process: ChildProcess) async throws {
+        for _ in 0..<500 {
+            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            address.sin_port = in_port_t(UInt16(port).bigEndian)
+            let connected = withUnsafePointer(to: &address) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+                }
+            }
+            close(descriptor)
+            if connected { return }
+            guard process.isRunning else { throw FerryError(.cannotConnectToHost, "the proxy on port \(port) exited") }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        throw FerryError(.timedOut, "the proxy on port \(port) never listened")
+    }
+}
