@@ -476,6 +476,10 @@ public final class Session: Sendable {
         if configuration.isDiscretionary { creation.discretionary = true }
         creation.resourceTimeout = configuration.timeoutIntervalForResource
         do {
+            // How ferryd connects for this task: this session's TLS settings and proxy (explicit, or this
+            // process's environment), never ferryd's own environment.
+            creation.connection = try TransportOptions(configuration)
+                .connectionSettings(environment: ProcessInfo.processInfo.environment)
             let info = try background.create(creation)
             let task = make(info.taskIdentifier, nil)
             task.locked.withLock { $0.taskDescription = info.taskDescription }

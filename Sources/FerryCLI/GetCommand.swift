@@ -110,8 +110,8 @@ struct GetCommand: AsyncParsableCommand {
                 throw ValidationError("ferryd retries network errors itself; --retry is for foreground downloads")
             }
             if transfer.limitRate != nil { throw ValidationError("--limit-rate is for foreground downloads") }
-            if let flag = transfer.connectionFlags.first {
-                throw ValidationError("\(flag) is for foreground downloads (ferryd does not take it yet)")
+            if transfer.verbose {
+                throw ValidationError("-v is for foreground downloads; follow a background one with ferry watch")
             }
         } else if onComplete != nil {
             throw ValidationError("--on-complete needs --background")
@@ -192,6 +192,8 @@ struct GetCommand: AsyncParsableCommand {
         if let onComplete {
             try CLI.perform(client, "PUT", "\(path)/launch", body: ControlAPI.LaunchRegistration(command: onComplete))
         }
+        // The connection settings travel with each task: its CA's contents, this shell's proxy.
+        let connection = try transfer.connectionSettings()
         let creations = urls.map { url -> ControlAPI.TaskCreation in
             let destination: String
             switch target(for: url) {
@@ -207,7 +209,8 @@ struct GetCommand: AsyncParsableCommand {
                 request: request,
                 taskDescription: destination,
                 destination: destination,
-                destinationMode: Self.fileMode
+                destinationMode: Self.fileMode,
+                connection: connection
             )
         }
         var created: [BackgroundTaskInfo] = []

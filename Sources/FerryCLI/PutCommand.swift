@@ -69,8 +69,8 @@ struct PutCommand: AsyncParsableCommand {
         if background, transfer.limitRate != nil {
             throw ValidationError("--limit-rate is for foreground uploads")
         }
-        if background, let flag = transfer.connectionFlags.first {
-            throw ValidationError("\(flag) is for foreground uploads (ferryd does not take it yet)")
+        if background, transfer.verbose {
+            throw ValidationError("-v is for foreground uploads; follow a background one with ferry watch")
         }
     }
 
@@ -125,7 +125,13 @@ struct PutCommand: AsyncParsableCommand {
             client,
             "POST",
             "\(CLI.sessionPath(session.session))/tasks",
-            body: ControlAPI.TaskCreation(kind: .upload, request: request, uploadFile: file, taskDescription: file)
+            body: ControlAPI.TaskCreation(
+                kind: .upload,
+                request: request,
+                uploadFile: file,
+                taskDescription: file,
+                connection: try transfer.connectionSettings()
+            )
         )
         if outputOptions.json { CLI.printJSON(info) } else { Console.out("\(info.taskIdentifier)\n") }
     }

@@ -104,28 +104,6 @@ struct TransferOptions: ParsableArguments {
     @Flag(name: [.short, .long], help: "No progress and no notes; errors only.")
     var quiet = false
 
-    /// The connection flags given (for commands that cannot pass them on yet).
-    var connectionFlags: [String] {
-        var given: [String] = []
-        if cacert != nil { given.append("--cacert") }
-        if insecure { given.append("-k") }
-        if pinnedPublicKey != nil { given.append("--pinnedpubkey") }
-        if tls12 { given.append("--tlsv1.2") }
-        if tls13 { given.append("--tlsv1.3") }
-        if tlsMax != nil { given.append("--tls-max") }
-        if certificate != nil { given.append("--cert") }
-        if key != nil { given.append("--key") }
-        if http11 { given.append("--http1.1") }
-        if http2 { given.append("--http2") }
-        if !resolve.isEmpty { given.append("--resolve") }
-        if connectTimeout != nil { given.append("--connect-timeout") }
-        if proxy != nil { given.append("--proxy") }
-        if proxyUser != nil { given.append("--proxy-user") }
-        if noProxy != nil { given.append("--noproxy") }
-        if verbose { given.append("-v") }
-        return given
-    }
-
     /// The parsed rate limit.
     func rateLimit() throws -> Int64? {
         guard let limitRate else { return nil }
@@ -215,6 +193,16 @@ struct TransferOptions: ParsableArguments {
             settings.https?.password = password
         }
         return settings
+    }
+
+    /// What a background task records of these flags (and of this shell's proxy variables).
+    func connectionSettings() throws -> ConnectionSettings {
+        let options = try transportOptions()
+        do {
+            return try options.connectionSettings(environment: ProcessInfo.processInfo.environment)
+        } catch let error as FerryError {
+            throw CLIFailure(error.message, status: .usage)
+        }
     }
 
     /// A transport for this command's transfers, allowing `connectionsPerHost` connections to one

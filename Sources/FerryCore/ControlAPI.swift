@@ -89,6 +89,9 @@ public enum ControlAPI {
         public var destination: String?
         /// The permission bits of the file at ``destination`` (e.g. 0o644); default 0o600.
         public var destinationMode: Int?
+        /// How the task's connections are made (TLS trust, proxies, ...), recorded with the task; absent:
+        /// direct, with the system's trust roots as ferryd sees them.
+        public var connection: ConnectionSettings?
 
         /// A creation request.
         public init(
@@ -102,8 +105,10 @@ public enum ControlAPI {
             discretionary: Bool? = nil,
             resourceTimeout: Double? = nil,
             destination: String? = nil,
-            destinationMode: Int? = nil
+            destinationMode: Int? = nil,
+            connection: ConnectionSettings? = nil
         ) {
+            self.connection = connection
             self.kind = kind
             self.request = request
             self.uploadFile = uploadFile

@@ -97,6 +97,18 @@ public struct ProxySettings: Sendable, Hashable, Codable {
         self.bypass = bypass
     }
 
+    private enum CodingKeys: String, CodingKey {
+        case http, https, bypass
+    }
+
+    /// Decodes, with the defaults for absent fields.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        http = try container.decodeIfPresent(ProxyServer.self, forKey: .http)
+        https = try container.decodeIfPresent(ProxyServer.self, forKey: .https)
+        bypass = try container.decodeIfPresent([String].self, forKey: .bypass) ?? []
+    }
+
     /// One proxy for every scheme.
     public init(all proxy: ProxyServer, bypass: [String] = []) {
         self.init(http: proxy, https: proxy, bypass: bypass)

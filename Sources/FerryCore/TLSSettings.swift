@@ -22,6 +22,22 @@ public struct TLSSettings: Sendable, Hashable, Codable {
     /// No extra roots, no identity, no pins, full verification.
     public init() {}
 
+    private enum CodingKeys: String, CodingKey {
+        case additionalTrustRootsPEM, clientCertificatePEM, clientPrivateKeyPEM, pinnedPublicKeys
+        case allowsUntrustedCertificates
+    }
+
+    /// Decodes, with the defaults for absent fields (the control API's clients send what they set).
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        additionalTrustRootsPEM = try container.decodeIfPresent([String].self, forKey: .additionalTrustRootsPEM) ?? []
+        clientCertificatePEM = try container.decodeIfPresent(String.self, forKey: .clientCertificatePEM)
+        clientPrivateKeyPEM = try container.decodeIfPresent(String.self, forKey: .clientPrivateKeyPEM)
+        pinnedPublicKeys = try container.decodeIfPresent([String].self, forKey: .pinnedPublicKeys) ?? []
+        allowsUntrustedCertificates =
+            try container.decodeIfPresent(Bool.self, forKey: .allowsUntrustedCertificates) ?? false
+    }
+
     /// True when nothing differs from ``init()``.
     public var isDefault: Bool { self == TLSSettings() }
 

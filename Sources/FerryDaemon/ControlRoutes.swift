@@ -1,4 +1,5 @@
 import FerryCore
+import FerryEngine
 import FerryStore
 import Foundation
 import HTTPTypes
@@ -148,6 +149,11 @@ struct ControlRoutes: Sendable {
                 throw FerryError(.invalidOperation, "destinationMode holds permission bits, 0 to 0o777 (511)")
             }
         }
+        if let connection = creation.connection {
+            try connection.validate()
+            // Refused now, not when the transfer starts: CA and identity PEM, usable settings.
+            try HTTP1Transport(options: TransportOptions(connection)).checkSettings()
+        }
         return FerryStore.NewTask(
             kind: creation.kind,
             request: target,
@@ -157,7 +163,8 @@ struct ControlRoutes: Sendable {
             discretionary: creation.discretionary == true || !hub.isAttached(session),
             resourceTimeout: creation.resourceTimeout,
             destination: creation.destination,
-            destinationMode: creation.destinationMode
+            destinationMode: creation.destinationMode,
+            connection: creation.connection
         )
     }
 

@@ -42,9 +42,16 @@ public enum Daemon {
         var options = StandardTransport.Options()
         options.idleTimeout = configuration.requestTimeout
         options.maximumConnectionsPerHost = configuration.maximumConnectionsPerHost
-        let transport = SessionTransport(
-            try StandardTransport(options: options),
-            maximumConnectionsPerHost: configuration.maximumConnectionsPerHost
+        // Tasks without recorded settings use ferryd's environment: no proxy variables (a task records its
+        // creator's), the system's trust roots.
+        var plain = options
+        plain.proxies = ProxySettings()
+        let transports = TransportCache(
+            base: SessionTransport(
+                try StandardTransport(options: plain),
+                maximumConnectionsPerHost: configuration.maximumConnectionsPerHost
+            ),
+            options: options
         )
         let hub = EventHub()
         let launcher = Launcher(store: store, hub: hub, configuration: configuration, logger: logger)
@@ -52,7 +59,7 @@ public enum Daemon {
             store: store,
             hub: hub,
             configuration: configuration,
-            transport: transport,
+            transports: transports,
             logger: logger,
             onEventsJournaled: { await launcher.eventsJournaled($0) }
         )
@@ -76,7 +83,7 @@ public enum Daemon {
             logger: logger
         )
         try await app.runService(gracefulShutdownSignals: [.sigterm, .sigint])
-        try? await transport.shutdown()
+        await transports.shutdown()
         unlink(paths.socket)
         logger.info("ferryd stopped")
     }

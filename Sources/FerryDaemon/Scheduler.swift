@@ -29,7 +29,7 @@ actor Scheduler {
     let store: FerryStore
     let hub: EventHub
     let configuration: DaemonConfiguration
-    let transport: any HTTPTransport
+    let transports: TransportCache
     let logger: Logger
     /// Told when a session may have events and no client (launches, S6.5).
     private let onEventsJournaled: @Sendable (String) async -> Void
@@ -44,14 +44,14 @@ actor Scheduler {
         store: FerryStore,
         hub: EventHub,
         configuration: DaemonConfiguration,
-        transport: any HTTPTransport,
+        transports: TransportCache,
         logger: Logger,
         onEventsJournaled: @escaping @Sendable (String) async -> Void
     ) {
         self.store = store
         self.hub = hub
         self.configuration = configuration
-        self.transport = transport
+        self.transports = transports
         self.logger = logger
         self.onEventsJournaled = onEventsJournaled
     }
@@ -127,6 +127,17 @@ actor Scheduler {
                 logger.error("cannot complete \(key): \(error)")
             }
             Task { await onEventsJournaled(key.session) }
+            return
+        }
+        let transport: any HTTPTransport
+        do {
+            transport = try transports.transport(for: task.connection)
+        } catch {
+            // Settings that cannot be used (refused at creation; a store from another version): the task
+            // fails and says why.
+            logger.error("cannot make a transport for \(key): \(error)")
+            let failure = error as? FerryError ?? FerryError(.secureConnectionFailed, "\(error)")
+            try? complete(key, error: failure, events: [])
             return
         }
         do {
@@ -271,6 +282,10 @@ actor Scheduler {
             DownloadDestination.removeFile(partial)
         } else if let upload = task.uploadState {
             // A resumable upload cancelled for good: the server may free it (DELETE; errors ignored).
+            guard let transport = try? transports.transport(for: task.connection) else {
+                try complete(key, error: error, events: [])
+                return
+            }
             let uploader = ResumableUploader(transport: transport)
             let deadline = NIODeadline.now() + TimeAmount.seconds(10)
             Task.detached { await uploader.cancel(upload, deadline: deadline) }

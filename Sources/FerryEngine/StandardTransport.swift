@@ -40,6 +40,11 @@ public final class StandardTransport: HTTPTransport {
         return try await fallback.send(request, deadline: deadline)
     }
 
+    /// Throws what is wrong with the TLS or proxy settings (already checked by ``init(options:nativeHTTP1:)``).
+    public func checkSettings() throws {
+        try native?.checkSettings()
+    }
+
     /// Both transports enforce the deadline over the body.
     public var enforcesDeadlineOverBody: Bool { true }
 

@@ -313,13 +313,13 @@ actor SystemTrustBundle {
         if let loaded { return loaded }
         let environment = ProcessInfo.processInfo.environment
         var certificates: [Certificate] = []
-        let files = environment["SSL_CERT_FILE"].map { [$0] } ?? Self.bundlePaths
+        let files = environment["SSL_CERT_FILE"].flatMap { $0.isEmpty ? nil : [$0] } ?? Self.bundlePaths
         for path in files {
             guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { continue }
             certificates += Self.parse(text)
             break
         }
-        if let directories = environment["SSL_CERT_DIR"] {
+        if let directories = environment["SSL_CERT_DIR"], !directories.isEmpty {
             for directory in directories.split(separator: ":").map(String.init) {
                 let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
                 for name in names.sorted() {

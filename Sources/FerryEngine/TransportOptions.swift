@@ -43,6 +43,32 @@ public struct TransportOptions: Sendable {
         proxies = configuration.proxy?.settings
     }
 
+    /// The options for a task's recorded connection settings (explicit proxies: never the environment).
+    public init(_ connection: ConnectionSettings) {
+        tls = connection.tls
+        minimumTLSVersion = connection.minimumTLSVersion ?? .tlsv12
+        maximumTLSVersion = connection.maximumTLSVersion ?? .tlsv13
+        httpVersion = connection.httpVersion ?? .automatic
+        proxies = connection.proxies
+        resolve = connection.resolve
+        connectTimeout = connection.connectTimeout
+    }
+
+    /// What a background task records of these options: its proxies resolved now (the environment's,
+    /// unless explicit), so ferryd connects as this process would.
+    /// - Throws: ``FerryError`` when the environment's proxy variables are malformed.
+    public func connectionSettings(environment: [String: String]) throws -> ConnectionSettings {
+        var connection = ConnectionSettings()
+        connection.tls = tls
+        connection.minimumTLSVersion = minimumTLSVersion
+        connection.maximumTLSVersion = maximumTLSVersion
+        connection.httpVersion = httpVersion
+        connection.proxies = try proxies ?? ProxySettings.fromEnvironment(environment)
+        connection.resolve = resolve
+        connection.connectTimeout = connectTimeout
+        return connection
+    }
+
     /// The address to connect to for `host` and `port`: a `resolve` entry, or the host itself.
     func address(host: String, port: Int) -> String {
         resolve["\(host.lowercased()):\(port)"] ?? host

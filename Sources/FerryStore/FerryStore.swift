@@ -76,6 +76,7 @@ public final class FerryStore: Sendable {
         public var resourceTimeout: Double?
         public var destination: String?
         public var destinationMode: Int?
+        public var connection: ConnectionSettings?
 
         /// A task description; see ``StoredTask`` for the fields.
         public init(
@@ -87,8 +88,10 @@ public final class FerryStore: Sendable {
             discretionary: Bool = false,
             resourceTimeout: Double? = nil,
             destination: String? = nil,
-            destinationMode: Int? = nil
+            destinationMode: Int? = nil,
+            connection: ConnectionSettings? = nil
         ) {
+            self.connection = connection
             self.kind = kind
             self.request = request
             self.bodyFile = bodyFile
@@ -170,13 +173,13 @@ public final class FerryStore: Sendable {
             sql: """
                 INSERT INTO task (session, taskIdentifier, kind, state, originalRequest, bodyFile,
                                   taskDescription, priority, discretionary, resourceDeadline,
-                                  destination, destinationMode, createdAt, updatedAt)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                  destination, destinationMode, connection, createdAt, updatedAt)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """
         ).execute(arguments: [
             session, identifier, task.kind.rawValue, StoredTask.State.pending.rawValue, encoded, task.bodyFile,
             task.taskDescription, task.priority, task.discretionary, deadline, task.destination,
-            task.destinationMode, now, now,
+            task.destinationMode, try task.connection.map { try JSONEncoder().encode($0) }, now, now,
         ])
         // What was just inserted, without reading it back (decoding the request again costs more than
         // the insert).
@@ -196,6 +199,7 @@ public final class FerryStore: Sendable {
             },
             destination: task.destination,
             destinationMode: task.destinationMode,
+            connection: task.connection,
             bytesReceived: 0,
             bytesSent: 0
         )

@@ -76,6 +76,11 @@ enum StoreSchema {
                 table.add(column: "uploadState", .blob)
             }
         }
+        migrator.registerMigration("v6: task connection settings") { db in
+            try db.alter(table: "task") { table in
+                table.add(column: "connection", .blob)
+            }
+        }
         return migrator
     }
 }

@@ -38,6 +38,8 @@ public struct StoredTask: Sendable, Hashable {
     public var destination: String?
     /// The permission bits of the file at ``destination``.
     public var destinationMode: Int?
+    /// How its connections are made, as the creating client asked; nil: direct, ferryd's trust roots.
+    public var connection: ConnectionSettings?
     /// The partial file, once the transfer has started.
     public var partialPath: String?
     /// Bytes on disk and flushed (D1: never more than what is on disk).
@@ -78,9 +80,11 @@ extension StoredTask {
         resourceDeadline: Date?,
         destination: String?,
         destinationMode: Int?,
+        connection: ConnectionSettings?,
         bytesReceived: Int64,
         bytesSent: Int64
     ) {
+        self.connection = connection
         self.session = session
         self.taskIdentifier = taskIdentifier
         self.kind = kind
@@ -113,6 +117,7 @@ extension StoredTask {
         resourceDeadline = row["resourceDeadline"]
         destination = row["destination"]
         destinationMode = row["destinationMode"]
+        connection = try (row["connection"] as Data?).map { try decoder.decode(ConnectionSettings.self, from: $0) }
         partialPath = row["partialPath"]
         bytesReceived = row["bytesReceived"]
         expectedLength = row["expectedLength"]

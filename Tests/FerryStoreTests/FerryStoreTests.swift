@@ -34,7 +34,7 @@ func request(_ path: String) -> Request {
         #expect(
             try store.appliedMigrations() == [
                 "v1: sessions, tasks, events, launches", "v2: task resource deadline", "v3: task destination",
-                "v4: segmented download progress", "v5: resumable upload state",
+                "v4: segmented download progress", "v5: resumable upload state", "v6: task connection settings",
             ]
         )
     }

@@ -112,7 +112,9 @@ import Testing
 
     @Test func cancelByProducingResumeDataThenContinue() async throws {
         try await withSession { server, session in
-            let url = server.url("/bytes/3000000?seed=13&throttle=2000000")
+            // The first try stalls after 1 MB (a loaded machine must not finish it before the cancel);
+            // the continuation runs clean.
+            let url = server.url("/bytes/3000000?seed=13&stall_after=1000000&stall_ms=30000&only_first=1&key=c13")
             let task = session.downloadTask(with: request(url))
             task.resume()
             try await eventually("some bytes arrive") { task.countOfBytesReceived > 300_000 }

@@ -1,0 +1,47 @@
+import FerryCore
+import FerryEngine
+import NIOCore
+import Synchronization
+
+/// ferryd's transports: one for tasks that recorded no connection settings, and one per distinct
+/// ``ConnectionSettings`` that tasks recorded (their creator's CA, proxy, TLS versions), made on first
+/// use and kept until the daemon stops, so tasks with the same settings share connections.
+///
+/// Each has its own per-host limit (``DaemonConfiguration/maximumConnectionsPerHost``).
+final class TransportCache: Sendable {
+    private let base: any HTTPTransport
+    private let options: TransportOptions
+    private let made = Mutex<[ConnectionSettings: any HTTPTransport]>([:])
+
+    /// `base` carries tasks without settings; `options` gives the others their timeouts and limits.
+    init(base: any HTTPTransport, options: TransportOptions) {
+        self.base = base
+        self.options = options
+    }
+
+    /// The transport for a task's settings.
+    /// - Throws: ``FerryError`` when the settings cannot be used (checked at creation, so only a store
+    ///   written by another version gets here).
+    func transport(for settings: ConnectionSettings?) throws -> any HTTPTransport {
+        guard let settings else { return base }
+        if let existing = made.withLock({ $0[settings] }) { return existing }
+        var specific = TransportOptions(settings)
+        specific.idleTimeout = options.idleTimeout
+        specific.maximumConnectionsPerHost = options.maximumConnectionsPerHost
+        let transport = SessionTransport(
+            try StandardTransport(options: specific),
+            maximumConnectionsPerHost: options.maximumConnectionsPerHost
+        )
+        return made.withLock { cache in
+            if let raced = cache[settings] { return raced }
+            cache[settings] = transport
+            return transport
+        }
+    }
+
+    /// Closes every transport.
+    func shutdown() async {
+        try? await base.shutdown()
+        for transport in made.withLock({ Array($0.values) }) { try? await transport.shutdown() }
+    }
+}
