@@ -15,6 +15,14 @@ public enum SpecialFiles {
         }
     }
 
+    /// Whether this process may make device nodes (root with CAP_MKNOD): tried once in a temporary
+    /// directory. Tests that need one are skipped with the reason when it may not.
+    public static let canMakeDevices: Bool = {
+        let path = NSTemporaryDirectory() + "/ferry-mknod-probe-\(getpid())"
+        defer { unlink(path) }
+        return (try? makeNullDevice(path)) != nil
+    }()
+
     /// Makes a FIFO at `path`.
     public static func makeFIFO(_ path: String) throws {
         guard mkfifo(path, 0o600) == 0 else {
