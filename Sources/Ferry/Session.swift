@@ -96,11 +96,18 @@ public final class Session: Sendable {
         self.isShared = isShared
         var configurationError = Self.check(configuration)
         let base: any HTTPTransport
+        // The delegate's server-trust answers; the relay holds the session weakly (no cycle through the
+        // transport it owns).
+        let trust = ServerTrustRelay()
         do {
+            var options = TransportOptions(configuration)
+            if delegate != nil {
+                options.serverTrustEvaluator = { challenge in await trust.evaluate(challenge) }
+            }
             // A background session's transfers run in ferryd: no connections of its own.
             base =
                 configuration.identifier != nil
-                ? UnavailableTransport() : try StandardTransport(options: .init(configuration))
+                ? UnavailableTransport() : try StandardTransport(options: options)
         } catch {
             configurationError = configurationError ?? (error as? FerryError)
             base = UnavailableTransport()
@@ -125,6 +132,7 @@ public final class Session: Sendable {
         self.transport = SessionTransport(base, maximumConnectionsPerHost: configuration.httpMaximumConnectionsPerHost)
         self.locked = Mutex(State(delegate: delegate))
         self.downloadDirectory = Self.makeDownloadDirectory()
+        trust.attach(self)
         if let link {
             Task { [self] in await link.run(session: self) }
         }
@@ -648,4 +656,19 @@ private struct UnavailableTransport: HTTPTransport {
     }
 
     func shutdown() async throws {}
+}
+
+/// Passes a transport's server-trust challenges to a session's delegate, on its delegate queue.
+private final class ServerTrustRelay: Sendable {
+    private struct Weak: @unchecked Sendable { weak var session: Session? }
+    private let target = Mutex(Weak())
+
+    func attach(_ session: Session) { target.withLock { $0.session = session } }
+
+    func evaluate(_ challenge: ServerTrustChallenge) async -> ServerTrustDisposition {
+        guard let session = target.withLock({ $0.session }), let delegate = session.delegate else {
+            return .performDefaultHandling
+        }
+        return await session.queue.perform { await delegate.session(session, didReceive: challenge) }
+    }
 }

@@ -12,6 +12,12 @@ public protocol SessionDelegate: AnyObject, Sendable {
     /// (URLSession's urlSessionDidFinishEvents(forBackgroundURLSession:), SPEC S6.3). Sent once after
     /// such a replay; a launched client signals here that its work is done.
     func sessionDidFinishEvents(forBackgroundSession session: Session) async
+
+    /// A new TLS connection's certificate chain, after Ferry's own evaluation
+    /// (``ServerTrustChallenge/defaultEvaluationFailure`` says what it found): trust it, reject it, or
+    /// let the evaluation decide (the default). Asked once per connection, for in-process sessions;
+    /// pinned keys apply whatever the answer.
+    func session(_ session: Session, didReceive challenge: ServerTrustChallenge) async -> ServerTrustDisposition
 }
 
 /// Events of one task (URLSessionTaskDelegate). Set as the session's delegate, or as one task's
@@ -111,6 +117,9 @@ public enum ResponseDisposition: Sendable, Hashable {
 extension SessionDelegate {
     public func session(_ session: Session, didBecomeInvalidWithError error: FerryError?) async {}
     public func sessionDidFinishEvents(forBackgroundSession session: Session) async {}
+    public func session(_ session: Session, didReceive challenge: ServerTrustChallenge) async -> ServerTrustDisposition {
+        .performDefaultHandling
+    }
 }
 
 extension TaskDelegate {

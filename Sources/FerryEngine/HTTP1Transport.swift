@@ -125,6 +125,7 @@ public final class HTTP1Transport: HTTPTransport {
         let loop = group.next()
         let handshake = tls == nil ? nil : loop.makePromise(of: TLSHandshakeHandler.Outcome.self)
         let host = target.host
+        let port = target.port
         let tunnel = try await tunnelHandshake(route)
         let tunnelOpen = tunnel == nil ? nil : loop.makePromise(of: Void.self)
         let started = Date()
@@ -132,7 +133,7 @@ public final class HTTP1Transport: HTTPTransport {
         let install: @Sendable (any Channel) throws -> HTTP1Connection = { channel in
             let operations = channel.pipeline.syncOperations
             if let tls, let handshake {
-                try operations.addHandler(try tls.handler(host: host, report: report))
+                try operations.addHandler(try tls.handler(host: host, port: port, report: report))
                 try operations.addHandler(TLSHandshakeHandler(promise: handshake))
             }
             let handler = HTTP1ConnectionHandler(idleTimeout: idle)

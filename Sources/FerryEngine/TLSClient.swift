@@ -19,6 +19,7 @@ final class TLSClient: Sendable {
     let context: NIOSSLContext
     private let settings: TLSSettings
     private let roots: TrustRoots
+    private let evaluator: (@Sendable (ServerTrustChallenge) async -> ServerTrustDisposition)?
     let minimumVersion: SessionConfiguration.TLSVersion
     let maximumVersion: SessionConfiguration.TLSVersion
 
@@ -26,6 +27,7 @@ final class TLSClient: Sendable {
     /// - Throws: ``FerryError`` for a client identity or CA that is not valid PEM.
     init(options: TransportOptions, protocols: [String]) throws {
         settings = options.tls
+        evaluator = options.serverTrustEvaluator
         minimumVersion = options.minimumTLSVersion
         maximumVersion = options.maximumTLSVersion
         var configuration = TLSConfiguration.makeClientConfiguration()
@@ -69,11 +71,12 @@ final class TLSClient: Sendable {
         roots = try TrustRoots(additionalPEM: options.tls.additionalTrustRootsPEM)
     }
 
-    /// A handler for one connection to `host`; its verdict goes to `report`.
-    func handler(host: String, report: TLSReport) throws -> NIOSSLClientHandler {
+    /// A handler for one connection to `host`:`port`; its verdict goes to `report`.
+    func handler(host: String, port: Int, report: TLSReport) throws -> NIOSSLClientHandler {
         let isAddress = (try? SocketAddress(ipAddress: host, port: 0)) != nil
         let settings = settings
         let roots = roots
+        let evaluator = evaluator
         return try NIOSSLClientHandler(
             context: context,
             // SNI carries names only, never an address (RFC 6066 §3).
@@ -81,7 +84,25 @@ final class TLSClient: Sendable {
         ) { chain, promise in
             // Off the event loop: the first use loads and parses the system bundle.
             promise.completeWithTask {
-                let verdict = await Self.verify(chain, host: host, isAddress: isAddress, settings: settings, roots: roots)
+                var verdict = await Self.verify(chain, host: host, isAddress: isAddress, settings: settings, roots: roots)
+                // The delegate may overrule the evaluation, never a pin.
+                if let evaluator, verdict?.isPinMismatch != true {
+                    let challenge = ServerTrustChallenge(
+                        host: host,
+                        port: port,
+                        certificateChain: chain.compactMap { try? Data($0.toDERBytes()) },
+                        defaultEvaluationFailure: verdict?.message
+                    )
+                    switch await evaluator(challenge) {
+                    case .performDefaultHandling: break
+                    case .trust: verdict = nil
+                    case .reject:
+                        verdict = TLSFailure(
+                            .serverCertificateUntrusted,
+                            "the session's delegate refused the certificate of \(host)"
+                        )
+                    }
+                }
                 if let failure = verdict {
                     report.fail(failure)
                     return .failed
@@ -106,10 +127,12 @@ final class TLSClient: Sendable {
             let spki = (try? leafNIO.extractPublicKey().toSPKIBytes()) ?? []
             let digest = Data(SHA256.hash(data: spki)).base64EncodedString()
             guard settings.pinnedPublicKeys.contains(digest) else {
-                return TLSFailure(
+                var failure = TLSFailure(
                     .serverCertificateUntrusted,
                     "the public key of \(host)'s certificate (sha256//\(digest)) matches no pinned key"
                 )
+                failure.isPinMismatch = true
+                return failure
             }
         }
         if settings.allowsUntrustedCertificates { return nil }
@@ -251,6 +274,8 @@ final class TLSClient: Sendable {
 struct TLSFailure: Sendable {
     let code: FerryError.Code
     let message: String
+    /// A pin mismatch: final, whatever a delegate says.
+    var isPinMismatch = false
 
     init(_ code: FerryError.Code, _ message: String) {
         self.code = code

@@ -19,6 +19,9 @@ public struct TransportOptions: Sendable {
     /// Which requests go through which proxy; nil (the default): the process environment's, read when
     /// the transport is made (``StandardTransport`` refuses a malformed one).
     public var proxies: ProxySettings?
+    /// Asked about each new TLS connection's certificate chain after Ferry's own evaluation (the
+    /// session delegate's server-trust challenge); nil: the evaluation decides.
+    public var serverTrustEvaluator: (@Sendable (ServerTrustChallenge) async -> ServerTrustDisposition)?
     /// Fixed addresses for `host:port` pairs, as curl's `--resolve HOST:PORT:ADDR` (the name is still
     /// sent in Host and SNI and checked against the certificate).
     public var resolve: [String: String] = [:]
