@@ -127,7 +127,7 @@ struct ForegroundDownload {
         let context = TransferContext()
         while true {
             do {
-                result = try await TransferContext.$current.withValue(context) {
+                let answer = try await TransferContext.$current.withValue(context) {
                     try await downloader.download(
                         request,
                         resumingFrom: resumeData,
@@ -136,6 +136,27 @@ struct ForegroundDownload {
                         events: events
                     )
                 }
+                // curl's --retry set (408, 429, 5xx but 501): the body was an error page; wait as
+                // Retry-After says (else back off) and start over.
+                let wroteThrough = destination.isSpecial && wroteAny.withLock { $0 }
+                if RetryPolicy.transientStatuses.contains(answer.status), attempt < retries, !wroteThrough,
+                    !interruption.happened
+                {
+                    attempt += 1
+                    let backoff = min(30, Double(1 << min(attempt - 1, 5)))
+                    let delay = answer.headers["retry-after"].flatMap { RetryPolicy.retryAfter($0, now: Date()) } ?? backoff
+                    if !quiet {
+                        CLI.note(
+                            "\(url.absoluteString): the server answered \(answer.status); try \(attempt + 1) in \(Self.seconds(delay))"
+                        )
+                    }
+                    truncate(partial, 0)
+                    try? FileManager.default.removeItem(atPath: record)
+                    resumeData = nil
+                    try? await Task.sleep(for: .milliseconds(Int64(delay * 1000)))
+                    continue
+                }
+                result = answer
                 break
             } catch let error as FerryError {
                 if error.code == .checksumMismatch, let checksum {
@@ -217,6 +238,11 @@ struct ForegroundDownload {
             proxy: last?.proxy,
             remoteAddress: last?.remoteAddress
         )
+    }
+
+    /// `1 s`, `0.5 s`: a wait as people read it.
+    static func seconds(_ value: Double) -> String {
+        value.rounded() == value ? "\(Int(value)) s" : String(format: "%.1f s", value)
     }
 
     /// The bytes of a download whose digest is wrong go to TARGET.ferry-mismatch for inspection (not to

@@ -40,7 +40,10 @@ struct GetCommand: AsyncParsableCommand {
 
     @Option(
         name: .long,
-        help: ArgumentHelp("Try again this many times after a network error (foreground).", valueName: "n")
+        help: ArgumentHelp(
+            "Try again this many times after a network error or a 408, 429, 500, 502, 503 or 504 (Retry-After honoured).",
+            valueName: "n"
+        )
     )
     var retry = 0
 

@@ -28,6 +28,10 @@ public struct RetryPolicy: Sendable, Hashable, Codable {
     /// §10.2.3): 503 Service Unavailable and 429 Too Many Requests.
     public static let busyStatuses: Set<Int> = [429, 503]
 
+    /// The statuses a foreground `--retry` tries again, as curl's `--retry` does: 408, 429, 500, 502,
+    /// 503 and 504.
+    public static let transientStatuses: Set<Int> = [408, 429, 500, 502, 503, 504]
+
     /// The longest `Retry-After` honoured; a longer one is taken as the response it came with.
     public static let maximumRetryAfter = 3600.0
 

@@ -129,3 +129,15 @@ public final class ChildProcess: @unchecked Sendable {
         return false
     }
 }
+
+extension FileHandle {
+    /// Everything until end of file, read on a thread of its own: a blocking read on Swift's
+    /// cooperative pool (two threads on a two-core machine) stalled every other test in the process for
+    /// as long as the child ran.
+    public func readToEndOffPool() async -> Data {
+        await withCheckedContinuation { continuation in
+            let thread = Thread { [self] in continuation.resume(returning: readDataToEndOfFile()) }
+            thread.start()
+        }
+    }
+}

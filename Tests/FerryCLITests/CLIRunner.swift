@@ -57,9 +57,10 @@ struct CLIRunner {
     ) async throws
         -> Run
     {
-        // Read both pipes while the child runs, so a full pipe never blocks it.
-        async let stdout = Task.detached { out.readDataToEndOfFile() }.value
-        async let stderr = Task.detached { err.readDataToEndOfFile() }.value
+        // Read both pipes while the child runs, so a full pipe never blocks it (on threads of their own,
+        // not the cooperative pool).
+        async let stdout = out.readToEndOffPool()
+        async let stderr = err.readToEndOffPool()
         let end = Date().addingTimeInterval(timeout)
         while process.isRunning {
             if Date() > end { kill(process.processIdentifier, SIGKILL) }

@@ -331,3 +331,35 @@ import Glibc
         }
     }
 }
+
+/// `--retry` covers curl's transient statuses and honours Retry-After.
+@Suite struct RetryCommandTests {
+    @Test func transientStatusesAreRetriedAfterRetryAfter() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let cli = CLIRunner(directory: directory)
+            // Two 503s with Retry-After: 1, then the file.
+            let busy = server.url("/bytes/50000?fail=2&key=busy")
+            let retried = try await cli.run(["get", busy, "-o", "a.bin", "--retry", "3"])
+            #expect(retried.status == 0, "\(retried.stderr)")
+            #expect(try fileSHA256(directory + "/a.bin") == bytesSHA256(50_000))
+            #expect(retried.stderr.contains("the server answered 503; try 2 in 1 s"), "\(retried.stderr)")
+            #expect(retried.stderr.contains("try 3 in 1 s"))
+            // A 500 without Retry-After: the backoff's 1 s.
+            let broken = server.url("/bytes/50000?fail=1&fail_status=500&retry_after=-1&key=broken")
+            let again = try await cli.run(["get", broken, "-o", "b.bin", "--retry", "1"])
+            #expect(again.status == 0, "\(again.stderr)")
+            #expect(again.stderr.contains("the server answered 500; try 2 in 1 s"), "\(again.stderr)")
+            // Without --retry, or out of tries: the status, nothing saved.
+            let once = try await cli.run(["get", server.url("/bytes/10?fail=5&key=once"), "-o", "c.bin", "--retry", "1"])
+            #expect(once.status == 1)
+            #expect(once.stderr.contains("answered 503; nothing was saved"), "\(once.stderr)")
+            // 404 is not transient: no retry.
+            let missing = try await cli.run(["get", server.url("/status/404"), "-o", "d.bin", "--retry", "3"])
+            #expect(missing.status == 1)
+            #expect(!missing.stderr.contains("try 2"))
+            #expect(Set(try FileManager.default.contentsOfDirectory(atPath: directory)) == ["a.bin", "b.bin"])
+        }
+    }
+}
