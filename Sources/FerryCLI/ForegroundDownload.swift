@@ -106,8 +106,14 @@ struct ForegroundDownload {
             }
         }
         let resumedFrom = Mutex<Int64>(0)
+        let continuing = resumeData != nil
+        let quiet = quiet
+        let name = url.absoluteString
         events.didResume = { offset, _ in
             resumedFrom.withLock { $0 = offset }
+            if continuing, offset == 0, !quiet {
+                CLI.note("\(name): the server's file is not the one the partial download holds; downloading from the start")
+            }
         }
         let writer = ResumeRecordWriter(path: record)
         // Written out every second (not every 8 MiB as in ferryd: at 1 GB/s that was 128 records a
@@ -312,11 +318,22 @@ struct ForegroundDownload {
             Self.restart(partial, record)
             return nil
         }
-        guard resumeData.originalRequest.url == url else {
-            throw CLIFailure(
-                "\(partial) is part of \(resumeData.originalRequest.url.absoluteString), not of \(url.absoluteString); remove it or drop -C",
-                status: .usage
-            )
+        if resumeData.originalRequest.url != url {
+            // A re-signed URL or a mirror: the record's validator (If-Range) decides whether the bytes
+            // continue the same file; a changed file starts over. Without one nothing can tell.
+            guard resumeData.entityTag != nil || resumeData.lastModified != nil else {
+                throw CLIFailure(
+                    "\(partial) is part of \(resumeData.originalRequest.url.absoluteString), and its record has no ETag or Last-Modified to check that \(url.absoluteString) is the same file; remove it or drop -C",
+                    status: .usage
+                )
+            }
+            if !quiet {
+                CLI.note(
+                    "\(partial) came from \(resumeData.originalRequest.url.absoluteString); continuing from \(url.absoluteString), checked with If-Range (a different file starts over)"
+                )
+            }
+            resumeData.originalRequest.url = url
+            resumeData.currentRequest = resumeData.originalRequest
         }
         resumeData.partialFilePath = partial
         // This run's options, not the first run's: connections, and the digest to verify.

@@ -1,3 +1,4 @@
+import Crypto
 import FerryCore
 import FerryTestServer
 import Foundation
@@ -360,6 +361,43 @@ import Glibc
             #expect(missing.status == 1)
             #expect(!missing.stderr.contains("try 2"))
             #expect(Set(try FileManager.default.contentsOfDirectory(atPath: directory)) == ["a.bin", "b.bin"])
+        }
+    }
+}
+
+/// `-C` across a URL change (a re-signed link, a mirror), guarded by the record's validators.
+@Suite struct ContinueAcrossURLsTests {
+    private func digest(seed: UInt64, _ count: Int) -> String {
+        SHA256.hash(data: DeterministicBytes(seed: seed).bytes(offset: 0, count: count)).map { String(format: "%02x", $0) }
+            .joined()
+    }
+
+    @Test func aNewURLContinuesTheSameFileAndRestartsAnother() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let cli = CLIRunner(directory: directory)
+            let size = 3_000_000
+            let cut = try await cli.run([
+                "get", server.url("/bytes/\(size)?seed=20&close_after=1200000&only_first=1&key=m1&sig=a"), "-o", "f.bin",
+            ])
+            #expect(cut.status == 1, "\(cut.stderr)")
+            // Same resource (same ETag), another URL: continued.
+            let same = try await cli.run(["get", server.url("/bytes/\(size)?seed=20&sig=b"), "-o", "f.bin", "-C", "--json"])
+            #expect(same.status == 0, "\(same.stderr)")
+            let reports = try JSONSerialization.jsonObject(with: Data(same.stdout.utf8)) as? [[String: Any]]
+            #expect((reports?.first?["resumedFrom"] as? Int ?? 0) > 0)
+            #expect(try fileSHA256(directory + "/f.bin") == digest(seed: 20, size))
+
+            // Another resource behind the new URL: If-Range sends it whole, and ferry says so.
+            let cutAgain = try await cli.run([
+                "get", server.url("/bytes/\(size)?seed=21&close_after=1200000&only_first=1&key=m2"), "-o", "g.bin",
+            ])
+            #expect(cutAgain.status == 1)
+            let other = try await cli.run(["get", server.url("/bytes/\(size)?seed=22"), "-o", "g.bin", "-C"])
+            #expect(other.status == 0, "\(other.stderr)")
+            #expect(other.stderr.contains("downloading from the start"), "\(other.stderr)")
+            #expect(try fileSHA256(directory + "/g.bin") == digest(seed: 22, size))
         }
     }
 }
