@@ -164,7 +164,15 @@ public final class DaemonClient: Sendable {
     /// - Parameter environment: more environment variables for a daemon started here (its tuning
     ///   variables, `ferryd --help` lists them).
     public func ensureRunning(timeout: Double = 10, environment: [String: String] = [:]) throws {
-        if status() != nil { return }
+        if socketAccepts() {
+            if (try? call("GET", "\(ControlAPI.prefix)/daemon", timeout: 5) as ControlAPI.DaemonStatus) != nil { return }
+            // Something holds the socket but does not answer: starting another ferryd would only wait
+            // for its lock. Say so at once.
+            throw FerryError(
+                .backgroundSessionWasDisconnected,
+                "ferryd on \(paths.socket) accepts connections but does not answer within 5 s (stopped, e.g. by SIGSTOP, or overloaded); see \(paths.logFile)"
+            )
+        }
         let executable = try Self.daemonExecutable()
         try FileManager.default.createDirectory(
             atPath: paths.stateDirectory,

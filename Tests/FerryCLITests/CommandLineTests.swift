@@ -401,3 +401,31 @@ import Glibc
         }
     }
 }
+
+/// A stopped ferryd (SIGSTOP) never hangs the CLI.
+@Suite struct StoppedDaemonTests {
+    @Test func lsEndsWithinTenSecondsAndSaysWhy() async throws {
+        let directory = try makeDirectory()
+        let home = "/tmp/ferry-c-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        defer {
+            try? FileManager.default.removeItem(atPath: directory)
+            try? FileManager.default.removeItem(atPath: home)
+        }
+        let cli = CLIRunner(environment: ["FERRY_HOME": home], directory: directory)
+        #expect(try await cli.run(["daemon", "start"]).status == 0)
+        let status = try await cli.run(["daemon", "status", "--json"])
+        let pid = try #require(
+            (try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])?["pid"] as? Int
+        )
+        kill(Int32(pid), SIGSTOP)
+        let started = Date()
+        let listed = try await cli.run(["ls"], timeout: 30)
+        let elapsed = Date().timeIntervalSince(started)
+        kill(Int32(pid), SIGCONT)
+        _ = try? await cli.run(["daemon", "stop"])
+        #expect(listed.status == 5, "\(listed.stderr)")
+        #expect(listed.stderr.contains("does not answer"), "\(listed.stderr)")
+        #expect(elapsed < 10, "ferry ls took \(elapsed) s against a stopped ferryd")
+    }
+}
