@@ -42,6 +42,18 @@ public struct DownloadDestination: Sendable, Equatable, CustomStringConvertible 
     ///   ``FerryError/Code/cannotCreateFile`` for a symbolic-link loop or a path that cannot be looked at.
     public init(inspecting path: String) throws {
         named = path
+        // The kernel's view first: a device, FIFO or socket reached through links — including the
+        // "magic" ones of /proc such as /dev/stdout → /proc/self/fd/1 → pipe:[…], whose text is not a
+        // path — is written through the name as given.
+        var followed = stat()
+        if stat(path, &followed) == 0 {
+            let type = followed.st_mode & S_IFMT
+            if let special = Self.describe(type) {
+                self.path = path
+                kind = .special(special)
+                return
+            }
+        }
         var current = path
         for _ in 0...Self.maximumLinks {
             var info = stat()
@@ -71,25 +83,24 @@ public struct DownloadDestination: Sendable, Equatable, CustomStringConvertible 
                 self.path = current
                 kind = .regularFile
                 return
-            case S_IFCHR:
+            case let type:
                 self.path = current
-                kind = .special("character device")
-                return
-            case S_IFBLK:
-                self.path = current
-                kind = .special("block device")
-                return
-            case S_IFIFO:
-                self.path = current
-                kind = .special("FIFO")
-                return
-            default:
-                self.path = current
-                kind = .special("socket")
+                kind = .special(Self.describe(type) ?? "special file")
                 return
             }
         }
         throw FerryError(.cannotCreateFile, "cannot follow \(path): more than \(Self.maximumLinks) symbolic links")
+    }
+
+    /// What a non-regular file type is called, or nil for a regular file or directory.
+    static func describe(_ type: mode_t) -> String? {
+        switch type {
+        case S_IFCHR: "character device"
+        case S_IFBLK: "block device"
+        case S_IFIFO: "FIFO"
+        case S_IFSOCK: "socket"
+        default: nil
+        }
     }
 
     /// True when the destination is written through, not replaced (a device, a FIFO, a socket).

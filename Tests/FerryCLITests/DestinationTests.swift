@@ -59,6 +59,25 @@ import Glibc
         }
     }
 
+    @Test func devStdoutIsWrittenThrough() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            // /dev/stdout → /proc/self/fd/1 → pipe:[…]: a "magic" link whose text is no path.
+            let (child, out, err) = try CLIRunner(directory: directory).start([
+                "get", server.url("/bytes/300000?seed=5"), "-o", "/dev/stdout", "-q",
+            ])
+            async let bytes = out.readToEndOffPool()
+            async let errors = err.readToEndOffPool()
+            let (received, message) = await (bytes, errors)
+            child.waitUntilExit()
+            #expect(child.terminationStatus == 0, "\(String(decoding: message, as: UTF8.self))")
+            #expect(received == Data(DeterministicBytes(seed: 5).bytes(offset: 0, count: 300_000)))
+            #expect(fileType("/dev/stdout", following: false) == S_IFLNK)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory).isEmpty)
+        }
+    }
+
     @Test func aSymbolicLinkIsFollowed() async throws {
         try await TestServer.withServer { server in
             let directory = try makeDirectory()

@@ -34,9 +34,13 @@ import Glibc
         // Links, relative and absolute, in a chain; a dangling one names the file to create.
         try FileManager.default.createSymbolicLink(atPath: dir + "/a", withDestinationPath: "b")
         try FileManager.default.createSymbolicLink(atPath: dir + "/b", withDestinationPath: dir + "/null")
+        // A device behind links is written through the name given (open follows them, magic ones too).
         let chain = try DownloadDestination(inspecting: dir + "/a")
-        #expect(chain.path == dir + "/null")
-        #expect(chain.isSpecial)
+        #expect(chain.path == dir + "/a")
+        #expect(chain.kind == .special("character device"))
+        try FileManager.default.createSymbolicLink(atPath: dir + "/c", withDestinationPath: "d")
+        try FileManager.default.createSymbolicLink(atPath: dir + "/d", withDestinationPath: dir + "/file")
+        #expect(try DownloadDestination(inspecting: dir + "/c").path == dir + "/file")
         try FileManager.default.createSymbolicLink(atPath: dir + "/dangling", withDestinationPath: "later.bin")
         let dangling = try DownloadDestination(inspecting: dir + "/dangling")
         #expect(dangling.kind == .missing)
