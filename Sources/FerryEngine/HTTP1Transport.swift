@@ -176,7 +176,6 @@ public final class HTTP1Transport: HTTPTransport {
                             ProxyTunnelHandler(handshake: tunnel, promise: tunnelOpen)
                         )
                     } else {
-                        made.withLockedValue { $0 = nil }
                         let connection = try install(channel)
                         made.withLockedValue { $0 = connection }
                     }
