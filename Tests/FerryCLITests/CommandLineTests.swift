@@ -92,7 +92,9 @@ import Glibc
             defer { try? FileManager.default.removeItem(atPath: directory) }
             let cli = CLIRunner(directory: directory)
             let size = 8_000_000
-            let url = server.url("/bytes/\(size)?throttle=3000000")
+            // The first try stalls after 6 MB (a loaded machine must not finish it before the SIGINT); the
+            // continuation runs clean.
+            let url = server.url("/bytes/\(size)?throttle=3000000&stall_after=6000000&stall_ms=60000&only_first=1&key=int")
             let (process, out, err) = try cli.start(["get", url, "-o", "big.bin"])
             let record = directory + "/big.bin.ferry-resume"
             try await waitUntil("a resume record is written or ferry ends") {
