@@ -3,10 +3,6 @@ public import Foundation
 import NIOCore
 import Synchronization
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// A group of transfers sharing a configuration, a connection pool and a delegate (URLSession).
 ///
 /// ```swift
@@ -324,13 +320,11 @@ public final class Session: Sendable {
     public func downloadTask(with request: Request, to destination: URL) -> DownloadTask {
         let absolute = destination.standardizedFileURL.path
         if background != nil {
-            let mask = umask(0)
-            umask(mask)
             let creation = ControlAPI.TaskCreation(
                 kind: .download,
                 request: request,
                 destination: absolute,
-                destinationMode: Int(0o666 & ~mask)
+                destinationMode: Int(DownloadDestination.newFileMode)
             )
             return registerRemote(creation) {
                 DownloadTask(

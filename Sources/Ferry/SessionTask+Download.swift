@@ -41,17 +41,9 @@ extension SessionTask {
         if let destination {
             guard (200..<300).contains(result.status) else {
                 DownloadDestination.removeFile(path)
-                throw FerryError(
-                    .badServerResponse,
-                    destination.isSpecial
-                        ? "the server answered \(result.status); its body went to \(destination)"
-                        : "the server answered \(result.status); nothing was written to \(destination.path)",
-                    failingURL: result.finalRequest.url.absoluteString
-                )
+                throw destination.refusal(status: result.status, url: result.finalRequest.url)
             }
-            let mask = umask(0)
-            umask(mask)
-            try destination.deliver(from: path, mode: 0o666 & ~mask)
+            try destination.deliver(from: path, mode: DownloadDestination.newFileMode)
             result.path = destination.path
             locked.withLock { $0.filePath = nil }
         }

@@ -219,10 +219,8 @@ struct ForegroundDownload {
         let final = delivery.path
         if !destination.isSpecial {
             // The partial file is private while it grows; the finished one gets the usual mode.
-            let mask = umask(0)
-            umask(mask)
             do {
-                try delivery.deliver(from: partial, mode: 0o666 & ~mask)
+                try delivery.deliver(from: partial, mode: DownloadDestination.newFileMode)
             } catch let error as FerryError {
                 throw CLIFailure(error.message, status: .localFile)
             }

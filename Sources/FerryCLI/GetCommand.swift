@@ -1,10 +1,7 @@
 import ArgumentParser
 import Ferry
+import FerryEngine
 import Foundation
-
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// `ferry get URL...`: downloads in the foreground with progress, or hands them to ferryd
 /// (`--background`).
@@ -183,11 +180,7 @@ struct GetCommand: AsyncParsableCommand {
     }
 
     /// What a new file's mode would be for this process (0o666 less the umask).
-    static var fileMode: Int {
-        let mask = umask(0)
-        umask(mask)
-        return Int(0o666 & ~mask)
-    }
+    static var fileMode: Int { Int(DownloadDestination.newFileMode) }
 
     private func submit(_ urls: [URL], headers: Headers) throws {
         let client = try CLI.daemon()

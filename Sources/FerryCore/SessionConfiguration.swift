@@ -86,15 +86,9 @@ public struct SessionConfiguration: Sendable, Hashable, Codable {
     /// when nil, the environment's (`http_proxy`, `https_proxy`, `all_proxy`, `no_proxy`, as curl
     /// reads them).
     public struct Proxy: Sendable, Hashable, Codable {
-        /// The proxy protocol.
-        public enum Kind: String, Sendable, Hashable, Codable {
-            /// An HTTP proxy (CONNECT for https).
-            case http
-            /// A SOCKS5 proxy; host names resolved here.
-            case socks5
-            /// A SOCKS5 proxy that resolves host names itself.
-            case socks5h
-        }
+        /// The proxy protocol: `.http` (CONNECT for https), `.socks5` (names resolved here) or
+        /// `.socks5h` (names resolved by the proxy).
+        public typealias Kind = ProxyServer.Kind
 
         /// The protocol.
         public var kind: Kind
@@ -129,7 +123,7 @@ public struct SessionConfiguration: Sendable, Hashable, Codable {
         /// The routing this proxy means: every scheme through it, but for ``bypass``.
         public var settings: ProxySettings {
             let server = ProxyServer(
-                kind: ProxyServer.Kind(rawValue: kind.rawValue) ?? .http,
+                kind: kind,
                 host: host,
                 port: port,
                 username: username,

@@ -151,8 +151,9 @@ struct ControlRoutes: Sendable {
         }
         if let connection = creation.connection {
             try connection.validate()
-            // Refused now, not when the transfer starts: CA and identity PEM, usable settings.
-            try HTTP1Transport(options: TransportOptions(connection)).checkSettings()
+            // Refused now, not when the transfer starts: CA and identity PEM, usable settings. The
+            // transport made here is the one the task will use (one per distinct settings).
+            _ = try scheduler.transports.transport(for: connection)
         }
         return FerryStore.NewTask(
             kind: creation.kind,

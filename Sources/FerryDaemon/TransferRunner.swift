@@ -129,15 +129,7 @@ struct TransferRunner: Sendable {
         // before it starts (a kill then finds the mark), and unmarked if it ends having written nothing.
         let wroteThrough = Mutex(false)
         if special {
-            try store.recordProgress(
-                session: session,
-                identifier: identifier,
-                partialPath: partial,
-                bytesReceived: 0,
-                expectedLength: nil,
-                entityTag: nil,
-                lastModified: nil
-            )
+            try recordNoProgress(at: partial)
         }
         events.checkpoint = Downloader.Checkpoint(
             everyBytes: configuration.checkpointBytes,
@@ -201,15 +193,7 @@ struct TransferRunner: Sendable {
             )
         } catch var error as FerryError {
             if special, !wroteThrough.withLock({ $0 }) {
-                try? store.recordProgress(
-                    session: session,
-                    identifier: identifier,
-                    partialPath: configuration.paths.partialDirectory + "/\(fileStem).part",
-                    bytesReceived: 0,
-                    expectedLength: nil,
-                    entityTag: nil,
-                    lastModified: nil
-                )
+                try? recordNoProgress(at: configuration.paths.partialDirectory + "/\(fileStem).part")
             }
             checkpointAfterFailure(error.resumeData)
             if error.resumeData == nil, let stored = try? store.task(session: session, identifier: identifier) {
@@ -224,15 +208,7 @@ struct TransferRunner: Sendable {
         if let delay = retryDelay(result.status, result.headers), !special {
             // "Busy, come back later": the body is the server's excuse, not the file.
             DownloadDestination.removeFile(partial)
-            try store.recordProgress(
-                session: session,
-                identifier: identifier,
-                partialPath: partial,
-                bytesReceived: 0,
-                expectedLength: nil,
-                entityTag: nil,
-                lastModified: nil
-            )
+            try recordNoProgress(at: partial)
             return .retryLater(
                 after: delay,
                 FerryError(
@@ -293,25 +269,10 @@ struct TransferRunner: Sendable {
         to destination: DownloadDestination,
         result: Downloader.Result
     ) throws -> Outcome {
-        let (session, identifier) = (task.session, task.taskIdentifier)
         guard (200..<300).contains(result.status) else {
             DownloadDestination.removeFile(partial)
-            try store.recordProgress(
-                session: session,
-                identifier: identifier,
-                partialPath: partial,
-                bytesReceived: 0,
-                expectedLength: nil,
-                entityTag: nil,
-                lastModified: nil
-            )
-            throw FerryError(
-                .badServerResponse,
-                destination.isSpecial
-                    ? "the server answered \(result.status); its body went to \(destination)"
-                    : "the server answered \(result.status); nothing was written to \(destination.path)",
-                failingURL: result.finalRequest.url.absoluteString
-            )
+            try recordNoProgress(at: partial)
+            throw destination.refusal(status: result.status, url: result.finalRequest.url)
         }
         if !destination.isSpecial {
             try synchronize(path: partial)
@@ -319,6 +280,19 @@ struct TransferRunner: Sendable {
         }
         try recordFinished(at: destination.path, result)
         return .downloaded(location: destination.path)
+    }
+
+    /// Records that the task's file at `path` holds nothing to continue from.
+    private func recordNoProgress(at path: String) throws {
+        try store.recordProgress(
+            session: task.session,
+            identifier: task.taskIdentifier,
+            partialPath: path,
+            bytesReceived: 0,
+            expectedLength: nil,
+            entityTag: nil,
+            lastModified: nil
+        )
     }
 
     /// Records the finished file: where it is now, all of it.

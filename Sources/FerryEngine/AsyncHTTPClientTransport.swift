@@ -1,5 +1,5 @@
 import AsyncHTTPClient
-public import FerryCore
+import FerryCore
 import Foundation
 public import NIOCore
 import NIOHTTP1

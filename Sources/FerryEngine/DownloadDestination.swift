@@ -1,5 +1,5 @@
-import FerryCore
-import Foundation
+public import FerryCore
+public import Foundation
 import NIOCore
 
 #if canImport(Glibc)
@@ -121,6 +121,26 @@ public struct DownloadDestination: Sendable, Equatable, CustomStringConvertible 
         case .missing, .regularFile: path
         case .special(let what): "\(path) (a \(what))"
         }
+    }
+
+    /// The mode a new file gets in this process: 0o666 less the umask (read without changing it for
+    /// good: umask can only be read by setting it).
+    public static var newFileMode: UInt32 {
+        let mask = umask(0)
+        umask(mask)
+        return UInt32(0o666 & ~mask)
+    }
+
+    /// The error for a download whose answer was not 2xx: a file destination was left as it was; a
+    /// device or FIFO already got the body.
+    public func refusal(status: Int, url: URL) -> FerryError {
+        FerryError(
+            .badServerResponse,
+            isSpecial
+                ? "the server answered \(status); its body went to \(self)"
+                : "the server answered \(status); nothing was written to \(path)",
+            failingURL: url.absoluteString
+        )
     }
 
     /// Why a special destination cannot do something a file can, for errors: "X is a FIFO, not a file".

@@ -1,4 +1,4 @@
-public import FerryCore
+import FerryCore
 import Foundation
 public import NIOCore
 

@@ -4,6 +4,7 @@ import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOSSL
+import Synchronization
 import X509
 
 /// TLS for Ferry's own transport: one NIOSSL context per transport, and the server's certificate checked
@@ -293,8 +294,10 @@ final class TLSReport: Sendable {
 }
 
 /// The certificates trusted: the system's (or `SSL_CERT_FILE`/`SSL_CERT_DIR`'s) and extra ones.
-struct TrustRoots: Sendable {
+final class TrustRoots: Sendable {
     private let additional: [Certificate]
+    /// Built on the first verification, then shared by every connection of the transport.
+    private let built = Mutex<CertificateStore?>(nil)
 
     /// - Throws: ``FerryError`` when an extra root is not a PEM certificate.
     init(additionalPEM: [String]) throws {
@@ -313,8 +316,10 @@ struct TrustRoots: Sendable {
 
     /// The store to verify against.
     func store() async -> CertificateStore {
+        if let store = built.withLock({ $0 }) { return store }
         var store = CertificateStore(await SystemTrustBundle.shared.certificates())
         store.append(contentsOf: additional)
+        built.withLock { $0 = store }
         return store
     }
 }
