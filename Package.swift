@@ -176,6 +176,7 @@ let package = Package(
             dependencies: [
                 "Ferry",
                 "FerryEngine",
+                "FerryStore",
                 "FerryTestServer",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -48,7 +48,8 @@ public struct Downloader: Sendable {
 
     /// How often the partial file is made durable and its offset handed to ``record`` (D1): whichever
     /// of the two intervals passes first. A crash loses at most one interval, or, when the disk is slower than the
-    /// network, what arrived while the previous checkpoint's sync ran (the body does not wait for it).
+    /// network, what arrived while the previous checkpoint's sync ran (the body does not wait for it; the
+    /// checkpoint that fell due meanwhile is synchronized as soon as that sync is done).
     public struct Checkpoint: Sendable {
         /// Bytes between checkpoints.
         public var everyBytes: Int64
@@ -308,7 +309,7 @@ public struct Downloader: Sendable {
         // recorded was written before the sync began. One checkpoint at a time, in order, and none
         // outlives this function (a late record must not overwrite what the caller records next).
         var syncing: Task<Void, any Error>?
-        let syncBusy = NIOLockedValueBox(false)
+        let syncs = NIOLockedValueBox(CheckpointSyncs())
         do {
             let gate = events.gate
             let checkpoint = events.checkpoint
@@ -331,20 +332,27 @@ public struct Downloader: Sendable {
                             if let snapshot = resumeData() { try recordWritten(snapshot) }
                             continue
                         }
-                        // The disk is still busy with the last one: the body goes on, and this checkpoint
-                        // waits for the next interval (waiting here held a 1 GB/s transfer to disk speed).
-                        if syncBusy.withLockedValue({ $0 }) { continue }
                         lastDurable = now
+                        let pending = CheckpointSyncs.Pending(point: try sink.durabilityPoint(), snapshot: resumeData())
+                        // The disk is still busy with the last one: the body goes on (waiting here held a
+                        // 1 GB/s transfer to disk speed) and this checkpoint is handed to the running sync,
+                        // which makes it durable next, so a body that pauses now does not leave it unrecorded.
+                        guard syncs.withLockedValue({ $0.start(pending) }) else { continue }
                         try await syncing?.value
-                        let point = try sink.durabilityPoint()
-                        let snapshot = resumeData()
                         let record = checkpoint.record
-                        syncBusy.withLockedValue { $0 = true }
                         syncing = Task {
-                            defer { syncBusy.withLockedValue { $0 = false } }
-                            try await NIOThreadPool.singleton.runIfActive {
-                                try point.synchronize()
-                                if let snapshot { try record(snapshot) }
+                            var next: CheckpointSyncs.Pending? = pending
+                            while let current = next {
+                                do {
+                                    try await NIOThreadPool.singleton.runIfActive {
+                                        try current.point.synchronize()
+                                        if let snapshot = current.snapshot { try record(snapshot) }
+                                    }
+                                } catch {
+                                    syncs.withLockedValue { $0.stop() }
+                                    throw error
+                                }
+                                next = syncs.withLockedValue { $0.next() }
                             }
                         }
                     }

@@ -17,6 +17,10 @@ public struct Faults: Sendable, Hashable {
     public var stallMilliseconds: Int64?
     /// `stall_after=N`: where a stall begins, in body bytes (default 0: right after the headers).
     public var stallAfter: Int64 = 0
+    /// `gate=G`: hold the body at `stall_after` bytes until ``TestServer/openGate(_:)`` opens the gate
+    /// named G (at once if it is open already). Unlike `stall_ms` it does not depend on the clock: a test
+    /// can act on a transfer known to be in progress, however slow the machine.
+    public var gate: String?
     /// `delay_ms=T`: wait T milliseconds before sending the response headers.
     public var delayMilliseconds: Int64?
     /// `fail=K`: the first K requests with this request's key get `fail_status` with `Retry-After`.
@@ -88,6 +92,7 @@ public struct Faults: Sendable, Hashable {
             $0 > 0 ? min($0, Self.longestWaitMilliseconds) : nil
         }
         self.stallAfter = value("stall_after").flatMap { Int64($0) }.map { max(0, $0) } ?? 0
+        self.gate = value("gate").flatMap { $0.isEmpty ? nil : $0 }
         self.delayMilliseconds = value("delay_ms").flatMap { Int64($0) }.flatMap {
             $0 > 0 ? min($0, Self.longestWaitMilliseconds) : nil
         }
@@ -127,6 +132,7 @@ extension Faults {
         clean.closeAfter = nil
         clean.stallMilliseconds = nil
         clean.stallAfter = 0
+        clean.gate = nil
         clean.delayMilliseconds = nil
         clean.ignoreRange = false
         clean.badContentRangeShift = nil

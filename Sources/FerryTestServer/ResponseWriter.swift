@@ -58,7 +58,7 @@ final class ResponseWriter {
         if let shortBy = plan.faults.shortBy { limit = max(0, limit - shortBy) }
         if let closeAfter = plan.faults.closeAfter { limit = min(limit, closeAfter) }
         self.limit = limit
-        self.stallPending = plan.faults.stallMilliseconds != nil && !plan.omitsBody
+        self.stallPending = (plan.faults.stallMilliseconds != nil || plan.faults.gate != nil) && !plan.omitsBody
     }
 
     /// Starts sending.
@@ -128,10 +128,14 @@ final class ResponseWriter {
                 finishBody()
                 return
             }
-            if stallPending, sent >= faults.stallAfter, let stall = faults.stallMilliseconds {
+            if stallPending, sent >= faults.stallAfter {
                 stallPending = false
                 context.flush()
-                schedule(after: .milliseconds(stall)) { $0.pump() }
+                if let gate = faults.gate {
+                    waitForGate(gate, then: faults.stallMilliseconds)
+                } else if let stall = faults.stallMilliseconds {
+                    schedule(after: .milliseconds(stall)) { $0.pump() }
+                }
                 return
             }
             var count = min(Int64(Self.chunkSize), limit - sent)
@@ -180,6 +184,25 @@ final class ResponseWriter {
             }
         }
         context.flush()
+    }
+
+    /// Holds the body until the gate opens (then the `stall_ms` stall, if any, still follows).
+    private func waitForGate(_ gate: String, then stall: Int64?) {
+        busy = true
+        let loop = context.eventLoop
+        let resume = NIOLoopBound(self, eventLoop: loop)
+        state.whenGateOpens(gate) {
+            loop.execute {
+                let writer = resume.value
+                writer.busy = false
+                guard !writer.finished else { return }
+                if let stall {
+                    writer.schedule(after: .milliseconds(stall)) { $0.pump() }
+                } else {
+                    writer.pump()
+                }
+            }
+        }
     }
 
     private func write(_ chunk: ByteBuffer) {

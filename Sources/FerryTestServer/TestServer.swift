@@ -55,6 +55,9 @@ public final class TestServer: Sendable {
     /// Sets every counter back to zero (per-key fault counts and kept uploads stay).
     public func resetCounters() { state.resetCounters() }
 
+    /// Opens the gate named `name` (the `gate=` fault): bodies held at it go on, later ones pass.
+    public func openGate(_ name: String) { state.openGate(name) }
+
     /// The upload kept under `key` by `/upload?keep=KEY` (also by a resumable upload).
     public func storedUpload(key: String) -> StoredUpload? { state.upload(key: key) }
 

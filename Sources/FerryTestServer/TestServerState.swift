@@ -59,6 +59,9 @@ final class TestServerState: Sendable {
         var nonces: Set<String> = []
         var tusUploads: [String: TusUpload] = [:]
         var tusNext = 0
+        /// `gate=` names: open ones, and what waits for the closed ones.
+        var openGates: Set<String> = []
+        var gateWaiters: [String: [@Sendable () -> Void]] = [:]
     }
 
     private let storage = NIOLockedValueBox(Storage())
@@ -117,6 +120,25 @@ final class TestServerState: Sendable {
             storage.tusNext = next
             return value
         }
+    }
+
+    /// Calls `body` once the gate named `gate` is open: now, or when ``openGate(_:)`` opens it.
+    func whenGateOpens(_ gate: String, _ body: @escaping @Sendable () -> Void) {
+        let isOpen = storage.withLockedValue { storage -> Bool in
+            if storage.openGates.contains(gate) { return true }
+            storage.gateWaiters[gate, default: []].append(body)
+            return false
+        }
+        if isOpen { body() }
+    }
+
+    /// Opens a gate for good: what waits goes on, later requests pass at once.
+    func openGate(_ gate: String) {
+        let waiters = storage.withLockedValue { storage -> [@Sendable () -> Void] in
+            storage.openGates.insert(gate)
+            return storage.gateWaiters.removeValue(forKey: gate) ?? []
+        }
+        for waiter in waiters { waiter() }
     }
 
     func issueNonce() -> String {

@@ -4,6 +4,7 @@ import FerryTestServer
 import Foundation
 import NIOCore
 import Testing
+import Synchronization
 
 @Suite struct DownloaderTests {
     @Test func aDownloadIsExact() async throws {
@@ -342,6 +343,41 @@ import Testing
             )
             #expect(second.status == 200)
             #expect(try sha256(ofFile: path) == expectedSHA256(100_000, seed: 12))
+        }
+    }
+}
+
+/// D1 when the disk is slower than the network: a checkpoint that falls due while the previous one's
+/// sync runs is made durable after it, not dropped; a body that then pauses has its bytes recorded.
+@Suite struct DownloaderCheckpointTests {
+    @Test func aCheckpointDueDuringASlowSyncIsRecordedWhenTheBodyPauses() async throws {
+        try await withServerAndTransport { server, transport in
+            let recorded = Mutex<Int64>(0)
+            var events = Downloader.Events()
+            // Each record takes 200 ms (a slow disk): the first 1 MB arrives long before the first is done.
+            events.checkpoint = Downloader.Checkpoint(everyBytes: 64 * 1024, everySeconds: 1000) { data in
+                usleep(200_000)
+                recorded.withLock { $0 = max($0, data.bytesReceived) }
+            }
+            let path = try temporaryPath()
+            let download = Task {
+                try await Downloader(transport: transport).download(
+                    request(server.url("/bytes/3000000?seed=9&stall_after=1000000&gate=pause")),
+                    to: path,
+                    deadline: testDeadline,
+                    events: events
+                )
+            }
+            // The body pauses at 1 MB: the checkpoint that fell due last still lands, within an interval.
+            let end = Date().addingTimeInterval(60)
+            while recorded.withLock({ $0 }) < 1_000_000 - 64 * 1024, Date() < end {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(recorded.withLock { $0 } >= 1_000_000 - 64 * 1024)
+            server.openGate("pause")
+            let result = try await download.value
+            #expect(result.length == 3_000_000)
+            #expect(try sha256(ofFile: path) == expectedSHA256(3_000_000, seed: 9))
         }
     }
 }

@@ -88,6 +88,25 @@ import Testing
         }
     }
 
+    @Test func aGateHoldsTheBodyUntilItIsOpened() async throws {
+        try await withServerAndClient { server, client in
+            let url = server.url("/bytes/1000?seed=1&stall_after=400&gate=g1")
+            let fetch = Task { try await client.fetch(url) }
+            while server.counters.bodyBytesSent(path: "/bytes/1000") < 400 {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            // Held however long we wait: the gate is not a timer.
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(server.counters.bodyBytesSent(path: "/bytes/1000") == 400)
+            server.openGate("g1")
+            let response = try await fetch.value
+            #expect(Bytes(response.body) == Bytes(expectedBytes(1000, seed: 1)))
+            // Open for good: the next request passes at once.
+            let again = try await client.fetch(url)
+            #expect(Bytes(again.body) == Bytes(expectedBytes(1000, seed: 1)))
+        }
+    }
+
     @Test func delayHoldsTheHeadersBack() async throws {
         try await withServerAndClient { server, client in
             let response = try await client.fetch(server.url("/bytes/10?delay_ms=400"))

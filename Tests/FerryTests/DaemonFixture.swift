@@ -1,5 +1,8 @@
 import Ferry
+import FerryStore
+import FerryTestServer
 import Foundation
+import Testing
 
 #if canImport(Glibc)
 import Glibc
@@ -55,6 +58,24 @@ final class DaemonFixture: @unchecked Sendable {
     }
 
     /// Creates a download in the daemon directly (as `ferry get --background` does).
+    /// Waits until `server` has sent `sent` body bytes of `path` in all (the response is then held by a
+    /// `gate=` fault), gives a checkpoint whose sync was running a moment to land, SIGKILLs the daemon and
+    /// returns the bytes its store recorded for the session's first task: what the kill keeps.
+    func killWhileHeld(
+        _ session: String,
+        server: TestServer,
+        path: String,
+        sent: Int64
+    ) async throws -> Int64 {
+        try await eventually("the server sent \(sent) bytes of \(path)", within: 60) {
+            server.counters.bodyBytesSent(path: path) >= sent
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        try await stop(signal: SIGKILL)
+        let store = try FerryStore(path: client.paths.database)
+        return try #require(try store.tasks(session: session).first).bytesReceived
+    }
+
     func download(_ url: String, session: String, description: String? = nil) throws -> BackgroundTaskInfo {
         try client.call(
             "POST",
