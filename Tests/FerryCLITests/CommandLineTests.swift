@@ -203,8 +203,9 @@ import Glibc
             defer { try? FileManager.default.removeItem(atPath: directory) }
             let cli = CLIRunner(directory: directory)
             let size = 12_000_000
-            // 500 kB/s a connection: six seconds, so the interruption lands mid-download when loaded.
-            let url = server.url("/bytes/\(size)?throttle=500000")
+            // The first four responses (one per segment) are held 1 MB in (a gate never opened), so the
+            // interruption lands mid-download however loaded the machine; the continuation runs through.
+            let url = server.url("/bytes/\(size)?stall_after=1000000&gate=never&only_first=4")
             let (process, out, err) = try cli.start(["get", url, "-o", "seg.bin", "-x", "4"])
             let record = directory + "/seg.bin.ferry-resume"
             try await waitUntil("a resume record is written or ferry ends") {

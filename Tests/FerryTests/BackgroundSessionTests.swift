@@ -128,7 +128,8 @@ import Glibc
                     delegate: recorder,
                     daemon: daemon.client
                 )
-                let slow = session.downloadTask(with: request(server.url("/bytes/5000000?throttle=1000000")))
+                // Held after 100 kB (a gate never opened): still running when the session is cancelled.
+                let slow = session.downloadTask(with: request(server.url("/bytes/5000000?stall_after=100000&gate=never")))
                 slow.resume()
                 try await eventually("the transfer runs") { slow.countOfBytesReceived > 0 }
                 session.invalidateAndCancel()

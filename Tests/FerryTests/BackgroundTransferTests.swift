@@ -132,20 +132,30 @@ import Testing
     @Test func aTaskPastItsResourceTimeoutFailsAndIsNotRetried() async throws {
         try await TestServer.withServer { server in
             try await withDaemon(environment: ["FERRY_THROUGHPUT_FLOOR": "0"]) { daemon in
-                var configuration = SessionConfiguration.background(identifier: "t.resource")
-                configuration.timeoutIntervalForResource = 1.5
-                let recorder = Recorder()
-                let session = Session(configuration: configuration, delegate: recorder, daemon: daemon.client)
-                defer { session.finishTasksAndInvalidate() }
-                let task = session.downloadTask(with: request(server.url("/bytes/5000000?throttle=100000")))
-                task.resume()
-                await task.waitUntilFinished()
-                let error = try #require(task.error)
-                #expect(error.code == .timedOut)
-                #expect(error.message.contains("timeoutIntervalForResource"))
-                // The partial data is kept for a later try.
-                #expect((error.resumeData?.bytesReceived ?? 0) > 0)
-                #expect(recorder.completions == 1)
+                // The body is held after 100 kB (a gate never opened), so the timeout fires mid-transfer.
+                // An attempt in which no byte arrived before it (a loaded machine) proves nothing about
+                // the kept data and is made again with a longer timeout, in a session of its own.
+                for (attempt, seconds) in [1.5, 6, 24].enumerated() {
+                    var configuration = SessionConfiguration.background(identifier: "t.resource\(attempt)")
+                    configuration.timeoutIntervalForResource = seconds
+                    let recorder = Recorder()
+                    let session = Session(configuration: configuration, delegate: recorder, daemon: daemon.client)
+                    defer { session.finishTasksAndInvalidate() }
+                    let task = session.downloadTask(
+                        with: request(server.url("/bytes/5000000?stall_after=100000&gate=never"))
+                    )
+                    task.resume()
+                    await task.waitUntilFinished()
+                    let error = try #require(task.error)
+                    #expect(error.code == .timedOut)
+                    #expect(error.message.contains("timeoutIntervalForResource"))
+                    #expect(recorder.completions == 1)
+                    if error.resumeData == nil && task.countOfBytesReceived == 0 { continue }
+                    // The partial data is kept for a later try.
+                    #expect((error.resumeData?.bytesReceived ?? 0) > 0)
+                    return
+                }
+                Issue.record("no byte arrived in three tries (1.5, 6 and 24 s)")
             }
         }
     }
