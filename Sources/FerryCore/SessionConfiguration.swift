@@ -214,17 +214,23 @@ public struct SessionConfiguration: Sendable, Hashable, Codable {
         SessionConfiguration(kind: .background(identifier: identifier))
     }
 
+    /// Whether `identifier` can name a background session: 1 to 255 printable ASCII characters (space to
+    /// `~`) other than `/`. ASCII keeps a character one byte, so the limit is the same in the control API's
+    /// schema (which counts characters) and in file names (which count bytes).
+    public static func isValidBackgroundIdentifier(_ identifier: String) -> Bool {
+        (1...255).contains(identifier.utf8.count)
+            && identifier.utf8.allSatisfy { (0x20...0x7E).contains($0) && $0 != UInt8(ascii: "/") }
+    }
+
     /// Checks the values against each other.
     /// - Throws: ``FerryError`` (``FerryError/Code/invalidOperation`` or ``FerryError/Code/invalidHeader``)
     ///   saying which value to change.
     public func validate() throws {
         if case .background(let identifier) = kind {
-            guard !identifier.isEmpty, identifier.utf8.count <= 255,
-                !identifier.contains(where: { $0 == "/" || $0.isNewline || $0 == "\0" })
-            else {
+            guard Self.isValidBackgroundIdentifier(identifier) else {
                 throw FerryError(
                     .invalidOperation,
-                    "a background identifier must be 1 to 255 bytes without '/', line breaks or NUL, e.g. com.example.sync"
+                    "a background identifier must be 1 to 255 printable ASCII characters other than '/', e.g. com.example.sync"
                 )
             }
         }

@@ -21,40 +21,49 @@ struct ControlRoutes: Sendable {
     func router() -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
         let v1 = router.group(RouterPath(ControlAPI.prefix))
-        v1.get("daemon") { _, _ in try await self.handle { try await self.status() } }
-        v1.get("tasks") { _, _ in try await self.handle { try await self.allTasks() } }
-        v1.post("sessions/:session/attach") { request, context in
+        var routes = RouteTable(group: v1)
+        routes.on("daemon", .get) { _, _ in try await self.handle { try await self.status() } }
+        routes.on("tasks", .get) { _, _ in try await self.handle { try await self.allTasks() } }
+        routes.on("sessions/:session/attach", .post) { request, context in
             do {
                 return try self.attach(request, context)
             } catch {
                 return self.errorResponse(error)
             }
         }
-        v1.get("sessions/:session/tasks") { _, context in
+        routes.on("sessions/:session/tasks", .get) { _, context in
             try await self.handle { try await self.tasks(try self.session(context)) }
         }
-        v1.post("sessions/:session/tasks") { request, context in
+        routes.on("sessions/:session/tasks", .post) { request, context in
             try await self.handle(status: .created) { try await self.create(request, context) }
         }
-        v1.post("sessions/:session/tasks/batch") { request, context in
+        routes.on("sessions/:session/tasks/batch", .post) { request, context in
             try await self.handle(status: .created) { try await self.createBatch(request, context) }
         }
         for action in ["resume", "suspend", "cancel"] {
-            v1.post("sessions/:session/tasks/:task/\(action)") { request, context in
+            routes.on("sessions/:session/tasks/:task/\(action)", .post) { request, context in
                 try await self.handle { try await self.act(action, request, context) }
             }
         }
-        v1.get("sessions/:session/events") { _, context in
+        routes.on("sessions/:session/events", .get) { _, context in
             try await self.handle { try self.pendingEvents(try self.session(context)) }
         }
-        v1.post("sessions/:session/ack") { request, context in
+        routes.on("sessions/:session/ack", .post) { request, context in
             try await self.handleNoContent { try await self.acknowledge(request, context) }
         }
-        v1.put("sessions/:session/launch") { request, context in
+        routes.on("sessions/:session/launch", .put) { request, context in
             try await self.handleNoContent { try await self.registerLaunch(request, context) }
         }
-        v1.post("sessions/:session/invalidate") { request, context in
+        routes.on("sessions/:session/invalidate", .post) { request, context in
             try await self.handleNoContent { try await self.invalidate(request, context) }
+        }
+        routes.refuseOtherMethods { allowed in
+            var headers = HTTPFields()
+            headers[.allow] = allowed.map(\.rawValue).joined(separator: ", ")
+            return self.errorResponse(
+                MethodNotAllowed(message: "this route answers \(allowed.map(\.rawValue).joined(separator: " and ")) only"),
+                headers: headers
+            )
         }
         return router
     }
@@ -83,38 +92,16 @@ struct ControlRoutes: Sendable {
     private func create(_ request: Request, _ context: BasicRequestContext) async throws -> BackgroundTaskInfo {
         let session = try session(context)
         let creation = try await decode(ControlAPI.TaskCreation.self, from: request)
-        let resumeData = creation.resumeData
         let task = try store.createTasks(
             registeringSession: true,
             session: session,
             [try newTask(creation, in: session)]
         )[0]
-        if let upload = resumeData?.upload, creation.kind == .upload {
-            try store.recordUploadState(session: session, identifier: task.taskIdentifier, state: upload)
-        } else if let resumeData {
-            try store.recordProgress(
-                session: session,
-                identifier: task.taskIdentifier,
-                partialPath: resumeData.partialFilePath,
-                bytesReceived: resumeData.bytesReceived,
-                expectedLength: resumeData.expectedLength,
-                entityTag: resumeData.entityTag,
-                lastModified: resumeData.lastModified,
-                segments: resumeData.segments
-            )
-            try store.setCurrentRequest(
-                session: session,
-                identifier: task.taskIdentifier,
-                request: resumeData.currentRequest
-            )
+        if task.state == .pending, await scheduler.poke() > 0 {
+            // It may be running already: as it is now.
+            return try store.task(session: session, identifier: task.taskIdentifier).info
         }
-        if creation.start == false {
-            try store.transition(session: session, identifier: task.taskIdentifier, to: .suspended)
-        } else if await scheduler.poke() == 0, resumeData == nil {
-            // Still pending as created: no need to read it back.
-            return task.info
-        }
-        return try store.task(session: session, identifier: task.taskIdentifier).info
+        return task.info
     }
 
     /// A creation request checked (D6: nothing is stored until every check has passed).
@@ -155,7 +142,7 @@ struct ControlRoutes: Sendable {
             // transport made here is the one the task will use (one per distinct settings).
             _ = try scheduler.transports.transport(for: connection)
         }
-        return FerryStore.NewTask(
+        var task = FerryStore.NewTask(
             kind: creation.kind,
             request: target,
             bodyFile: creation.uploadFile,
@@ -167,6 +154,9 @@ struct ControlRoutes: Sendable {
             destinationMode: creation.destinationMode,
             connection: creation.connection
         )
+        task.suspended = creation.start == false
+        task.resumeData = resumeData
+        return task
     }
 
     /// `POST …/tasks/batch`: many tasks in one transaction (all or none), each checked as a single
@@ -411,6 +401,11 @@ struct ControlRoutes: Sendable {
 
     struct PayloadTooLarge: Error {}
 
+    /// A method the route does not answer (405, with Allow).
+    struct MethodNotAllowed: Error {
+        let message: String
+    }
+
     private static func checkDestination(_ path: String?) throws {
         guard let path else { return }
         guard path.hasPrefix("/"), !path.hasSuffix("/"), !path.contains("\0") else {
@@ -485,7 +480,7 @@ struct ControlRoutes: Sendable {
         }
     }
 
-    private func errorResponse(_ error: any Error) -> Response {
+    private func errorResponse(_ error: any Error, headers extra: HTTPFields = [:]) -> Response {
         let (status, ferryError): (HTTPResponse.Status, FerryError)
         switch error {
         case let error as FerryError:
@@ -497,6 +492,8 @@ struct ControlRoutes: Sendable {
             ferryError = error
         case let error as NotFound:
             (status, ferryError) = (.notFound, FerryError(.invalidOperation, error.message))
+        case let error as MethodNotAllowed:
+            (status, ferryError) = (.methodNotAllowed, FerryError(.invalidOperation, error.message))
         case is PayloadTooLarge:
             (status, ferryError) = (
                 .contentTooLarge,
@@ -508,7 +505,7 @@ struct ControlRoutes: Sendable {
             (status, ferryError) = (.internalServerError, FerryError(.unknown, "\(error)"))
         }
         if status == .internalServerError { logger.error("control API: \(ferryError)") }
-        var headers = HTTPFields()
+        var headers = extra
         headers[.contentType] = "application/json"
         let data = (try? JSONEncoder().encode(ControlAPI.ErrorBody(error: ferryError))) ?? Data()
         return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))

@@ -77,6 +77,10 @@ public final class FerryStore: Sendable {
         public var destination: String?
         public var destinationMode: Int?
         public var connection: ConnectionSettings?
+        /// Created suspended (resumed later by a client) instead of pending.
+        public var suspended = false
+        /// A download continued from resume data: its partial file and progress, recorded with the task.
+        public var resumeData: ResumeData?
 
         /// A task description; see ``StoredTask`` for the fields.
         public init(
@@ -169,6 +173,9 @@ public final class FerryStore: Sendable {
         }
         let identifier = Int(next)
         let deadline = task.resourceTimeout.map { now.addingTimeInterval($0) }
+        // The task is born in its first state, with its resume data: no moment exists in which the
+        // scheduler could start a task that was asked to wait, or start it without its progress.
+        let state: StoredTask.State = task.suspended ? .suspended : .pending
         try db.cachedStatement(
             sql: """
                 INSERT INTO task (session, taskIdentifier, kind, state, originalRequest, bodyFile,
@@ -177,17 +184,39 @@ public final class FerryStore: Sendable {
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """
         ).execute(arguments: [
-            session, identifier, task.kind.rawValue, StoredTask.State.pending.rawValue, encoded, task.bodyFile,
+            session, identifier, task.kind.rawValue, state.rawValue, encoded, task.bodyFile,
             task.taskDescription, task.priority, task.discretionary, deadline, task.destination,
             task.destinationMode, try task.connection.map { try JSONEncoder().encode($0) }, now, now,
         ])
+        if let resumeData = task.resumeData {
+            let encoder = JSONEncoder()
+            try db.execute(
+                sql: """
+                    UPDATE task SET partialPath = ?, bytesReceived = ?, expectedLength = ?, entityTag = ?,
+                                    lastModified = ?, segments = ?, currentRequest = ?
+                    WHERE session = ? AND taskIdentifier = ?
+                    """,
+                arguments: [
+                    resumeData.partialFilePath, resumeData.bytesReceived, resumeData.expectedLength,
+                    resumeData.entityTag, resumeData.lastModified,
+                    try resumeData.segments.map { try encoder.encode($0) },
+                    try encoder.encode(resumeData.currentRequest), session, identifier,
+                ]
+            )
+            let row = try Row.fetchOne(
+                db,
+                sql: "SELECT * FROM task WHERE session = ? AND taskIdentifier = ?",
+                arguments: [session, identifier]
+            )
+            return try StoredTask(row: row!)
+        }
         // What was just inserted, without reading it back (decoding the request again costs more than
         // the insert).
         return StoredTask(
             session: session,
             taskIdentifier: identifier,
             kind: task.kind,
-            state: .pending,
+            state: state,
             originalRequest: task.request,
             bodyFile: task.bodyFile,
             taskDescription: task.taskDescription,

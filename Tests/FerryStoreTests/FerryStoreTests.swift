@@ -229,6 +229,34 @@ func request(_ path: String) -> Request {
         #expect(try store.createTask(session: "a", kind: .download, request: request("again")).taskIdentifier == 1)
     }
 
+    @Test func aTaskIsBornInItsFirstStateWithItsResumeData() throws {
+        let fixture = try StoreFixture()
+        let store = fixture.store
+        try store.registerSession("s")
+        var waiting = FerryStore.NewTask(kind: .download, request: request("waits"))
+        waiting.suspended = true
+        var continued = FerryStore.NewTask(kind: .download, request: request("continues"))
+        continued.resumeData = ResumeData(
+            originalRequest: request("continues"),
+            currentRequest: request("moved"),
+            bytesReceived: 4096,
+            expectedLength: 10_000,
+            entityTag: "\"v1\"",
+            lastModified: nil,
+            partialFilePath: "/tmp/partial-continued"
+        )
+        let created = try store.createTasks(session: "s", [waiting, continued])
+        #expect(created.map(\.state) == [.suspended, .pending])
+        // Never pending, so the scheduler cannot pick it; the other has its progress from the start.
+        #expect(try store.tasks(in: .pending).map(\.taskIdentifier) == [2])
+        let stored = try store.task(session: "s", identifier: 2)
+        #expect(stored.bytesReceived == 4096)
+        #expect(stored.partialPath == "/tmp/partial-continued")
+        #expect(stored.entityTag == "\"v1\"")
+        #expect(stored.currentRequest?.url.path == "/moved")
+        #expect(created[1].bytesReceived == 4096)
+    }
+
     @Test func pendingTasksComeInSchedulingOrder() throws {
         let now = Date(timeIntervalSince1970: 1_000_000)
         let fixture = try StoreFixture(clock: { now })
