@@ -29,7 +29,9 @@ public struct ContentDigest: Sendable, Hashable, Codable, CustomStringConvertibl
     /// A digest; nil when `hex` is not ``Algorithm/hexLength`` hex digits (any case).
     public init?(_ algorithm: Algorithm, hex: String) {
         let lower = hex.lowercased()
-        guard lower.count == algorithm.hexLength, lower.allSatisfy({ $0.isHexDigit }) else { return nil }
+        guard lower.utf8.count == algorithm.hexLength,
+            lower.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) })
+        else { return nil }
         self.algorithm = algorithm
         self.hex = lower
     }

@@ -1,5 +1,5 @@
 /// The daemon's control API: HTTP/1.1 with JSON bodies over its unix socket, described by
-/// `docs/openapi.yaml`. These are the request and response bodies both ends share; the routes are:
+/// `docs/openapi.json`. These are the request and response bodies both ends share; the routes are:
 ///
 /// | route | body → answer |
 /// | --- | --- |

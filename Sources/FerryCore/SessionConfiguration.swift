@@ -215,11 +215,14 @@ public struct SessionConfiguration: Sendable, Hashable, Codable {
     }
 
     /// Whether `identifier` can name a background session: 1 to 255 printable ASCII characters (space to
-    /// `~`) other than `/`. ASCII keeps a character one byte, so the limit is the same in the control API's
-    /// schema (which counts characters) and in file names (which count bytes).
+    /// `~`) other than `/` and `%`. ASCII keeps a character one byte, so the limit is the same in the
+    /// control API's schema (which counts characters) and in file names (which count bytes); without `%`
+    /// an identifier reads the same before and after percent-decoding in the API's paths.
     public static func isValidBackgroundIdentifier(_ identifier: String) -> Bool {
         (1...255).contains(identifier.utf8.count)
-            && identifier.utf8.allSatisfy { (0x20...0x7E).contains($0) && $0 != UInt8(ascii: "/") }
+            && identifier.utf8.allSatisfy {
+                (0x20...0x7E).contains($0) && $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "%")
+            }
     }
 
     /// Checks the values against each other.
@@ -230,7 +233,7 @@ public struct SessionConfiguration: Sendable, Hashable, Codable {
             guard Self.isValidBackgroundIdentifier(identifier) else {
                 throw FerryError(
                     .invalidOperation,
-                    "a background identifier must be 1 to 255 printable ASCII characters other than '/', e.g. com.example.sync"
+                    "a background identifier must be 1 to 255 printable ASCII characters other than '/' and '%', e.g. com.example.sync"
                 )
             }
         }

@@ -7,7 +7,7 @@ import Hummingbird
 import Logging
 import NIOCore
 
-/// The control API's routes (``ControlAPI`` lists them; `docs/openapi.yaml` describes them). Every
+/// The control API's routes (``ControlAPI`` lists them; `docs/openapi.json` describes them). Every
 /// request is checked before anything changes: a malformed body, an unknown task or a bad identifier
 /// gets a 4xx with a ``ControlAPI/ErrorBody`` and changes nothing (D6).
 struct ControlRoutes: Sendable {
@@ -108,6 +108,14 @@ struct ControlRoutes: Sendable {
     private func newTask(_ creation: ControlAPI.TaskCreation, in session: String) throws -> FerryStore.NewTask {
         let resumeData = creation.resumeData
         let target = resumeData?.originalRequest ?? creation.request
+        for url in [creation.request.url, resumeData?.originalRequest.url, resumeData?.currentRequest.url]
+        where url.map({ !ControlAPI.isHTTPURL($0.absoluteString) }) ?? false {
+            throw FerryError(
+                .badURL,
+                "\(url!.absoluteString) is not an absolute http or https URL (RFC 3986, percent-encoded)",
+                failingURL: url!.absoluteString
+            )
+        }
         try target.validate()
         guard let scheme = target.url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
             throw FerryError(
@@ -126,12 +134,22 @@ struct ControlRoutes: Sendable {
             guard resumeData == nil else {
                 throw FerryError(.invalidOperation, "resume data continues downloads, not uploads")
             }
-            try Self.checkReadableFile(creation.uploadFile)
+            guard let file = creation.uploadFile, !file.isEmpty else {
+                throw FerryError(.fileDoesNotExist, "a background upload needs uploadFile, the path of the file to send")
+            }
+            try Conflict.onFailure { try Self.checkReadableFile(file) }
         case .download:
             guard creation.uploadFile == nil else {
                 throw FerryError(.invalidOperation, "a download has no upload file; use kind \"upload\"")
             }
-            try Self.checkDestination(creation.destination)
+            guard creation.destination.map({ $0.hasPrefix("/") && !$0.hasSuffix("/") && !$0.contains("\0") }) ?? true
+            else {
+                throw FerryError(
+                    .cannotCreateFile,
+                    "the destination must be an absolute file path, not '\(creation.destination ?? "")'"
+                )
+            }
+            try Conflict.onFailure { try Self.checkDestination(creation.destination) }
             if let mode = creation.destinationMode, !(0...0o777).contains(mode) {
                 throw FerryError(.invalidOperation, "destinationMode holds permission bits, 0 to 0o777 (511)")
             }
@@ -160,7 +178,7 @@ struct ControlRoutes: Sendable {
     }
 
     /// `POST …/tasks/batch`: many tasks in one transaction (all or none), each checked as a single
-    /// creation is; resume data and `start: false` are for single creations.
+    /// creation is.
     private func createBatch(_ request: Request, _ context: BasicRequestContext) async throws -> [BackgroundTaskInfo] {
         let session = try session(context)
         let batch = try await decode(ControlAPI.TaskBatch.self, from: request)
@@ -172,14 +190,10 @@ struct ControlRoutes: Sendable {
         }
         var tasks: [FerryStore.NewTask] = []
         for (index, creation) in batch.tasks.enumerated() {
-            guard creation.resumeData == nil, creation.start != false else {
-                throw FerryError(
-                    .invalidOperation,
-                    "task \(index) of the batch: resume data and start=false are for single creations"
-                )
-            }
             do {
                 tasks.append(try newTask(creation, in: session))
+            } catch let conflict as Conflict {
+                throw Conflict(error: FerryError(conflict.error.code, "task \(index) of the batch: \(conflict.error.message)"))
             } catch let error as FerryError {
                 throw FerryError(error.code, "task \(index) of the batch: \(error.message)")
             }
@@ -192,7 +206,7 @@ struct ControlRoutes: Sendable {
     private func act(_ action: String, _ request: Request, _ context: BasicRequestContext) async throws -> Data {
         let session = try session(context)
         guard let identifier = context.parameters.get("task", as: Int.self) else {
-            throw FerryError(.invalidOperation, "the task identifier must be a number")
+            throw FerryError(.invalidOperation, "the task identifier must be a whole number from 1 to 2^63-1")
         }
         guard let task = try? store.task(session: session, identifier: identifier) else {
             throw NotFound("no task \(identifier) in session '\(session)'")
@@ -233,6 +247,9 @@ struct ControlRoutes: Sendable {
     private func acknowledge(_ request: Request, _ context: BasicRequestContext) async throws {
         let session = try session(context)
         let acknowledgement = try await decode(ControlAPI.Acknowledgement.self, from: request)
+        guard acknowledgement.through >= 0 else {
+            throw FerryError(.invalidOperation, "through is an event sequence number, 0 or more")
+        }
         // A delivered file that the client did not move goes now (D2, S6.9).
         for event in try store.events(session: session)
         where event.sequence <= acknowledgement.through && event.kind == .didFinishDownloading {
@@ -244,9 +261,14 @@ struct ControlRoutes: Sendable {
     private func registerLaunch(_ request: Request, _ context: BasicRequestContext) async throws {
         let session = try session(context)
         let registration = try await decode(ControlAPI.LaunchRegistration.self, from: request)
-        guard !registration.command.trimmingCharacters(in: .whitespaces).isEmpty,
+        guard registration.command.unicodeScalars.contains(where: { (0x21...0x7E).contains($0.value) }),
             !registration.command.contains("\0")
-        else { throw FerryError(.invalidOperation, "the launch command is empty or holds a NUL byte") }
+        else {
+            throw FerryError(
+                .invalidOperation,
+                "the launch command has no visible ASCII character or holds a NUL byte; give a shell command"
+            )
+        }
         try store.registerSession(session)
         try store.setLaunchCommand(session: session, command: registration.command)
     }
@@ -401,6 +423,16 @@ struct ControlRoutes: Sendable {
 
     struct PayloadTooLarge: Error {}
 
+    /// A well-formed request that the daemon's files contradict (a missing upload file, a destination
+    /// directory that does not exist or cannot be written): 409, with the reason.
+    struct Conflict: Error {
+        let error: FerryError
+
+        static func onFailure(_ check: () throws -> Void) throws {
+            do { try check() } catch let error as FerryError { throw Conflict(error: error) }
+        }
+    }
+
     /// A method the route does not answer (405, with Allow).
     struct MethodNotAllowed: Error {
         let message: String
@@ -425,10 +457,7 @@ struct ControlRoutes: Sendable {
         }
     }
 
-    private static func checkReadableFile(_ path: String?) throws {
-        guard let path, !path.isEmpty else {
-            throw FerryError(.fileDoesNotExist, "a background upload needs uploadFile, the path of the file to send")
-        }
+    private static func checkReadableFile(_ path: String) throws {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
             throw FerryError(.fileDoesNotExist, "the upload file \(path) does not exist")
@@ -492,6 +521,8 @@ struct ControlRoutes: Sendable {
             ferryError = error
         case let error as NotFound:
             (status, ferryError) = (.notFound, FerryError(.invalidOperation, error.message))
+        case let conflict as Conflict:
+            (status, ferryError) = (.conflict, conflict.error)
         case let error as MethodNotAllowed:
             (status, ferryError) = (.methodNotAllowed, FerryError(.invalidOperation, error.message))
         case is PayloadTooLarge:

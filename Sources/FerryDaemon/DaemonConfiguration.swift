@@ -6,7 +6,8 @@ public import Foundation
 public struct DaemonConfiguration: Sendable {
     /// Socket and state paths.
     public var paths: DaemonPaths
-    /// Transfers running at once, daemon-wide (S6.10).
+    /// Transfers running at once, daemon-wide (S6.10); 0 runs none (the API conformance check: fuzzed
+    /// tasks must not reach out).
     public var maximumConcurrentTransfers = 6
     /// Connections to one origin at once, daemon-wide: all tasks' together, a segmented download's
     /// included (it uses up to its ``Request/connections`` of them).

@@ -7,9 +7,9 @@ import Hummingbird
 struct RouteTable {
     typealias Handler = @Sendable (Request, BasicRequestContext) async throws -> Response
 
-    /// The methods a client may send: those of RFC 9110 and PATCH.
+    /// The methods a client may send: those of RFC 9110, PATCH, and QUERY (an IETF draft).
     static let knownMethods: [HTTPRequest.Method] = [
-        .get, .head, .post, .put, .delete, .connect, .options, .trace, .patch,
+        .get, .head, .post, .put, .delete, .connect, .options, .trace, .patch, HTTPRequest.Method("QUERY")!,
     ]
 
     private let group: RouterGroup<BasicRequestContext>

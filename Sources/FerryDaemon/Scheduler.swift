@@ -270,6 +270,13 @@ actor Scheduler {
 
     private func cancelled(_ key: TaskKey, produceResumeData: Bool, reason: String?) throws {
         let task = try store.task(session: key.session, identifier: key.identifier)
+        try complete(key, error: cancellation(of: task, produceResumeData: produceResumeData, reason: reason), events: [])
+    }
+
+    /// The error a task that is not running completes with when cancelled, after its leftovers are dealt
+    /// with: without resume data its partial file goes (S6.9; a device or FIFO written through stays),
+    /// and a resumable upload's server resource is released (DELETE, errors ignored).
+    private func cancellation(of task: StoredTask, produceResumeData: Bool, reason: String?) -> FerryError {
         var error = FerryError(
             .cancelled,
             reason ?? "the task was cancelled",
@@ -278,19 +285,13 @@ actor Scheduler {
         if produceResumeData, let resumeData = task.resumeData {
             error.resumeData = resumeData
         } else if let partial = task.partialPath {
-            // No resume data: the partial file goes (S6.9); a device or FIFO written through stays.
             DownloadDestination.removeFile(partial)
-        } else if let upload = task.uploadState {
-            // A resumable upload cancelled for good: the server may free it (DELETE; errors ignored).
-            guard let transport = try? transports.transport(for: task.connection) else {
-                try complete(key, error: error, events: [])
-                return
-            }
+        } else if let upload = task.uploadState, let transport = try? transports.transport(for: task.connection) {
             let uploader = ResumableUploader(transport: transport)
             let deadline = NIODeadline.now() + TimeAmount.seconds(10)
             Task.detached { await uploader.cancel(upload, deadline: deadline) }
         }
-        try complete(key, error: error, events: [])
+        return error
     }
 
     // MARK: Client requests
@@ -339,10 +340,20 @@ actor Scheduler {
     /// With `keepSuspended`, suspended downloads keep their partial data and complete with resume data,
     /// as a force quit leaves them (seed 000 §7.3.2); the others lose it, as `cancel()` does.
     func cancelAll(session: String, reason: String, keepSuspended: Bool = false) async throws {
+        var waiting: [(identifier: Int, error: FerryError)] = []
         for task in try store.tasks(session: session) where task.state != .completed {
             let keep = keepSuspended && task.state == .suspended && task.kind == .download
-            _ = try await cancel(task.key, produceResumeData: keep, reason: reason)
+            if running[task.key] != nil {
+                await stopRunning(task.key, intent: .cancel(produceResumeData: keep, reason: reason))
+            } else {
+                waiting.append((task.taskIdentifier, cancellation(of: task, produceResumeData: keep, reason: reason)))
+            }
         }
+        // Those not running complete together: one transaction however many there are.
+        guard !waiting.isEmpty else { return }
+        try store.complete(session: session, waiting)
+        hub.signal(session, .journal)
+        await onEventsJournaled(session)
     }
 
     private func stopRunning(_ key: TaskKey, intent: Intent) async {

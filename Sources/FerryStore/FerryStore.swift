@@ -419,6 +419,42 @@ public final class FerryStore: Sendable {
         }
     }
 
+    /// Completes several tasks of one session with their errors, journaling each one's didComplete, all
+    /// in one transaction (cancelling a session's hundreds of tasks costs one sync, not hundreds). Tasks
+    /// that are gone or already completed are left out.
+    /// - Returns: the identifiers completed here.
+    @discardableResult
+    public func complete(session: String, _ tasks: [(identifier: Int, error: FerryError)]) throws -> [Int] {
+        let encoder = JSONEncoder()
+        let payloads = try tasks.map { try encoder.encode($0.error) }
+        return try write { db in
+            var completed: [Int] = []
+            for ((identifier, error), payload) in zip(tasks, payloads) {
+                try db.execute(
+                    sql: """
+                        UPDATE task SET state = ?, errorCode = ?, errorName = ?, errorMessage = ?, updatedAt = ?
+                        WHERE session = ? AND taskIdentifier = ? AND state != ?
+                        """,
+                    arguments: [
+                        StoredTask.State.completed.rawValue, error.code.rawValue, error.code.name, error.message,
+                        clock(), session, identifier, StoredTask.State.completed.rawValue,
+                    ]
+                )
+                guard db.changesCount > 0 else { continue }
+                _ = try Self.journal(
+                    db,
+                    session: session,
+                    task: identifier,
+                    kind: .didComplete,
+                    payload: payload,
+                    at: clock()
+                )
+                completed.append(identifier)
+            }
+            return completed
+        }
+    }
+
     /// D4 after a restart: every running task goes back to pending (its transfer resumes from the
     /// recorded offset with If-Range). Returns the tasks that were moved.
     public func recoverAfterRestart() throws -> [StoredTask] {

@@ -21,8 +21,9 @@ if arguments.contains("--help") || arguments.contains("-h") {
         Environment: FERRY_HOME puts the socket, database and files under one directory;
         FERRY_SOCKET overrides the socket path; FERRY_LOG_LEVEL sets the log level (info);
         FERRY_CONNECTIONS_PER_HOST caps connections to one origin, all tasks together (8).
-        Tuning for tests: FERRY_CHECKPOINT_BYTES, FERRY_CHECKPOINT_SECONDS, FERRY_MAX_TRANSFERS,
-        FERRY_RETRY_BASE_DELAY, FERRY_LAUNCH_BASE_DELAY, FERRY_THROUGHPUT_FLOOR, FERRY_THROUGHPUT_WINDOW.
+        Tuning for tests: FERRY_CHECKPOINT_BYTES, FERRY_CHECKPOINT_SECONDS, FERRY_MAX_TRANSFERS (0: no
+        task runs; the control API still works), FERRY_RETRY_BASE_DELAY, FERRY_LAUNCH_BASE_DELAY,
+        FERRY_THROUGHPUT_FLOOR, FERRY_THROUGHPUT_WINDOW.
         """
     )
     exit(0)
@@ -43,7 +44,7 @@ do {
     if let value = environment["FERRY_CHECKPOINT_SECONDS"].flatMap(Double.init) {
         configuration.checkpointSeconds = value
     }
-    if let value = environment["FERRY_MAX_TRANSFERS"].flatMap(Int.init), value > 0 {
+    if let value = environment["FERRY_MAX_TRANSFERS"].flatMap(Int.init), value >= 0 {
         configuration.maximumConcurrentTransfers = value
     }
     if let value = environment["FERRY_CONNECTIONS_PER_HOST"].flatMap(Int.init), value > 0 {

@@ -1,0 +1,47 @@
+import FerryCore
+import Foundation
+import Testing
+
+/// The control API's syntax rules are the ones docs/openapi.json states, and they say what they should.
+@Suite struct ControlAPISyntaxTests {
+    /// docs/openapi.json, found from this file's place in the repository.
+    private func document() throws -> [String: Any] {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let data = try Data(contentsOf: root.appendingPathComponent("docs/openapi.json"))
+        return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+    }
+
+    @Test func theDocumentStatesTheDaemonsURLRule() throws {
+        let components = try #require(try document()["components"] as? [String: Any])
+        let schemas = try #require(components["schemas"] as? [String: Any])
+        let request = try #require(schemas["Request"] as? [String: Any])
+        let properties = try #require(request["properties"] as? [String: Any])
+        let url = try #require(properties["url"] as? [String: Any])
+        #expect(url["pattern"] as? String == ControlAPI.urlPattern)
+    }
+
+    @Test(arguments: [
+        "http://example.com", "HTTPS://example.com:8443/a/b?c=d&e#f", "http://127.0.0.1:65535/",
+        "http://[::1]:8080/x", "http://h/%20space", "https://a.b/p?q=%7Bx%7D",
+    ])
+    func urlsTheAPIAccepts(_ text: String) {
+        #expect(ControlAPI.isHTTPURL(text))
+    }
+
+    @Test(arguments: [
+        "", "ftp://example.com", "http://", "http://host:0/", "http://host:65536/", "http://a b/", "http://%41/",
+        "http://h/%zz", "http://h/a^b", "http://h/#a#b", "example.com/x", "http://h/\r\n",
+    ])
+    func urlsTheAPIRefuses(_ text: String) {
+        #expect(!ControlAPI.isHTTPURL(text))
+    }
+
+    @Test func backgroundIdentifiersArePrintableASCIIWithoutSlashOrPercent() {
+        #expect(SessionConfiguration.isValidBackgroundIdentifier("com.example.sync"))
+        #expect(SessionConfiguration.isValidBackgroundIdentifier(String(repeating: "a", count: 255)))
+        for bad in ["", String(repeating: "a", count: 256), "a/b", "a%41", "é", "a\nb", "a\u{0}"] {
+            #expect(!SessionConfiguration.isValidBackgroundIdentifier(bad), "\(bad.debugDescription)")
+        }
+    }
+}
