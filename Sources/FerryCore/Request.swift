@@ -117,7 +117,17 @@ extension Request {
     /// to the daemon write `{"url": "..."}`).
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.init(url: try container.decode(URL.self, forKey: .url))
+        // A URL in its encoded form only: one that URL(string:) would rewrite (a raw space, ^ or {, which
+        // it percent-encodes) is refused, so what was sent is what is fetched, and what is checked.
+        let text = try container.decode(String.self, forKey: .url)
+        guard let url = URL(string: text), url.absoluteString == text else {
+            throw DecodingError.dataCorruptedError(
+                forKey: .url,
+                in: container,
+                debugDescription: "\(String(reflecting: text)) is not a URL in its encoded form (RFC 3986): percent-encode characters such as spaces, ^ or {"
+            )
+        }
+        self.init(url: url)
         method = try container.decodeIfPresent(String.self, forKey: .method) ?? method
         headers = try container.decodeIfPresent(Headers.self, forKey: .headers) ?? headers
         timeoutInterval = try container.decodeIfPresent(Double.self, forKey: .timeoutInterval) ?? timeoutInterval

@@ -108,19 +108,20 @@ struct ControlRoutes: Sendable {
     private func newTask(_ creation: ControlAPI.TaskCreation, in session: String) throws -> FerryStore.NewTask {
         let resumeData = creation.resumeData
         let target = resumeData?.originalRequest ?? creation.request
+        try target.validate()
+        guard let scheme = target.url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+            throw FerryError(
+                .unsupportedURL,
+                "background sessions transfer http and https URLs only, not \(target.url.absoluteString)"
+            )
+        }
+        // The URL grammar of docs/openapi.json, for every URL the creation carries.
         for url in [creation.request.url, resumeData?.originalRequest.url, resumeData?.currentRequest.url]
         where url.map({ !ControlAPI.isHTTPURL($0.absoluteString) }) ?? false {
             throw FerryError(
                 .badURL,
                 "\(url!.absoluteString) is not an absolute http or https URL (RFC 3986, percent-encoded)",
                 failingURL: url!.absoluteString
-            )
-        }
-        try target.validate()
-        guard let scheme = target.url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
-            throw FerryError(
-                .unsupportedURL,
-                "background sessions transfer http and https URLs only, not \(target.url.absoluteString)"
             )
         }
         if let priority = creation.priority, !(0...1).contains(priority) {

@@ -178,8 +178,9 @@ import Glibc
                     "/v1/sessions/\(session)/launch",
                     body: ControlAPI.LaunchRegistration(command: "echo launched >> \(launches)")
                 )
-                _ = try daemon.download(server.url("/bytes/5000000?throttle=1000000"), session: session)
-                _ = try daemon.download(server.url("/bytes/5000001?throttle=1000000"), session: session)
+                // Held at 1 MB (a gate never opened): both still run when the user force-quits.
+                _ = try daemon.download(server.url("/bytes/5000000?stall_after=1000000&gate=never"), session: session)
+                _ = try daemon.download(server.url("/bytes/5000001?stall_after=1000000&gate=never"), session: session)
                 try await eventually("the transfers run") {
                     (try? daemon.tasks(session))?.allSatisfy { $0.state == .running } == true
                 }

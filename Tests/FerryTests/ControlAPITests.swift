@@ -87,14 +87,20 @@ import Glibc
                 ),
                 (
                     "POST", "/v1/sessions/t.bad/tasks",
-                    #"{"kind":"upload","request":{"url":"http://h/"},"uploadFile":"/no/such/file"}"#, 400,
+                    #"{"kind":"upload","request":{"url":"http://h/"},"uploadFile":"/no/such/file"}"#, 409,
                     "does not exist"
                 ),
                 ("POST", "/v1/sessions/t.bad/tasks", String(repeating: " ", count: 2 << 20), 413, "larger"),
                 ("POST", "/v1/sessions/t.bad/tasks/99/cancel", nil, 404, "no task 99"),
                 ("POST", "/v1/sessions/t.bad/tasks/x/resume", nil, 400, "number"),
                 ("POST", "/v1/sessions/t.bad/ack", #"{"through":"soon"}"#, 400, "through"),
-                ("PUT", "/v1/sessions/t.bad/launch", #"{"command":"  "}"#, 400, "empty"),
+                ("PUT", "/v1/sessions/t.bad/launch", #"{"command":"  "}"#, 400, "visible"),
+                ("POST", "/v1/sessions/t.bad/ack", #"{"through":-1}"#, 400, "through"),
+                ("POST", "/v1/sessions/t.bad/tasks", #"{"kind":"download","request":{"url":"http://h/a^b"}}"#, 400, "encoded form"),
+                ("POST", "/v1/sessions/t.bad/tasks", #"{"kind":"download","request":{"url":"http://%41/"}}"#, 400, "RFC 3986"),
+                ("GET", "/v1/sessions/caf%C3%A9/tasks", nil, 400, "printable ASCII"),
+                ("DELETE", "/v1/sessions/t.bad/tasks", nil, 405, "GET and POST"),
+                ("TRACE", "/v1/daemon", nil, 405, "GET"),
             ]
             for (method, path, body, status, words) in cases {
                 let answer = try raw.send(method, path, body)

@@ -132,7 +132,8 @@ import Testing
 
     @Test func cancelWithoutResumeDataRemovesThePartialFile() async throws {
         try await withSession { server, session in
-            let task = session.downloadTask(with: request(server.url("/bytes/3000000?throttle=1000000")))
+            // Held at 1 MB (a gate never opened): still running when cancelled, however slow the machine.
+            let task = session.downloadTask(with: request(server.url("/bytes/3000000?stall_after=1000000&gate=never")))
             task.resume()
             try await eventually("some bytes arrive") { task.countOfBytesReceived > 100_000 }
             let partial = try #require(task.locked.withLock { $0.filePath })
@@ -147,11 +148,13 @@ import Testing
 
     @Test func suspendStopsTheTransferAndResumeContinuesIt() async throws {
         try await withSession { server, session in
-            let task = session.downloadTask(with: request(server.url("/bytes/4000000?seed=14&throttle=1500000")))
+            // Held at 1 MB until the task is suspended; then the server would send the rest at once.
+            let task = session.downloadTask(with: request(server.url("/bytes/4000000?seed=14&stall_after=1000000&gate=suspend")))
             task.resume()
             try await eventually("some bytes arrive") { task.countOfBytesReceived > 200_000 }
             task.suspend()
             #expect(task.state == .suspended)
+            server.openGate("suspend")
             try await Task.sleep(for: .milliseconds(300))  // let chunks already read drain
             let paused = task.countOfBytesReceived
             try await Task.sleep(for: .milliseconds(500))
