@@ -17,6 +17,8 @@ final class BackgroundLink: Sendable {
     }
 
     private let state: Mutex<State>
+    /// Resumes and suspends waiting to go out, in the order they were asked for; one Task sends them.
+    private let outbox: AsyncStream<@Sendable () async -> Void>.Continuation
     /// Identifiers attached by sessions of this process (S6.7: a second one is refused).
     private static let attachedHere = Mutex(Set<String>())
 
@@ -38,6 +40,11 @@ final class BackgroundLink: Sendable {
             self.identifier = identifier
             self.client = client
             self.state = Mutex(State(stream: stream))
+            let (requests, outbox) = AsyncStream<@Sendable () async -> Void>.makeStream()
+            self.outbox = outbox
+            Task {
+                for await request in requests { await request() }
+            }
         } catch {
             _ = Self.attachedHere.withLock { $0.remove(identifier) }
             throw error
@@ -62,13 +69,16 @@ final class BackgroundLink: Sendable {
         try client.call("GET", "\(sessionPath)/tasks")
     }
 
+    /// Asks the daemon to run the task. Returns at once: the request goes out in order with the link's
+    /// other resumes and suspends, without blocking the caller (which may be a cooperative thread).
     func resume(_ task: SessionTask) {
         let update = ControlAPI.TaskUpdate(taskDescription: task.taskDescription, priority: Double(task.priority))
-        send(task, "resume", body: update)
+        outbox.yield { await self.send(task, "resume", body: update) }
     }
 
+    /// Asks the daemon to pause the task; returns at once, as ``resume(_:)``.
     func suspend(_ task: SessionTask) {
-        send(task, "suspend")
+        outbox.yield { await self.send(task, "suspend") }
     }
 
     /// Cancels in the daemon; the completion arrives as an event. Returns the resume data when asked
@@ -86,16 +96,16 @@ final class BackgroundLink: Sendable {
         }
     }
 
-    private func send(_ task: SessionTask, _ action: String, body: ControlAPI.TaskUpdate? = nil) {
+    private func send(_ task: SessionTask, _ action: String, body: ControlAPI.TaskUpdate? = nil) async {
         do {
-            let _: BackgroundTaskInfo = try client.call(
+            let _: BackgroundTaskInfo = try await client.call(
                 "POST",
                 "\(sessionPath)/tasks/\(task.taskIdentifier)/\(action)",
                 body: body
             )
         } catch let error as FerryError {
             // The daemon is gone or refuses: the task cannot go on.
-            Task { await task.completeFromDaemon(error: error, info: nil) }
+            await task.completeFromDaemon(error: error, info: nil)
         } catch {}
     }
 
@@ -115,6 +125,7 @@ final class BackgroundLink: Sendable {
             return state.stream
         }
         stream?.cancel()
+        outbox.finish()
         _ = Self.attachedHere.withLock { $0.remove(identifier) }
     }
 
@@ -138,8 +149,8 @@ final class BackgroundLink: Sendable {
                 try? await Task.sleep(for: .milliseconds(min(2000, 100 * (1 << min(failures, 5)))))
                 if state.withLock({ $0.closed }) { return }
                 do {
-                    try client.ensureRunning()
-                    let fresh = try client.attach(session: identifier)
+                    try await client.ensureRunning()
+                    let fresh = try await client.attach(session: identifier)
                     let keep = state.withLock { state -> Bool in
                         guard !state.closed else { return false }
                         state.stream = fresh
@@ -181,6 +192,6 @@ final class BackgroundLink: Sendable {
     }
 
     private func acknowledge(through sequence: Int64) async throws {
-        try client.perform("POST", "\(sessionPath)/ack", body: ControlAPI.Acknowledgement(through: sequence))
+        try await client.perform("POST", "\(sessionPath)/ack", body: ControlAPI.Acknowledgement(through: sequence))
     }
 }

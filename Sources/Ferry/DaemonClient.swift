@@ -15,8 +15,10 @@ import Glibc
 /// the routes), and starts it when no daemon answers. Used by background sessions and by the `ferry`
 /// command; scripts may use it too.
 ///
-/// Calls are synchronous, as URLSession's task factories are: they block the calling thread (never an
-/// event loop of the client's) for one round trip over the local socket.
+/// Each call has two forms. Async code gets the async one, which suspends and never blocks a thread. The
+/// synchronous one blocks the calling thread (never an event loop of the client's) for one round trip
+/// over the local socket; it is left for what must answer at once, as URLSession's task factories do
+/// (a new task's identifier comes from the daemon).
 public final class DaemonClient: Sendable {
     /// Where the daemon's socket and state are.
     public let paths: DaemonPaths
@@ -79,12 +81,55 @@ public final class DaemonClient: Sendable {
         _ = try send(method, path, body: body, timeout: timeout)
     }
 
-    private func send(_ method: String, _ path: String, body: (some Encodable)?, timeout: Double) throws -> Data {
-        var request = try makeRequest(method, path)
-        if let body {
-            request.body = .data(try JSONEncoder().encode(body))
-            request.headers.add(name: "Content-Type", value: "application/json")
+    /// Sends one request and decodes the JSON answer, suspending (never blocking) the caller meanwhile:
+    /// the form async code gets.
+    /// - Throws: as the synchronous form.
+    public func call<Answer: Decodable>(
+        _ method: String,
+        _ path: String,
+        body: (some Encodable)? = String?.none,
+        timeout: Double = 30,
+        as: Answer.Type = Answer.self
+    ) async throws -> Answer {
+        let data = try await sendAsync(method, path, body: body, timeout: timeout)
+        do {
+            return try JSONDecoder().decode(Answer.self, from: data)
+        } catch {
+            throw FerryError(
+                .badServerResponse,
+                "ferryd's answer to \(method) \(path) is not what this client expects: \(error)"
+            )
         }
+    }
+
+    /// Sends one request whose answer has no body (204), suspending the caller meanwhile.
+    public func perform(
+        _ method: String,
+        _ path: String,
+        body: (some Encodable)? = String?.none,
+        timeout: Double = 30
+    ) async throws {
+        _ = try await sendAsync(method, path, body: body, timeout: timeout)
+    }
+
+    private func sendAsync(_ method: String, _ path: String, body: (some Encodable)?, timeout: Double) async throws
+        -> Data
+    {
+        let request = try makeRequest(method, path, body: body)
+        let response: HTTPClient.Response
+        do {
+            response = try await http.execute(
+                request: request,
+                deadline: .now() + .milliseconds(Int64(timeout * 1000))
+            ).get()
+        } catch {
+            throw unreachable(error)
+        }
+        return try Self.answer(response)
+    }
+
+    private func send(_ method: String, _ path: String, body: (some Encodable)?, timeout: Double) throws -> Data {
+        let request = try makeRequest(method, path, body: body)
         let response: HTTPClient.Response
         do {
             response = try http.execute(request: request, deadline: .now() + .milliseconds(Int64(timeout * 1000)))
@@ -92,6 +137,10 @@ public final class DaemonClient: Sendable {
         } catch {
             throw unreachable(error)
         }
+        return try Self.answer(response)
+    }
+
+    private static func answer(_ response: HTTPClient.Response) throws -> Data {
         let data = response.body.map { Data($0.readableBytesView) } ?? Data()
         guard (200..<300).contains(Int(response.status.code)) else {
             throw Self.decodeError(data, status: response.status.code)
@@ -99,11 +148,18 @@ public final class DaemonClient: Sendable {
         return data
     }
 
-    private func makeRequest(_ method: String, _ path: String) throws -> HTTPClient.Request {
+    private func makeRequest(_ method: String, _ path: String, body: (some Encodable)? = String?.none) throws
+        -> HTTPClient.Request
+    {
         guard let url = URL(httpURLWithSocketPath: paths.socket, uri: path) else {
             throw FerryError(.badURL, "cannot address ferryd's socket \(paths.socket) with \(path)")
         }
-        return try HTTPClient.Request(url: url, method: HTTPMethod(rawValue: method))
+        var request = try HTTPClient.Request(url: url, method: HTTPMethod(rawValue: method))
+        if let body {
+            request.body = .data(try JSONEncoder().encode(body))
+            request.headers.add(name: "Content-Type", value: "application/json")
+        }
+        return request
     }
 
     private func unreachable(_ error: Any) -> FerryError {
@@ -134,6 +190,12 @@ public final class DaemonClient: Sendable {
         // which would make "no daemon" slow to learn.
         guard socketAccepts() else { return nil }
         return try? call("GET", "\(ControlAPI.prefix)/daemon", timeout: 5)
+    }
+
+    /// The daemon's status, or nil when none answers; suspends the caller meanwhile.
+    public func status() async -> ControlAPI.DaemonStatus? {
+        guard socketAccepts() else { return nil }
+        return try? await call("GET", "\(ControlAPI.prefix)/daemon", timeout: 5)
     }
 
     /// Whether something accepts connections on the socket now.
@@ -173,13 +235,7 @@ public final class DaemonClient: Sendable {
                 "ferryd on \(paths.socket) accepts connections but does not answer within 5 s (stopped, e.g. by SIGSTOP, or overloaded); see \(paths.logFile)"
             )
         }
-        let executable = try Self.daemonExecutable()
-        try FileManager.default.createDirectory(
-            atPath: paths.stateDirectory,
-            withIntermediateDirectories: true,
-            attributes: [.posixPermissions: 0o700]
-        )
-        try Self.spawnDetached(executable, log: paths.logFile, paths: paths, extra: environment)
+        let executable = try startDaemon(environment: environment)
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if FileManager.default.fileExists(atPath: paths.socket), status() != nil { return }
@@ -189,6 +245,39 @@ public final class DaemonClient: Sendable {
             .backgroundSessionWasDisconnected,
             "ferryd (\(executable)) did not start serving on \(paths.socket) within \(Int(timeout)) s; see \(paths.logFile)"
         )
+    }
+
+    /// ``ensureRunning(timeout:environment:)`` for async code: the waits suspend, never block.
+    public func ensureRunning(timeout: Double = 10, environment: [String: String] = [:]) async throws {
+        if socketAccepts() {
+            if await status() != nil { return }
+            throw FerryError(
+                .backgroundSessionWasDisconnected,
+                "ferryd on \(paths.socket) accepts connections but does not answer within 5 s (stopped, e.g. by SIGSTOP, or overloaded); see \(paths.logFile)"
+            )
+        }
+        let executable = try startDaemon(environment: environment)
+        let deadline = ContinuousClock.now + .milliseconds(Int64(timeout * 1000))
+        while ContinuousClock.now < deadline {
+            if FileManager.default.fileExists(atPath: paths.socket), await status() != nil { return }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw FerryError(
+            .backgroundSessionWasDisconnected,
+            "ferryd (\(executable)) did not start serving on \(paths.socket) within \(Int(timeout)) s; see \(paths.logFile)"
+        )
+    }
+
+    /// Starts ferryd detached; returns the executable started.
+    private func startDaemon(environment: [String: String]) throws -> String {
+        let executable = try Self.daemonExecutable()
+        try FileManager.default.createDirectory(
+            atPath: paths.stateDirectory,
+            withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700]
+        )
+        try Self.spawnDetached(executable, log: paths.logFile, paths: paths, extra: environment)
+        return executable
     }
 
     static func daemonExecutable() throws -> String {
@@ -236,10 +325,7 @@ public final class DaemonClient: Sendable {
     ///   attached; the daemon's error otherwise.
     func attach(session: String) throws -> EventStream {
         guard socketAccepts() else { throw unreachable("nothing listens on the socket") }
-        let path = "\(ControlAPI.prefix)/sessions/\(Self.pathComponent(session))/attach?pid=\(getpid())"
-        let request = try makeRequest("POST", path)
-        let delegate = AttachDelegate(eventLoop: http.eventLoopGroup.next())
-        let task = http.execute(request: request, delegate: delegate)
+        let (task, delegate) = try startAttach(session: session)
         do {
             try delegate.head.futureResult.wait()
         } catch let error as FerryError {
@@ -250,6 +336,29 @@ public final class DaemonClient: Sendable {
             throw unreachable(error)
         }
         return EventStream(events: delegate.events, cancel: { task.cancel() })
+    }
+
+    /// ``attach(session:)`` for async code: waits for the daemon's answer without blocking a thread.
+    func attach(session: String) async throws -> EventStream {
+        guard socketAccepts() else { throw unreachable("nothing listens on the socket") }
+        let (task, delegate) = try startAttach(session: session)
+        do {
+            try await delegate.head.futureResult.get()
+        } catch let error as FerryError {
+            task.cancel()
+            throw error
+        } catch {
+            task.cancel()
+            throw unreachable(error)
+        }
+        return EventStream(events: delegate.events, cancel: { task.cancel() })
+    }
+
+    private func startAttach(session: String) throws -> (HTTPClient.Task<Void>, AttachDelegate) {
+        let path = "\(ControlAPI.prefix)/sessions/\(Self.pathComponent(session))/attach?pid=\(getpid())"
+        let request = try makeRequest("POST", path)
+        let delegate = AttachDelegate(eventLoop: http.eventLoopGroup.next())
+        return (http.execute(request: request, delegate: delegate), delegate)
     }
 
     /// An attached session's events, in the daemon's order, until it ends or is cancelled.

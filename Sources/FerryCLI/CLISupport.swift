@@ -70,11 +70,11 @@ public enum CLI {
 
     /// The client of this user's daemon (or `FERRY_HOME`'s), started when `start` and none answers.
     /// - Throws: ``CLIFailure`` (daemon) when it cannot be reached.
-    public static func daemon(start: Bool = true) throws -> DaemonClient {
+    public static func daemon(start: Bool = true) async throws -> DaemonClient {
         let client: DaemonClient
         do {
             client = try DaemonClient.forCurrentUser()
-            if start { try client.ensureRunning() }
+            if start { try await client.ensureRunning() }
         } catch let error as FerryError {
             throw CLIFailure("cannot reach ferryd: \(error.message)", status: .daemon)
         }
@@ -87,9 +87,9 @@ public enum CLI {
         _ method: String,
         _ path: String,
         body: (some Encodable)? = String?.none
-    ) throws -> Answer {
+    ) async throws -> Answer {
         do {
-            return try client.call(method, path, body: body)
+            return try await client.call(method, path, body: body)
         } catch let error as FerryError {
             throw CLIFailure(error.message, status: error.code == .invalidOperation ? .usage : .daemon)
         }
@@ -101,9 +101,9 @@ public enum CLI {
         _ method: String,
         _ path: String,
         body: (some Encodable)? = String?.none
-    ) throws {
+    ) async throws {
         do {
-            try client.perform(method, path, body: body)
+            try await client.perform(method, path, body: body)
         } catch let error as FerryError {
             throw CLIFailure(error.message, status: error.code == .invalidOperation ? .usage : .daemon)
         }

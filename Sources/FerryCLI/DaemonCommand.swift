@@ -26,44 +26,44 @@ struct DaemonCommand: ParsableCommand {
         )
     }
 
-    struct Status: ParsableCommand {
+    struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Whether ferryd runs: pid, socket, state directory, version (exit 5 if not)."
         )
         @OptionGroup var outputOptions: OutputOptions
 
-        func run() throws {
-            let client = try CLI.daemon(start: false)
-            guard let status = client.status() else {
+        func run() async throws {
+            let client = try await CLI.daemon(start: false)
+            guard let status = await client.status() else {
                 throw CLIFailure("ferryd is not running (no answer on \(client.paths.socket))", status: .daemon)
             }
             if outputOptions.json { CLI.printJSON(status) } else { DaemonCommand.describe(status) }
         }
     }
 
-    struct Start: ParsableCommand {
+    struct Start: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Start ferryd unless it runs.")
         @OptionGroup var outputOptions: OutputOptions
 
-        func run() throws {
-            let client = try CLI.daemon(start: true)
-            guard let status = client.status() else {
+        func run() async throws {
+            let client = try await CLI.daemon(start: true)
+            guard let status = await client.status() else {
                 throw CLIFailure("ferryd started but does not answer on \(client.paths.socket)", status: .daemon)
             }
             if outputOptions.json { CLI.printJSON(status) } else { DaemonCommand.describe(status) }
         }
     }
 
-    struct Stop: ParsableCommand {
+    struct Stop: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Stop ferryd (SIGTERM: transfers stop at a checkpoint and continue on the next start)."
         )
         @Option(name: .long, help: "Seconds to wait for it to exit.") var timeout = 30.0
         @OptionGroup var outputOptions: OutputOptions
 
-        func run() throws {
-            let client = try CLI.daemon(start: false)
-            guard let status = client.status() else {
+        func run() async throws {
+            let client = try await CLI.daemon(start: false)
+            guard let status = await client.status() else {
                 if !outputOptions.json { CLI.note("ferryd is not running") }
                 return
             }
@@ -78,7 +78,7 @@ struct DaemonCommand: ParsableCommand {
                 guard ProgressDisplay.now() < deadline else {
                     throw CLIFailure("ferryd (pid \(status.pid)) is still running after \(timeout) s", status: .daemon)
                 }
-                usleep(20_000)
+                try await Task.sleep(for: .milliseconds(20))
             }
             if outputOptions.json {
                 CLI.printJSON(["stopped": status.pid])

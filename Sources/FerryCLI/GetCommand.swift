@@ -122,7 +122,7 @@ struct GetCommand: AsyncParsableCommand {
         let parsed = try urls.map(CLI.url)
         let headers = try CLI.headers(transfer.headers)
         if background {
-            try submit(parsed, headers: headers)
+            try await submit(parsed, headers: headers)
         } else {
             try await download(parsed, headers: headers)
         }
@@ -182,11 +182,11 @@ struct GetCommand: AsyncParsableCommand {
     /// What a new file's mode would be for this process (0o666 less the umask).
     static var fileMode: Int { Int(DownloadDestination.newFileMode) }
 
-    private func submit(_ urls: [URL], headers: Headers) throws {
-        let client = try CLI.daemon()
+    private func submit(_ urls: [URL], headers: Headers) async throws {
+        let client = try await CLI.daemon()
         let path = CLI.sessionPath(session.session)
         if let onComplete {
-            try CLI.perform(client, "PUT", "\(path)/launch", body: ControlAPI.LaunchRegistration(command: onComplete))
+            try await CLI.perform(client, "PUT", "\(path)/launch", body: ControlAPI.LaunchRegistration(command: onComplete))
         }
         // The connection settings travel with each task: its CA's contents, this shell's proxy.
         let connection = try transfer.connectionSettings()
@@ -211,14 +211,14 @@ struct GetCommand: AsyncParsableCommand {
         }
         var created: [BackgroundTaskInfo] = []
         if creations.count == 1 {
-            created.append(try CLI.call(client, "POST", "\(path)/tasks", body: creations[0]))
+            created.append(try await CLI.call(client, "POST", "\(path)/tasks", body: creations[0]))
         } else {
             // Several at once: the batch route, all or none per request.
             var start = 0
             while start < creations.count {
                 let end = min(start + ControlAPI.TaskBatch.maximumCount, creations.count)
                 let batch = ControlAPI.TaskBatch(tasks: Array(creations[start..<end]))
-                let infos: [BackgroundTaskInfo] = try CLI.call(client, "POST", "\(path)/tasks/batch", body: batch)
+                let infos: [BackgroundTaskInfo] = try await CLI.call(client, "POST", "\(path)/tasks/batch", body: batch)
                 created += infos
                 start = end
             }

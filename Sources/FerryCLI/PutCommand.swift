@@ -79,7 +79,7 @@ struct PutCommand: AsyncParsableCommand {
         let headers = try CLI.headers(transfer.headers)
         let verb = (method ?? (form.isEmpty ? "PUT" : "POST")).uppercased()
         if background {
-            try submit(url: url, headers: headers, method: verb)
+            try await submit(url: url, headers: headers, method: verb)
             return
         }
         let transport = try transfer.makeTransport(connectionsPerHost: max(6, chunks ?? 1))
@@ -111,17 +111,17 @@ struct PutCommand: AsyncParsableCommand {
         }
     }
 
-    private func submit(url: URL, headers: Headers, method: String) throws {
+    private func submit(url: URL, headers: Headers, method: String) async throws {
         let file = CLI.absolute(arguments[0])
         guard FileManager.default.isReadableFile(atPath: file) else {
             throw CLIFailure("cannot read \(arguments[0]) to upload it", status: .localFile)
         }
-        let client = try CLI.daemon()
+        let client = try await CLI.daemon()
         var request = Request(url: url)
         request.method = method
         request.headers = headers
         request.resumableUpload = resumable
-        let info: BackgroundTaskInfo = try CLI.call(
+        let info: BackgroundTaskInfo = try await CLI.call(
             client,
             "POST",
             "\(CLI.sessionPath(session.session))/tasks",

@@ -7,9 +7,9 @@ import Glibc
 #endif
 
 /// The tasks of a session (or every session), fetched from ferryd.
-func fetchTasks(_ client: DaemonClient, session: String?) throws -> [BackgroundTaskInfo] {
-    if let session { return try CLI.call(client, "GET", "\(CLI.sessionPath(session))/tasks") }
-    return try CLI.call(client, "GET", "\(ControlAPI.prefix)/tasks")
+func fetchTasks(_ client: DaemonClient, session: String?) async throws -> [BackgroundTaskInfo] {
+    if let session { return try await CLI.call(client, "GET", "\(CLI.sessionPath(session))/tasks") }
+    return try await CLI.call(client, "GET", "\(ControlAPI.prefix)/tasks")
 }
 
 /// Task identifiers from the command line.
@@ -23,7 +23,7 @@ func taskIdentifiers(_ texts: [String]) throws -> [Int] {
 }
 
 /// `ferry ls`: the session's background tasks.
-struct ListCommand: ParsableCommand {
+struct ListCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ls",
         abstract: "List background tasks: id, state, progress, rate, target, error."
@@ -33,9 +33,9 @@ struct ListCommand: ParsableCommand {
     @Flag(name: .long, help: "Every session's tasks.") var all = false
     @OptionGroup var outputOptions: OutputOptions
 
-    func run() throws {
-        let client = try CLI.daemon()
-        let tasks = try fetchTasks(client, session: all ? nil : session.session)
+    func run() async throws {
+        let client = try await CLI.daemon()
+        let tasks = try await fetchTasks(client, session: all ? nil : session.session)
         if outputOptions.json {
             CLI.printJSON(tasks)
         } else {
@@ -61,10 +61,10 @@ struct WatchCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let client = try CLI.daemon()
+        let client = try await CLI.daemon()
         let terminal = isatty(STDOUT_FILENO) == 1 && !outputOptions.json
         while true {
-            let tasks = try fetchTasks(client, session: all ? nil : session.session)
+            let tasks = try await fetchTasks(client, session: all ? nil : session.session)
             if outputOptions.json {
                 CLI.printJSON(tasks, pretty: false)
             } else {
@@ -99,8 +99,8 @@ struct WaitCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let client = try CLI.daemon()
-        let initial = try fetchTasks(client, session: session.session)
+        let client = try await CLI.daemon()
+        let initial = try await fetchTasks(client, session: session.session)
         let wanted: [Int]
         if all {
             wanted = initial.filter { $0.state != .completed }.map(\.taskIdentifier)
@@ -114,7 +114,7 @@ struct WaitCommand: AsyncParsableCommand {
         let deadline = timeout.map { ProgressDisplay.now() + $0 }
         var finished: [BackgroundTaskInfo] = []
         while true {
-            let tasks = try fetchTasks(client, session: session.session)
+            let tasks = try await fetchTasks(client, session: session.session)
             let mine = tasks.filter { wanted.contains($0.taskIdentifier) }
             if mine.allSatisfy({ $0.state == .completed }) {
                 finished = mine
@@ -147,18 +147,18 @@ struct TaskActionCommand: ParsableCommand {
     @OptionGroup var session: SessionOptions
     @OptionGroup var outputOptions: OutputOptions
 
-    func perform(_ action: Action) throws {
-        let client = try CLI.daemon()
+    func perform(_ action: Action) async throws {
+        let client = try await CLI.daemon()
         var results: [BackgroundTaskInfo] = []
         for identifier in try taskIdentifiers(ids) {
             let path = "\(CLI.sessionPath(session.session))/tasks/\(identifier)"
             switch action {
             case .pause:
-                results.append(try CLI.call(client, "POST", "\(path)/suspend"))
+                results.append(try await CLI.call(client, "POST", "\(path)/suspend"))
             case .resume:
-                results.append(try CLI.call(client, "POST", "\(path)/resume"))
+                results.append(try await CLI.call(client, "POST", "\(path)/resume"))
             case .cancel:
-                let result: ControlAPI.CancelResult = try CLI.call(
+                let result: ControlAPI.CancelResult = try await CLI.call(
                     client,
                     "POST",
                     "\(path)/cancel",
@@ -175,35 +175,35 @@ struct TaskActionCommand: ParsableCommand {
     }
 }
 
-struct PauseCommand: ParsableCommand {
+struct PauseCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pause",
         abstract: "Suspend background tasks (their data is kept)."
     )
     @OptionGroup var action: TaskActionCommand
-    func run() throws { try action.perform(.pause) }
+    func run() async throws { try await action.perform(.pause) }
 }
 
-struct ResumeCommand: ParsableCommand {
+struct ResumeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "resume",
         abstract: "Resume suspended background tasks."
     )
     @OptionGroup var action: TaskActionCommand
-    func run() throws { try action.perform(.resume) }
+    func run() async throws { try await action.perform(.resume) }
 }
 
-struct CancelCommand: ParsableCommand {
+struct CancelCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "cancel",
         abstract: "Cancel background tasks (their partial data goes)."
     )
     @OptionGroup var action: TaskActionCommand
-    func run() throws { try action.perform(.cancel) }
+    func run() async throws { try await action.perform(.cancel) }
 }
 
 /// `ferry events`: drains the session's pending events as JSON lines and acknowledges them.
-struct EventsCommand: ParsableCommand {
+struct EventsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "events",
         abstract: "Print a session's pending events as JSON lines, then acknowledge them."
@@ -212,13 +212,13 @@ struct EventsCommand: ParsableCommand {
     @OptionGroup var session: SessionOptions
     @OptionGroup var outputOptions: OutputOptions
 
-    func run() throws {
-        let client = try CLI.daemon()
+    func run() async throws {
+        let client = try await CLI.daemon()
         let path = CLI.sessionPath(session.session)
-        let events: [BackgroundEvent] = try CLI.call(client, "GET", "\(path)/events")
+        let events: [BackgroundEvent] = try await CLI.call(client, "GET", "\(path)/events")
         for event in events { CLI.printJSON(event, pretty: false) }
         if let last = events.compactMap(\.sequence).max() {
-            try CLI.perform(client, "POST", "\(path)/ack", body: ControlAPI.Acknowledgement(through: last))
+            try await CLI.perform(client, "POST", "\(path)/ack", body: ControlAPI.Acknowledgement(through: last))
         }
     }
 }

@@ -112,7 +112,7 @@ import Glibc
                 #expect(task.taskIdentifier == created.taskIdentifier)
                 #expect(task.taskDescription == "survives kills")
                 #expect(task.error == nil)
-                let events: [BackgroundEvent] = try daemon.client.call("GET", "/v1/sessions/\(session)/events")
+                let events: [BackgroundEvent] = try await daemon.client.call("GET", "/v1/sessions/\(session)/events")
                 #expect(events.map(\.kind) == [.didFinishDownloading, .didComplete])
                 let location = try #require(events.first?.location)
                 #expect(try sha256(ofFile: location) == expectedSHA256(size, seed: 33))
@@ -135,7 +135,7 @@ import Glibc
             try await withDaemon(environment: ["FERRY_LAUNCH_BASE_DELAY": "1"]) { daemon in
                 let session = "t.launch"
                 let launches = daemon.home + "/launches"
-                try daemon.client.perform(
+                try await daemon.client.perform(
                     "PUT",
                     "/v1/sessions/\(session)/launch",
                     body: ControlAPI.LaunchRegistration(
@@ -173,7 +173,7 @@ import Glibc
             try await withDaemon { daemon in
                 let session = "t.forcequit"
                 let launches = daemon.home + "/launches"
-                try daemon.client.perform(
+                try await daemon.client.perform(
                     "PUT",
                     "/v1/sessions/\(session)/launch",
                     body: ControlAPI.LaunchRegistration(command: "echo launched >> \(launches)")
@@ -187,8 +187,8 @@ import Glibc
                 // Task 2 is suspended with data: a force quit keeps it as cancel(byProducingResumeData:)
                 // would (seed 000 §7.3.2); the running task 1 loses its partial file as cancel would.
                 try await Task.sleep(for: .milliseconds(300))
-                try daemon.client.perform("POST", "/v1/sessions/\(session)/tasks/2/suspend")
-                try daemon.client.perform(
+                try await daemon.client.perform("POST", "/v1/sessions/\(session)/tasks/2/suspend")
+                try await daemon.client.perform(
                     "POST",
                     "/v1/sessions/\(session)/invalidate",
                     body: ControlAPI.Invalidation(cancelTasks: true, reason: "force quit by the user")
@@ -223,7 +223,7 @@ import Glibc
             try await withDaemon { daemon in
                 let session = "t.detached"
                 let launches = daemon.home + "/launches"
-                try daemon.client.perform(
+                try await daemon.client.perform(
                     "PUT",
                     "/v1/sessions/\(session)/launch",
                     body: ControlAPI.LaunchRegistration(command: "echo launched >> \(launches)")
@@ -277,7 +277,7 @@ import Glibc
                     (try? daemon.tasks(session))?.allSatisfy { $0.state == .completed } == true
                 }
                 // Journal order (the order the downloads finished in): each task's file, then its completion.
-                let journal: [BackgroundEvent] = try daemon.client.call("GET", "/v1/sessions/\(session)/events")
+                let journal: [BackgroundEvent] = try await daemon.client.call("GET", "/v1/sessions/\(session)/events")
                 let finishedOrder = journal.filter { $0.kind == .didFinishDownloading }.compactMap(
                     \.task?.taskIdentifier
                 )

@@ -26,7 +26,7 @@ import Glibc
                 var upload = request(server.url("/upload?keep=bgru&read_throttle=4000000", on: .resumable))
                 upload.method = "POST"
                 upload.resumableUpload = true
-                let _: BackgroundTaskInfo = try daemon.client.call(
+                let _: BackgroundTaskInfo = try await daemon.client.call(
                     "POST",
                     "/v1/sessions/\(session)/tasks",
                     body: ControlAPI.TaskCreation(kind: .upload, request: upload, uploadFile: file.path)
@@ -58,7 +58,7 @@ import Glibc
                 // cancel cannot arrive after the last byte on a loaded machine.
                 var slower = upload
                 slower.url = URL(string: server.url("/upload?keep=bgru2&read_throttle=10000000", on: .resumable))!
-                let second: BackgroundTaskInfo = try daemon.client.call(
+                let second: BackgroundTaskInfo = try await daemon.client.call(
                     "POST",
                     "/v1/sessions/\(session)/tasks",
                     body: ControlAPI.TaskCreation(kind: .upload, request: slower, uploadFile: file.path)
@@ -66,7 +66,7 @@ import Glibc
                 try await eventually("the second upload is under way", within: 30) {
                     server.counters.requestBodyBytes(pathPrefix: "/resumable/") > received
                 }
-                let _: ControlAPI.CancelResult = try daemon.client.call(
+                let _: ControlAPI.CancelResult = try await daemon.client.call(
                     "POST",
                     "/v1/sessions/\(session)/tasks/\(second.taskIdentifier)/cancel",
                     body: ControlAPI.Cancellation(produceResumeData: false)

@@ -24,7 +24,7 @@ import Glibc
                 var download = request(server.url("/bytes/\(size)?seed=61&stall_after=600000&gate=never&only_first=8"))
                 download.connections = 4
                 download.minimumSegmentSize = 256 * 1024
-                let created: BackgroundTaskInfo = try daemon.client.call(
+                let created: BackgroundTaskInfo = try await daemon.client.call(
                     "POST",
                     "/v1/sessions/\(session)/tasks",
                     body: ControlAPI.TaskCreation(kind: .download, request: download)
@@ -56,7 +56,7 @@ import Glibc
                 #expect(task.error == nil)
                 #expect(task.statusCode == 200)
                 #expect(task.originalRequest.connections == 4)
-                let events: [BackgroundEvent] = try daemon.client.call("GET", "/v1/sessions/\(session)/events")
+                let events: [BackgroundEvent] = try await daemon.client.call("GET", "/v1/sessions/\(session)/events")
                 let location = try #require(events.first?.location)
                 #expect(try sha256(ofFile: location) == expectedSHA256(size, seed: 61))
                 // At least four ranges a run (an idle connection also takes half of a slower one's rest),

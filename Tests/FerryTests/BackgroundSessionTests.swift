@@ -10,6 +10,35 @@ import Glibc
 /// Background sessions against a real ferryd (started on demand, as the library does) and real
 /// processes and signals (SPEC S6, docs/BACKGROUND.md).
 @Suite(.serialized) struct BackgroundSessionTests {
+    @Test func resumeAndSuspendNeverWaitForTheDaemon() async throws {
+        try await TestServer.withServer { server in
+            try await withDaemon { daemon in
+                let recorder = Recorder()
+                let session = Session(
+                    configuration: .background(identifier: "t.nowait"),
+                    delegate: recorder,
+                    daemon: daemon.client
+                )
+                defer { session.finishTasksAndInvalidate() }
+                let task = session.downloadTask(with: request(server.url("/bytes/300000?seed=8")))
+                // A daemon that does not answer (stopped): the calls return at once and their requests
+                // wait, in order, instead of holding the caller's thread for the 30 s call timeout.
+                let pid = try daemon.pid()
+                kill(pid, SIGSTOP)
+                let started = ContinuousClock.now
+                task.resume()
+                task.suspend()
+                task.resume()
+                let took = ContinuousClock.now - started
+                kill(pid, SIGCONT)
+                #expect(took < .seconds(5), "resume and suspend took \(took)")
+                await task.waitUntilFinished()
+                #expect(task.error == nil)
+                #expect(task.countOfBytesReceived == 300_000)
+            }
+        }
+    }
+
     @Test func aBackgroundDownloadIsDeliveredInOrderWithItsFile() async throws {
         try await TestServer.withServer { server in
             try await withDaemon { daemon in

@@ -23,7 +23,7 @@ import Testing
                 #expect(server.counters.requests(path: path) == 2)
                 // Only what was not on disk was fetched again.
                 #expect(server.counters.bodyBytesSent(path: path) < 2_000_000 + 700_000)
-                let events: [BackgroundEvent] = try daemon.client.call("GET", "/v1/sessions/t.retry/events")
+                let events: [BackgroundEvent] = try await daemon.client.call("GET", "/v1/sessions/t.retry/events")
                 let location = try #require(events.first?.location)
                 #expect(try sha256(ofFile: location) == expectedSHA256(2_000_000, seed: 5))
             }

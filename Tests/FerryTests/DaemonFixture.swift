@@ -43,7 +43,7 @@ final class DaemonFixture: @unchecked Sendable {
 
     /// Sends `signal` to the daemon and waits until it has exited.
     func stop(signal: Int32 = SIGTERM) async throws {
-        guard let pid = client.status()?.pid ?? startedPid.flatMap({ kill($0, 0) == 0 ? $0 : nil }) else { return }
+        guard let pid = await client.status()?.pid ?? startedPid.flatMap({ kill($0, 0) == 0 ? $0 : nil }) else { return }
         kill(pid, signal)
         try await eventually("ferryd \(pid) exits", within: 20) { kill(pid, 0) != 0 }
     }

@@ -72,7 +72,7 @@ import Glibc
                 }
                 try await eventually("every task completes", within: 120) { allCompleted(daemon, session) }
                 let tasks = try daemon.tasks(session)
-                let events: [BackgroundEvent] = try daemon.client.call("GET", "/v1/sessions/\(session)/events")
+                let events: [BackgroundEvent] = try await daemon.client.call("GET", "/v1/sessions/\(session)/events")
                 var verified = 0
                 var lost = 0
                 for expected in created {
