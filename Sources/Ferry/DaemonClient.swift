@@ -58,15 +58,7 @@ public final class DaemonClient: Sendable {
         timeout: Double = 30,
         as: Answer.Type = Answer.self
     ) throws -> Answer {
-        let data = try send(method, path, body: body, timeout: timeout)
-        do {
-            return try JSONDecoder().decode(Answer.self, from: data)
-        } catch {
-            throw FerryError(
-                .badServerResponse,
-                "ferryd's answer to \(method) \(path) is not what this client expects: \(error)"
-            )
-        }
+        try Self.decode(Answer.self, try send(method, path, body: body, timeout: timeout), method, path)
     }
 
     /// Sends one request whose answer has no body (204).
@@ -91,15 +83,7 @@ public final class DaemonClient: Sendable {
         timeout: Double = 30,
         as: Answer.Type = Answer.self
     ) async throws -> Answer {
-        let data = try await sendAsync(method, path, body: body, timeout: timeout)
-        do {
-            return try JSONDecoder().decode(Answer.self, from: data)
-        } catch {
-            throw FerryError(
-                .badServerResponse,
-                "ferryd's answer to \(method) \(path) is not what this client expects: \(error)"
-            )
-        }
+        try Self.decode(Answer.self, try await sendAsync(method, path, body: body, timeout: timeout), method, path)
     }
 
     /// Sends one request whose answer has no body (204), suspending the caller meanwhile.
@@ -138,6 +122,20 @@ public final class DaemonClient: Sendable {
             throw unreachable(error)
         }
         return try Self.answer(response)
+    }
+
+    /// The JSON answer to `method` `path`, decoded (both forms of ``call(_:_:body:timeout:as:)``).
+    private static func decode<Answer: Decodable>(_: Answer.Type, _ data: Data, _ method: String, _ path: String)
+        throws -> Answer
+    {
+        do {
+            return try JSONDecoder().decode(Answer.self, from: data)
+        } catch {
+            throw FerryError(
+                .badServerResponse,
+                "ferryd's answer to \(method) \(path) is not what this client expects: \(error)"
+            )
+        }
     }
 
     private static func answer(_ response: HTTPClient.Response) throws -> Data {
@@ -228,12 +226,7 @@ public final class DaemonClient: Sendable {
     public func ensureRunning(timeout: Double = 10, environment: [String: String] = [:]) throws {
         if socketAccepts() {
             if (try? call("GET", "\(ControlAPI.prefix)/daemon", timeout: 5) as ControlAPI.DaemonStatus) != nil { return }
-            // Something holds the socket but does not answer: starting another ferryd would only wait
-            // for its lock. Say so at once.
-            throw FerryError(
-                .backgroundSessionWasDisconnected,
-                "ferryd on \(paths.socket) accepts connections but does not answer within 5 s (stopped, e.g. by SIGSTOP, or overloaded); see \(paths.logFile)"
-            )
+            throw notAnswering
         }
         let executable = try startDaemon(environment: environment)
         let deadline = Date().addingTimeInterval(timeout)
@@ -241,20 +234,14 @@ public final class DaemonClient: Sendable {
             if FileManager.default.fileExists(atPath: paths.socket), status() != nil { return }
             usleep(20_000)
         }
-        throw FerryError(
-            .backgroundSessionWasDisconnected,
-            "ferryd (\(executable)) did not start serving on \(paths.socket) within \(Int(timeout)) s; see \(paths.logFile)"
-        )
+        throw didNotStart(executable, within: timeout)
     }
 
     /// ``ensureRunning(timeout:environment:)`` for async code: the waits suspend, never block.
     public func ensureRunning(timeout: Double = 10, environment: [String: String] = [:]) async throws {
         if socketAccepts() {
             if await status() != nil { return }
-            throw FerryError(
-                .backgroundSessionWasDisconnected,
-                "ferryd on \(paths.socket) accepts connections but does not answer within 5 s (stopped, e.g. by SIGSTOP, or overloaded); see \(paths.logFile)"
-            )
+            throw notAnswering
         }
         let executable = try startDaemon(environment: environment)
         let deadline = ContinuousClock.now + .milliseconds(Int64(timeout * 1000))
@@ -262,7 +249,20 @@ public final class DaemonClient: Sendable {
             if FileManager.default.fileExists(atPath: paths.socket), await status() != nil { return }
             try await Task.sleep(for: .milliseconds(20))
         }
-        throw FerryError(
+        throw didNotStart(executable, within: timeout)
+    }
+
+    /// Something holds the socket but does not answer: starting another ferryd would only wait for its
+    /// lock, so both forms of ``ensureRunning(timeout:environment:)`` say so at once.
+    private var notAnswering: FerryError {
+        FerryError(
+            .backgroundSessionWasDisconnected,
+            "ferryd on \(paths.socket) accepts connections but does not answer within 5 s (stopped, e.g. by SIGSTOP, or overloaded); see \(paths.logFile)"
+        )
+    }
+
+    private func didNotStart(_ executable: String, within timeout: Double) -> FerryError {
+        FerryError(
             .backgroundSessionWasDisconnected,
             "ferryd (\(executable)) did not start serving on \(paths.socket) within \(Int(timeout)) s; see \(paths.logFile)"
         )
@@ -326,30 +326,32 @@ public final class DaemonClient: Sendable {
     func attach(session: String) throws -> EventStream {
         guard socketAccepts() else { throw unreachable("nothing listens on the socket") }
         let (task, delegate) = try startAttach(session: session)
-        do {
-            try delegate.head.futureResult.wait()
-        } catch let error as FerryError {
-            task.cancel()
-            throw error
-        } catch {
-            task.cancel()
-            throw unreachable(error)
-        }
-        return EventStream(events: delegate.events, cancel: { task.cancel() })
+        return try stream(task, delegate, head: Result { try delegate.head.futureResult.wait() })
     }
 
     /// ``attach(session:)`` for async code: waits for the daemon's answer without blocking a thread.
     func attach(session: String) async throws -> EventStream {
         guard socketAccepts() else { throw unreachable("nothing listens on the socket") }
         let (task, delegate) = try startAttach(session: session)
+        let head: Result<Void, any Error>
         do {
-            try await delegate.head.futureResult.get()
-        } catch let error as FerryError {
-            task.cancel()
-            throw error
+            head = .success(try await delegate.head.futureResult.get())
         } catch {
+            head = .failure(error)
+        }
+        return try stream(task, delegate, head: head)
+    }
+
+    /// The attached stream once the daemon accepted (`head` succeeded); otherwise the request is
+    /// cancelled and the daemon's refusal, or why it could not be reached, is thrown.
+    private func stream(
+        _ task: HTTPClient.Task<Void>,
+        _ delegate: AttachDelegate,
+        head: Result<Void, any Error>
+    ) throws -> EventStream {
+        if case .failure(let error) = head {
             task.cancel()
-            throw unreachable(error)
+            throw error as? FerryError ?? unreachable(error)
         }
         return EventStream(events: delegate.events, cancel: { task.cancel() })
     }
