@@ -143,14 +143,15 @@ struct ControlRoutes: Sendable {
             guard creation.uploadFile == nil else {
                 throw FerryError(.invalidOperation, "a download has no upload file; use kind \"upload\"")
             }
-            guard creation.destination.map({ $0.hasPrefix("/") && !$0.hasSuffix("/") && !$0.contains("\0") }) ?? true
-            else {
-                throw FerryError(
-                    .cannotCreateFile,
-                    "the destination must be an absolute file path, not '\(creation.destination ?? "")'"
-                )
+            if let destination = creation.destination {
+                guard destination.hasPrefix("/"), !destination.hasSuffix("/"), !destination.contains("\0") else {
+                    throw FerryError(
+                        .invalidOperation,
+                        "the destination must be an absolute file path, not '\(destination)'"
+                    )
+                }
+                try Conflict.onFailure { try Self.checkDestinationDirectory(destination) }
             }
-            try Conflict.onFailure { try Self.checkDestination(creation.destination) }
             if let mode = creation.destinationMode, !(0...0o777).contains(mode) {
                 throw FerryError(.invalidOperation, "destinationMode holds permission bits, 0 to 0o777 (511)")
             }
@@ -439,11 +440,9 @@ struct ControlRoutes: Sendable {
         let message: String
     }
 
-    private static func checkDestination(_ path: String?) throws {
-        guard let path else { return }
-        guard path.hasPrefix("/"), !path.hasSuffix("/"), !path.contains("\0") else {
-            throw FerryError(.cannotCreateFile, "the destination must be an absolute file path, not '\(path)'")
-        }
+    /// The daemon's files against an absolute destination path: its directory exists and can be written,
+    /// and the path is not a directory.
+    private static func checkDestinationDirectory(_ path: String) throws {
         let directory = (path as NSString).deletingLastPathComponent
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue

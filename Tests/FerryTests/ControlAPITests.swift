@@ -101,6 +101,7 @@ import Glibc
                 ("GET", "/v1/sessions/caf%C3%A9/tasks", nil, 400, "printable ASCII"),
                 ("DELETE", "/v1/sessions/t.bad/tasks", nil, 405, "GET and POST"),
                 ("TRACE", "/v1/daemon", nil, 405, "GET"),
+                ("POST", "/v1/sessions/t.bad/tasks", #"{"kind":"download","request":{"url":"http://h/"},"destination":"rel/x"}"#, 400, "absolute file path"),
             ]
             for (method, path, body, status, words) in cases {
                 let answer = try raw.send(method, path, body)
