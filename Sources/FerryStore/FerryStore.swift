@@ -178,41 +178,20 @@ public final class FerryStore: Sendable {
         let state: StoredTask.State = task.suspended ? .suspended : .pending
         try db.cachedStatement(
             sql: """
-                INSERT INTO task (session, taskIdentifier, kind, state, originalRequest, bodyFile,
+                INSERT INTO task (session, taskIdentifier, kind, state, originalRequest, currentRequest, bodyFile,
                                   taskDescription, priority, discretionary, resourceDeadline,
                                   destination, destinationMode, connection, createdAt, updatedAt)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """
         ).execute(arguments: [
-            session, identifier, task.kind.rawValue, state.rawValue, encoded, task.bodyFile,
+            session, identifier, task.kind.rawValue, state.rawValue, encoded,
+            try task.resumeData.map { try JSONEncoder().encode($0.currentRequest) }, task.bodyFile,
             task.taskDescription, task.priority, task.discretionary, deadline, task.destination,
             task.destinationMode, try task.connection.map { try JSONEncoder().encode($0) }, now, now,
         ])
-        if let resumeData = task.resumeData {
-            let encoder = JSONEncoder()
-            try db.execute(
-                sql: """
-                    UPDATE task SET partialPath = ?, bytesReceived = ?, expectedLength = ?, entityTag = ?,
-                                    lastModified = ?, segments = ?, currentRequest = ?
-                    WHERE session = ? AND taskIdentifier = ?
-                    """,
-                arguments: [
-                    resumeData.partialFilePath, resumeData.bytesReceived, resumeData.expectedLength,
-                    resumeData.entityTag, resumeData.lastModified,
-                    try resumeData.segments.map { try encoder.encode($0) },
-                    try encoder.encode(resumeData.currentRequest), session, identifier,
-                ]
-            )
-            let row = try Row.fetchOne(
-                db,
-                sql: "SELECT * FROM task WHERE session = ? AND taskIdentifier = ?",
-                arguments: [session, identifier]
-            )
-            return try StoredTask(row: row!)
-        }
         // What was just inserted, without reading it back (decoding the request again costs more than
         // the insert).
-        return StoredTask(
+        var stored = StoredTask(
             session: session,
             taskIdentifier: identifier,
             kind: task.kind,
@@ -232,6 +211,17 @@ public final class FerryStore: Sendable {
             bytesReceived: 0,
             bytesSent: 0
         )
+        if let resumeData = task.resumeData {
+            try Progress(resumeData).write(db, session: session, identifier: identifier, at: now)
+            stored.currentRequest = resumeData.currentRequest
+            stored.partialPath = resumeData.partialFilePath
+            stored.bytesReceived = resumeData.bytesReceived
+            stored.expectedLength = resumeData.expectedLength
+            stored.entityTag = resumeData.entityTag
+            stored.lastModified = resumeData.lastModified
+            stored.segments = resumeData.segments
+        }
+        return stored
     }
 
     /// One task.
@@ -345,8 +335,58 @@ public final class FerryStore: Sendable {
         lastModified: String?,
         segments: SegmentPlan? = nil
     ) throws {
-        let encodedSegments = try segments.map { try JSONEncoder().encode($0) }
+        let progress = try Progress(
+            partialPath: partialPath,
+            bytesReceived: bytesReceived,
+            expectedLength: expectedLength,
+            entityTag: entityTag,
+            lastModified: lastModified,
+            segments: segments
+        )
         try write { db in
+            try progress.write(db, session: session, identifier: identifier, at: clock())
+            try Self.requireChange(db, session: session, identifier: identifier)
+        }
+    }
+
+    /// A download's recorded progress, ready to write (``recordProgress`` and a task created from resume
+    /// data write it alike).
+    private struct Progress {
+        let partialPath: String
+        let bytesReceived: Int64
+        let expectedLength: Int64?
+        let entityTag: String?
+        let lastModified: String?
+        let segments: Data?
+
+        init(
+            partialPath: String,
+            bytesReceived: Int64,
+            expectedLength: Int64?,
+            entityTag: String?,
+            lastModified: String?,
+            segments: SegmentPlan?
+        ) throws {
+            self.partialPath = partialPath
+            self.bytesReceived = bytesReceived
+            self.expectedLength = expectedLength
+            self.entityTag = entityTag
+            self.lastModified = lastModified
+            self.segments = try segments.map { try JSONEncoder().encode($0) }
+        }
+
+        init(_ resumeData: ResumeData) throws {
+            try self.init(
+                partialPath: resumeData.partialFilePath,
+                bytesReceived: resumeData.bytesReceived,
+                expectedLength: resumeData.expectedLength,
+                entityTag: resumeData.entityTag,
+                lastModified: resumeData.lastModified,
+                segments: resumeData.segments
+            )
+        }
+
+        func write(_ db: Database, session: String, identifier: Int, at now: Date) throws {
             try db.execute(
                 sql: """
                     UPDATE task SET partialPath = ?, bytesReceived = ?, expectedLength = ?, entityTag = ?,
@@ -354,11 +394,10 @@ public final class FerryStore: Sendable {
                     WHERE session = ? AND taskIdentifier = ?
                     """,
                 arguments: [
-                    partialPath, bytesReceived, expectedLength, entityTag, lastModified, encodedSegments, clock(),
-                    session, identifier,
+                    partialPath, bytesReceived, expectedLength, entityTag, lastModified, segments, now, session,
+                    identifier,
                 ]
             )
-            try Self.requireChange(db, session: session, identifier: identifier)
         }
     }
 
