@@ -50,9 +50,6 @@ public struct ConnectionSettings: Sendable, Hashable, Codable {
         for server in [proxies.http, proxies.https].compactMap({ $0 }) where !(1...65535).contains(server.port) {
             throw FerryError(.invalidOperation, "the proxy port \(server.port) is not a port number")
         }
-        if httpVersion == .http2, !tls.pinnedPublicKeys.isEmpty {
-            throw FerryError(.invalidOperation, "pinned public keys are checked on HTTP/1.1 connections only for now")
-        }
         if tls.clientCertificatePEM != nil, tls.clientPrivateKeyPEM == nil {
             throw FerryError(.invalidOperation, "a client certificate needs its private key")
         }

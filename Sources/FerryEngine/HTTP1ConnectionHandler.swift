@@ -3,6 +3,7 @@ import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
+import NIOHTTP2
 import NIOSSL
 import Synchronization
 
@@ -53,6 +54,8 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
     private var idleCloseTask: Scheduled<Void>?
     /// Called on the loop when an exchange ends with the connection reusable, or when it closes.
     var onOutcome: ((Outcome) -> Void)?
+    /// For an HTTP/2 stream: whether the connection's GOAWAY says the server did not process the stream.
+    var streamRefused: ((HTTP2StreamID) -> Bool)?
 
     init(idleTimeout: TimeAmount) {
         self.idleTimeout = idleTimeout
@@ -205,6 +208,22 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         // A TLS peer that closes without close_notify (common, and what curl accepts): the close that
         // follows decides — a body whose length is known is complete or not, and channelInactive says so.
         if let tls = error as? NIOSSLError, case .uncleanShutdown = tls { return }
+        if let closed = error as? NIOHTTP2Errors.StreamClosed {
+            // An HTTP/2 stream ended by the server (RST_STREAM) or by a GOAWAY below it.
+            let refused = closed.errorCode == .refusedStream || streamRefused?(closed.streamID) == true
+            if refused, exchange?.receivedAnything == false {
+                failExchange(HTTP1ConnectionError.refused("HTTP/2 REFUSED_STREAM or GOAWAY"))
+            } else {
+                failExchange(
+                    FerryError(
+                        .networkConnectionLost,
+                        "the server reset the HTTP/2 stream (\(closed.errorCode)) before the response was complete"
+                    )
+                )
+            }
+            context.close(promise: nil)
+            return
+        }
         failExchange(Self.ferryError(for: error))
         context.close(promise: nil)
     }
@@ -327,4 +346,7 @@ enum HTTP1ConnectionError: Error {
     /// The connection closed before any byte of the response: a reused connection the server had
     /// already closed, so the request may be sent again on a new one.
     case closedBeforeResponse
+    /// An HTTP/2 server refused the stream without processing it (REFUSED_STREAM, or a GOAWAY whose
+    /// last stream is below it), or the connection could not open one: safe to send again elsewhere.
+    case refused(String)
 }

@@ -10,39 +10,8 @@ final class HTTP1Connection: Sendable {
     let handler: NIOLoopBound<HTTP1ConnectionHandler>
     let origin: String
     private let exchanges = Atomic<Int>(0)
-    private let known = NIOLockedValueBox(Details())
-
-    /// What is known of the connection once it is open: when it was made, where to, TLS.
-    struct Details: Sendable {
-        var connectStart: Date?
-        var connectEnd: Date?
-        var remoteAddress: String?
-        var localAddress: String?
-        var secureConnectionStart: Date?
-        var secureConnectionEnd: Date?
-        var tlsVersion: String?
-    }
-
-    /// Set once, after connecting and before the connection is used.
-    var details: Details {
-        get { known.withLockedValue { $0 } }
-        set { known.withLockedValue { $0 = newValue } }
-    }
-
-    /// Fills an exchange's timing: the connection's phases when it is new, its addresses and TLS always.
-    func describe(into timing: inout TransportTiming, reused: Bool) {
-        let details = details
-        timing.reusedConnection = reused
-        if !reused {
-            timing.connectStart = details.connectStart
-            timing.connectEnd = details.connectEnd
-            timing.secureConnectionStart = details.secureConnectionStart
-            timing.secureConnectionEnd = details.secureConnectionEnd
-        }
-        timing.tlsVersion = details.tlsVersion
-        timing.remoteAddress = details.remoteAddress
-        timing.localAddress = details.localAddress
-    }
+    /// Addresses, TLS and connect times.
+    let info = ConnectionInfo()
 
     init(channel: any Channel, handler: NIOLoopBound<HTTP1ConnectionHandler>, origin: String) {
         self.channel = channel
@@ -56,14 +25,38 @@ final class HTTP1Connection: Sendable {
     }
 }
 
-/// The idle connections of ``HTTP1Transport`` by origin (most recently used first), and every open one
-/// (so shutting down can close them). How many run at once is the session's business
-/// (``SessionTransport``'s per-host limit); the pool only keeps what is idle.
+/// The connections of ``HTTP1Transport`` by origin: idle HTTP/1.1 connections (most recently used
+/// first), shared HTTP/2 connections, and every open one (so shutting down can close them). How many
+/// exchanges run at once is the session's business (``SessionTransport``'s per-host limit) for
+/// HTTP/1.1; an HTTP/2 connection takes what its server's SETTINGS allow.
+///
+/// The first request to an https origin whose protocol is not known yet connects alone; the others to
+/// that origin wait for its handshake, so a burst of requests to an `h2` server opens one connection,
+/// not one each.
 final class HTTP1ConnectionPool: Sendable {
     private struct State {
         var idle: [String: [HTTP1Connection]] = [:]
         var open: [ObjectIdentifier: HTTP1Connection] = [:]
+        var shared: [String: [HTTP2Connection]] = [:]
+        var openShared: [ObjectIdentifier: HTTP2Connection] = [:]
+        /// Origins with a first connection under way whose protocol may be `h2`.
+        var connecting: [String: EventLoopPromise<Void>] = [:]
+        /// Origins whose server chose HTTP/1.1 (no waiting for a shared connection there).
+        var speaksHTTP1: Set<String> = []
         var isShutDown = false
+    }
+
+    /// How a request gets a connection.
+    enum Claim {
+        /// An idle HTTP/1.1 connection.
+        case idle(HTTP1Connection)
+        /// A stream (numbered `stream` on its connection) reserved on a shared HTTP/2 connection.
+        case shared(HTTP2Connection, stream: Int)
+        /// Another request is connecting to the origin and may find `h2`: claim again once it is done.
+        case wait(EventLoopFuture<Void>)
+        /// Connect. With `first`, this request is the one the others wait for: it calls
+        /// ``settle(origin:first:speaksHTTP1:)`` when its connection is open or has failed.
+        case connect(first: EventLoopPromise<Void>?)
     }
 
     /// Idle connections kept per origin; more are closed.
@@ -74,23 +67,65 @@ final class HTTP1ConnectionPool: Sendable {
         self.maximumIdlePerOrigin = maximumIdlePerOrigin
     }
 
-    /// An idle connection to `origin`, if one is open.
-    func take(origin: String) -> HTTP1Connection? {
+    /// A connection for a request to `origin`; `mayShare`: the request may go over HTTP/2 (https, and
+    /// `h2` offered).
+    func claim(origin: String, mayShare: Bool, loop: any EventLoop) -> Claim {
         state.withLockedValue { state in
-            while let connection = state.idle[origin]?.popLast() {
-                if connection.channel.isActive { return connection }
+            if mayShare {
+                for connection in state.shared[origin] ?? [] {
+                    if let stream = connection.reserve() { return .shared(connection, stream: stream) }
+                }
             }
-            return nil
+            while let connection = state.idle[origin]?.popLast() {
+                if connection.channel.isActive { return .idle(connection) }
+            }
+            guard mayShare, !state.speaksHTTP1.contains(origin), !state.isShutDown else { return .connect(first: nil) }
+            if let pending = state.connecting[origin] { return .wait(pending.futureResult) }
+            let first = loop.makePromise(of: Void.self)
+            state.connecting[origin] = first
+            return .connect(first: first)
         }
     }
 
-    /// Records a new connection.
+    /// The first connection to `origin` is open (its protocol known) or failed: the requests waiting
+    /// for it claim again.
+    func settle(origin: String, first: EventLoopPromise<Void>, speaksHTTP1: Bool) {
+        state.withLockedValue { state in
+            if state.connecting[origin]?.futureResult === first.futureResult { state.connecting[origin] = nil }
+            if speaksHTTP1 { state.speaksHTTP1.insert(origin) }
+        }
+        first.succeed()
+    }
+
+    /// Whether requests to `origin` go over a shared HTTP/2 connection now.
+    func isShared(origin: String) -> Bool {
+        state.withLockedValue { !($0.shared[origin]?.isEmpty ?? true) }
+    }
+
+    /// Records a new HTTP/1.1 connection.
     /// - Throws: ``FerryError/Code/cancelled`` when the transport has been shut down.
     func opened(_ connection: HTTP1Connection) throws {
         let accepted = state.withLockedValue { state in
             guard !state.isShutDown else { return false }
             // One that closed already has been forgotten (its close came first): not recorded again.
             if connection.channel.isActive { state.open[ObjectIdentifier(connection)] = connection }
+            return true
+        }
+        guard accepted else {
+            connection.channel.close(promise: nil)
+            throw FerryError(.cancelled, "the session's connections were shut down")
+        }
+    }
+
+    /// Records a new HTTP/2 connection, open to other requests to its origin.
+    /// - Throws: ``FerryError/Code/cancelled`` when the transport has been shut down.
+    func opened(_ connection: HTTP2Connection) throws {
+        let accepted = state.withLockedValue { state in
+            guard !state.isShutDown else { return false }
+            if connection.channel.isActive, !connection.isDraining {
+                state.openShared[ObjectIdentifier(connection)] = connection
+                state.shared[connection.origin, default: []].append(connection)
+            }
             return true
         }
         guard accepted else {
@@ -119,12 +154,26 @@ final class HTTP1ConnectionPool: Sendable {
         }
     }
 
-    /// Refuses new connections and returns every open one.
-    func shutDown() -> [HTTP1Connection] {
+    /// Forgets an HTTP/2 connection that got GOAWAY or closed: its open streams go on, new ones go
+    /// elsewhere.
+    func retire(_ connection: HTTP2Connection) {
         state.withLockedValue { state in
+            state.shared[connection.origin]?.removeAll { $0 === connection }
+            if !connection.channel.isActive { state.openShared[ObjectIdentifier(connection)] = nil }
+        }
+    }
+
+    /// Refuses new connections and returns every open one.
+    func shutDown() -> (http1: [HTTP1Connection], http2: [HTTP2Connection]) {
+        let (open, shared, pending) = state.withLockedValue { state in
             state.isShutDown = true
             state.idle = [:]
-            return Array(state.open.values)
+            state.shared = [:]
+            let pending = Array(state.connecting.values)
+            state.connecting = [:]
+            return (Array(state.open.values), Array(state.openShared.values), pending)
         }
+        for promise in pending { promise.succeed() }
+        return (open, shared)
     }
 }

@@ -1,9 +1,11 @@
 import FerryCore
-import Foundation
+public import Foundation
 import NIOConcurrencyHelpers
 public import NIOCore
 import NIOHTTP1
+import NIOHTTP2
 import NIOPosix
+import NIOTLS
 
 /// ``HTTPTransport`` for `http://` and `https://` URLs written directly on SwiftNIO: HTTP/1.1 with
 /// keep-alive connections, one exchange per connection at a time; over TLS (NIOSSL, ALPN `http/1.1`)
@@ -24,16 +26,24 @@ public final class HTTP1Transport: HTTPTransport {
     private let pool: HTTP1ConnectionPool
     private let tls: Result<TLSClient, FerryError>
     private let proxies: Result<ProxySettings, FerryError>
+    let http2Settings: HTTP2Settings
 
     /// Creates a transport with its own connections (on SwiftNIO's shared event loops). Settings that
     /// cannot be used (a CA or identity that is not PEM, a proxy variable that is not a URL) fail each
     /// request they concern; ``checkSettings()`` reports them at once.
-    public init(options: TransportOptions = .init()) {
+    public convenience init(options: TransportOptions = .init()) {
+        self.init(options: options, http2: HTTP2Settings())
+    }
+
+    init(options: TransportOptions, http2: HTTP2Settings) {
         self.options = options
+        self.http2Settings = http2
         self.group = MultiThreadedEventLoopGroup.singleton
         self.pool = HTTP1ConnectionPool(maximumIdlePerOrigin: max(options.maximumConnectionsPerHost, 8))
         do {
-            tls = .success(try TLSClient(options: options, protocols: ["http/1.1"]))
+            // h2 first, as curl and browsers offer it; the server picks.
+            let protocols = options.httpVersion == .http1Only ? ["http/1.1"] : ["h2", "http/1.1"]
+            tls = .success(try TLSClient(options: options, protocols: protocols))
         } catch {
             tls = .failure(error as? FerryError ?? FerryError(.secureConnectionFailed, "cannot set up TLS: \(error)"))
         }
@@ -60,33 +70,71 @@ public final class HTTP1Transport: HTTPTransport {
         let target = try HTTP1Target(request.url)
         let proxy = try proxies.get().proxy(for: request.url)
         let route = HTTP1Route(target: target, proxy: proxy)
-        // A request goes out again on a new connection only when a reused one turned out to be closed
-        // before a byte of the answer came back, and only if its body can be sent again.
+        // A request goes out again on a new connection only when the server did not take it: a reused
+        // connection turned out to be closed before a byte of the answer came back, or an HTTP/2 server
+        // refused the stream (GOAWAY below it, or REFUSED_STREAM). Only if its body can be sent again.
         let replayable: Bool
         switch request.body {
         case nil, .bytes: replayable = true
         case .stream: replayable = false
         }
+        let mayShare = target.secure && options.httpVersion != .http1Only
+        var refusals = 0
         while true {
-            let reused: Bool
-            let connection: HTTP1Connection
             var timing = TransportTiming()
-            if let idle = pool.take(origin: route.key) {
-                connection = idle
-                reused = true
-            } else {
-                connection = try await connect(route, deadline: deadline)
-                reused = false
-            }
-            connection.describe(into: &timing, reused: reused)
             timing.proxy = proxy?.description
+            var reused = true
             do {
-                return try await exchange(request, route: route, on: connection, timing: timing, deadline: deadline)
+                switch pool.claim(origin: route.key, mayShare: mayShare, loop: group.next()) {
+                case .wait(let firstConnection):
+                    try await firstConnection.get()
+                    continue
+                case .idle(let connection):
+                    connection.info.describe(into: &timing, reused: true)
+                    return try await exchange(request, route: route, on: .http1(connection), timing: timing, deadline: deadline)
+                case .shared(let connection, let stream):
+                    connection.info.describe(into: &timing, reused: true)
+                    return try await exchange(request, route: route, on: .http2(connection, stream: stream), timing: timing, deadline: deadline)
+                case .connect(let first):
+                    reused = false
+                    let made: Connection
+                    do {
+                        made = try await connect(route, deadline: deadline)
+                    } catch {
+                        if let first { pool.settle(origin: route.key, first: first, speaksHTTP1: false) }
+                        throw error
+                    }
+                    switch made {
+                    case .http1(let connection):
+                        if let first { pool.settle(origin: route.key, first: first, speaksHTTP1: true) }
+                        connection.info.describe(into: &timing, reused: false)
+                        return try await exchange(request, route: route, on: .http1(connection), timing: timing, deadline: deadline)
+                    case .http2(let connection):
+                        if let first { pool.settle(origin: route.key, first: first, speaksHTTP1: false) }
+                        connection.info.describe(into: &timing, reused: false)
+                        return try await exchange(
+                            request,
+                            route: route,
+                            on: .http2(connection, stream: HTTP2Connection.creatorsStream),
+                            timing: timing,
+                            deadline: deadline
+                        )
+                    }
+                }
             } catch HTTP1ConnectionError.closedBeforeResponse {
                 if reused && replayable { continue }
                 throw FerryError(
                     .networkConnectionLost,
                     "the server closed the connection before answering",
+                    failingURL: request.url.absoluteString
+                )
+            } catch HTTP1ConnectionError.refused(let reason) {
+                refusals += 1
+                if replayable && refusals <= 3 { continue }
+                throw FerryError(
+                    .networkConnectionLost,
+                    "the server refused the request without processing it (\(reason))"
+                        + (replayable ? "" : "; its streamed body cannot be sent again"),
                     failingURL: request.url.absoluteString
                 )
             } catch var error as FerryError {
@@ -96,20 +144,43 @@ public final class HTTP1Transport: HTTPTransport {
         }
     }
 
+    /// Whether requests to `url`'s origin go over a shared HTTP/2 connection now (so a per-host limit
+    /// on exchanges would only hold back streams, not connections).
+    public func multiplexes(_ url: URL) -> Bool {
+        guard let target = try? HTTP1Target(url), target.secure,
+            let route = try? HTTP1Route(target: target, proxy: proxies.get().proxy(for: url))
+        else { return false }
+        return pool.isShared(origin: route.key)
+    }
+
     public func shutdown() async throws {
-        let open = pool.shutDown()
+        let (open, shared) = pool.shutDown()
         for connection in open {
             let handler = connection.handler
             handler.eventLoop.execute { handler.value.shutDown() }
         }
-        for connection in open {
-            try? await connection.channel.closeFuture.get()
+        for connection in shared { connection.shutDown() }
+        for channel in open.map(\.channel) + shared.map(\.channel) {
+            try? await channel.closeFuture.get()
         }
     }
 
     // MARK: Connections
 
-    private func connect(_ route: HTTP1Route, deadline: NIODeadline) async throws -> HTTP1Connection {
+    /// A new connection: HTTP/1.1, or HTTP/2 when ALPN chose `h2`.
+    enum Connection {
+        case http1(HTTP1Connection)
+        case http2(HTTP2Connection)
+
+        var info: ConnectionInfo {
+            switch self {
+            case .http1(let connection): connection.info
+            case .http2(let connection): connection.info
+            }
+        }
+    }
+
+    private func connect(_ route: HTTP1Route, deadline: NIODeadline) async throws -> Connection {
         let target = route.target
         let pool = self.pool
         let idle = TimeAmount.milliseconds(Int64(options.idleTimeout * 1000))
@@ -129,13 +200,15 @@ public final class HTTP1Transport: HTTPTransport {
         let tunnel = try await tunnelHandshake(route)
         let tunnelOpen = tunnel == nil ? nil : loop.makePromise(of: Void.self)
         let started = Date()
-        // The connection's handlers: at once for a direct connection, after the tunnel for a proxy's.
-        let install: @Sendable (any Channel) throws -> HTTP1Connection = { channel in
-            let operations = channel.pipeline.syncOperations
-            if let tls, let handshake {
-                try operations.addHandler(try tls.handler(host: host, port: port, report: report))
-                try operations.addHandler(TLSHandshakeHandler(promise: handshake))
+        let configured = loop.makePromise(of: Connection.self)
+        let http2 = http2Settings
+        // The handlers for the protocol: HTTP/1.1 at once without TLS, otherwise when ALPN has spoken
+        // (NIO's negotiation handler holds back what arrives until they are in place).
+        let configure: @Sendable (any Channel, _ h2: Bool) throws -> Connection = { channel, h2 in
+            if h2 {
+                return .http2(try Self.configureHTTP2(channel, origin: key, pool: pool, settings: http2))
             }
+            let operations = channel.pipeline.syncOperations
             let handler = HTTP1ConnectionHandler(idleTimeout: idle)
             try operations.addHTTPClientHandlers()
             try operations.addHandler(handler)
@@ -150,9 +223,32 @@ public final class HTTP1Transport: HTTPTransport {
                 case .closed: pool.closed(connection)
                 }
             }
-            return connection
+            return .http1(connection)
         }
-        let made = NIOLockedValueBox<HTTP1Connection?>(nil)
+        // The connection's handlers: at once for a direct connection, after the tunnel for a proxy's.
+        let install: @Sendable (any Channel) throws -> Void = { channel in
+            let operations = channel.pipeline.syncOperations
+            guard let tls, let handshake else {
+                configured.succeed(try configure(channel, false))
+                return
+            }
+            try operations.addHandler(try tls.handler(host: host, port: port, report: report))
+            try operations.addHandler(TLSHandshakeHandler(promise: handshake))
+            try operations.addHandler(
+                ApplicationProtocolNegotiationHandler { result, channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        do {
+                            let h2: Bool
+                            if case .negotiated("h2") = result { h2 = true } else { h2 = false }
+                            configured.succeed(try configure(channel, h2))
+                        } catch {
+                            configured.fail(error)
+                            throw error
+                        }
+                    }
+                }
+            )
+        }
         let bootstrap = ClientBootstrap(group: loop)
             .connectTimeout(connectTimeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -176,8 +272,7 @@ public final class HTTP1Transport: HTTPTransport {
                             ProxyTunnelHandler(handshake: tunnel, promise: tunnelOpen)
                         )
                     } else {
-                        let connection = try install(channel)
-                        made.withLockedValue { $0 = connection }
+                        try install(channel)
                     }
                 }
             }
@@ -189,6 +284,7 @@ public final class HTTP1Transport: HTTPTransport {
         } catch ChannelError.connectTimeout {
             handshake?.fail(ChannelError.ioOnClosedChannel)
             tunnelOpen?.fail(ChannelError.ioOnClosedChannel)
+            configured.fail(ChannelError.ioOnClosedChannel)
             throw FerryError(
                 .timedOut,
                 "connecting to \(route.proxy.map { "the proxy \($0)" } ?? target.host) took too long",
@@ -197,11 +293,12 @@ public final class HTTP1Transport: HTTPTransport {
         } catch {
             handshake?.fail(error)
             tunnelOpen?.fail(error)
+            configured.fail(error)
             var failure = TransportErrors.ferryError(for: error, url: target.url)
             if let proxy = route.proxy { failure.message = "the proxy \(proxy): " + failure.message }
             throw failure
         }
-        var details = HTTP1Connection.Details(
+        var details = ConnectionInfo.Details(
             connectStart: started,
             connectEnd: Date(),
             remoteAddress: Self.describe(channel.remoteAddress),
@@ -216,24 +313,20 @@ public final class HTTP1Transport: HTTPTransport {
                 try await tunnelOpen.futureResult.get()
                 timeout.cancel()
                 // The real handlers go after the tunnel's, which then leaves (passing on early bytes).
-                let connection = try await channel.eventLoop.submit {
-                    let connection = try install(channel)
+                try await channel.eventLoop.submit {
+                    try install(channel)
                     let tunnelHandler = try channel.pipeline.syncOperations.handler(type: ProxyTunnelHandler.self)
                     channel.pipeline.syncOperations.removeHandler(tunnelHandler, promise: nil)
-                    return connection
                 }.get()
-                made.withLockedValue { $0 = connection }
             } catch {
                 timeout.cancel()
                 handshake?.fail(error)
+                configured.fail(error)
                 channel.close(promise: nil)
                 var failure = TransportErrors.ferryError(for: error, url: target.url)
                 failure.failingURL = failure.failingURL ?? target.url
                 throw failure
             }
-        }
-        guard let connection = made.withLockedValue({ $0 }) else {
-            throw FerryError(.cannotConnectToHost, "the connection could not be set up", failingURL: target.url)
         }
         if let handshake, let tls {
             details.secureConnectionStart = Date()
@@ -249,11 +342,95 @@ public final class HTTP1Transport: HTTPTransport {
             } catch {
                 timeout.cancel()
                 channel.close(promise: nil)
+                configured.fail(error)
                 throw Self.handshakeError(error, report: report, host: host, tls: tls, url: target.url)
             }
         }
-        connection.details = details
-        try pool.opened(connection)
+        let connection: Connection
+        // (A connection that closes before ALPN's handler ran never configures.)
+        channel.closeFuture.whenComplete { _ in configured.fail(ChannelError.ioOnClosedChannel) }
+        do {
+            connection = try await configured.futureResult.get()
+        } catch {
+            channel.close(promise: nil)
+            throw FerryError(
+                .cannotConnectToHost,
+                "the connection could not be set up: \(TransportErrors.ferryError(for: error).localizedDescription)",
+                failingURL: target.url
+            )
+        }
+        connection.info.details = details
+        switch connection {
+        case .http1(let connection): try pool.opened(connection)
+        case .http2(let connection): try pool.opened(connection)
+        }
+        return connection
+    }
+
+    /// Settings of the HTTP/2 connections (tests shorten the PING interval).
+    struct HTTP2Settings: Sendable {
+        /// Bytes a stream may have in flight before the reader takes them (SETTINGS_INITIAL_WINDOW_SIZE and
+        /// the stream window kept topped up). 64 KiB, the protocol's default, allows one window a round
+        /// trip; this much keeps a path of 1 Gbit/s and 30 ms full, and is what a slow reader can leave
+        /// buffered per stream.
+        var streamWindow = 4 << 20
+        /// The connection's window, shared by its streams.
+        var connectionWindow = 16 << 20
+        /// How often an idle connection is checked with a PING.
+        var pingInterval = TimeAmount.seconds(20)
+        /// How long an idle connection is kept.
+        var idleTimeout = TimeAmount.seconds(60)
+    }
+
+    /// Puts swift-nio-http2 on a connection whose ALPN chose `h2` (on its loop).
+    private static func configureHTTP2(
+        _ channel: any Channel,
+        origin: String,
+        pool: HTTP1ConnectionPool,
+        settings: HTTP2Settings
+    ) throws -> HTTP2Connection {
+        var connectionConfiguration = NIOHTTP2Handler.ConnectionConfiguration()
+        connectionConfiguration.initialSettings = [
+            HTTP2Setting(parameter: .enablePush, value: 0),
+            HTTP2Setting(parameter: .maxConcurrentStreams, value: 100),
+            HTTP2Setting(parameter: .initialWindowSize, value: settings.streamWindow),
+            HTTP2Setting(parameter: .maxHeaderListSize, value: 1 << 16),
+        ]
+        connectionConfiguration.targetWindowSize = settings.connectionWindow
+        var streamConfiguration = NIOHTTP2Handler.StreamConfiguration()
+        streamConfiguration.targetWindowSize = settings.streamWindow
+        // Request bodies are written a chunk at a time, each once the previous is on the wire.
+        streamConfiguration.outboundBufferSizeHighWatermark = 1 << 20
+        streamConfiguration.outboundBufferSizeLowWatermark = 256 << 10
+        let operations = channel.pipeline.syncOperations
+        let multiplexer = try operations.configureHTTP2Pipeline(
+            mode: .client,
+            connectionConfiguration: connectionConfiguration,
+            streamConfiguration: streamConfiguration,
+            inboundStreamInitializer: { stream in
+                // Push is switched off; a server that opens a stream anyway gets it closed.
+                stream.close()
+            }
+        )
+        let connection = HTTP2Connection(channel: channel, multiplexer: multiplexer, origin: origin)
+        try operations.addHandler(
+            HTTP2ConnectionMonitor(
+                events: .init(
+                    maximumStreams: { connection.maximumStreams($0) },
+                    goAway: { lastProcessed in
+                        connection.drain(lastProcessed: lastProcessed)
+                        pool.retire(connection)
+                    },
+                    isIdle: { connection.isIdle }
+                ),
+                pingInterval: settings.pingInterval,
+                idleTimeout: settings.idleTimeout
+            )
+        )
+        channel.closeFuture.whenComplete { _ in
+            connection.drain()
+            pool.retire(connection)
+        }
         return connection
     }
 
@@ -362,17 +539,35 @@ public final class HTTP1Transport: HTTPTransport {
 
     // MARK: One exchange
 
+    /// What carries one exchange: an HTTP/1.1 connection, or a reserved stream of an HTTP/2 one.
+    private enum Carrier {
+        case http1(HTTP1Connection)
+        case http2(HTTP2Connection, stream: Int)
+    }
+
     private func exchange(
         _ request: TransportRequest,
         route: HTTP1Route,
-        on connection: HTTP1Connection,
+        on carrier: Carrier,
         timing: TransportTiming,
         deadline: NIODeadline
     ) async throws -> TransportResponse {
-        let handler = connection.handler
-        let channel = connection.channel
+        let handler: NIOLoopBound<HTTP1ConnectionHandler>
+        let channel: any Channel
+        let id: Int
+        let protocolName: String
+        switch carrier {
+        case .http1(let connection):
+            handler = connection.handler
+            channel = connection.channel
+            id = connection.nextExchangeID()
+            protocolName = "http/1.1"
+        case .http2(let connection, let stream):
+            (channel, handler) = try await openStream(stream, on: connection)
+            id = 1
+            protocolName = "h2"
+        }
         let loop = handler.eventLoop
-        let id = connection.nextExchangeID()
         let shared = HTTP1ExchangeState(timing: timing)
         let made = Producer.makeSequence(
             elementType: ByteBuffer.self,
@@ -381,7 +576,9 @@ public final class HTTP1Transport: HTTPTransport {
             delegate: BodyDemand(handler: handler, shared: shared, id: id)
         )
         let headPromise = loop.makePromise(of: HTTPResponseHead.self)
-        let (head, keepAlive) = Self.requestHead(request, route: route)
+        var (head, keepAlive) = Self.requestHead(request, route: route, http2: protocolName == "h2")
+        // A stream carries one exchange.
+        if protocolName == "h2" { keepAlive = false }
         let body = request.body
         let source = made.source
         loop.execute {
@@ -415,15 +612,57 @@ public final class HTTP1Transport: HTTPTransport {
             loop.execute { handler.value.fail(id: id, FerryError(.cancelled, "the transfer was cancelled")) }
         }
         var headers = Headers()
-        for (name, value) in responseHead.headers { headers.add(name: name, value: value) }
+        for (name, value) in responseHead.headers {
+            // swift-nio-http2's codec adds `transfer-encoding: chunked` to an HTTP/2 head without a length,
+            // for HTTP/1 handlers; the server sent no such field.
+            if protocolName == "h2", name.lowercased() == "transfer-encoding" { continue }
+            headers.add(name: name, value: value)
+        }
         return TransportResponse(
             status: Int(responseHead.status.code),
             headers: headers,
-            protocolName: "http/1.1",
+            protocolName: protocolName,
             body: TransportBodyStream(made.sequence),
             timing: shared.timing.withLockedValue { $0 },
             latestTiming: { shared.timing.withLockedValue { $0 } }
         )
+    }
+
+    /// Opens reserved stream `number` of `connection`, with the HTTP/1-style codec and an exchange handler
+    /// of its own; the stream's slot is given back when it closes.
+    /// - Throws: ``HTTP1ConnectionError/refused(_:)`` when the connection can no longer open streams.
+    private func openStream(
+        _ number: Int,
+        on connection: HTTP2Connection
+    ) async throws -> (any Channel, NIOLoopBound<HTTP1ConnectionHandler>) {
+        let idle = TimeAmount.milliseconds(Int64(options.idleTimeout * 1000))
+        let made = connection.channel.eventLoop.makePromise(of: (any Channel).self)
+        let handlerBox = NIOLockedValueBox<NIOLoopBound<HTTP1ConnectionHandler>?>(nil)
+        connection.multiplexer.createStreamChannel(promise: made) { stream in
+            stream.eventLoop.makeCompletedFuture {
+                let handler = HTTP1ConnectionHandler(idleTimeout: idle)
+                try stream.pipeline.syncOperations.addHandler(HTTP2FramePayloadToHTTP1ClientCodec(httpProtocol: .https))
+                try stream.pipeline.syncOperations.addHandler(handler)
+                let bound = NIOLoopBound(handler, eventLoop: stream.eventLoop)
+                connection.opened(number, handler: bound)
+                handler.onOutcome = { _ in connection.release(number) }
+                handler.streamRefused = { connection.wasRefused($0) }
+                handlerBox.withLockedValue { $0 = bound }
+            }
+        }
+        do {
+            let stream = try await made.futureResult.get()
+            guard let handler = handlerBox.withLockedValue({ $0 }) else {
+                throw HTTP1ConnectionError.refused("the stream could not be set up")
+            }
+            return (stream, handler)
+        } catch let error as HTTP1ConnectionError {
+            connection.release(number)
+            throw error
+        } catch {
+            connection.release(number)
+            throw HTTP1ConnectionError.refused("the connection could not open a stream: \(error)")
+        }
     }
 
     /// Writes the end of the request (with its last body bytes, if given) and records when it was on
@@ -502,7 +741,11 @@ public final class HTTP1Transport: HTTPTransport {
 
     /// The request head: the caller's fields plus Host and the body's framing; through an HTTP proxy
     /// without a tunnel, the absolute URL as target and the proxy's credentials.
-    static func requestHead(_ request: TransportRequest, route: HTTP1Route) -> (HTTPRequestHead, keepAlive: Bool) {
+    static func requestHead(
+        _ request: TransportRequest,
+        route: HTTP1Route,
+        http2: Bool = false
+    ) -> (HTTPRequestHead, keepAlive: Bool) {
         let target = route.target
         var headers = HTTPHeaders()
         var keepAlive = true
@@ -527,7 +770,8 @@ public final class HTTP1Transport: HTTPTransport {
         case .stream(let length?, _):
             headers.add(name: "Content-Length", value: String(length))
         case .stream(nil, _):
-            headers.add(name: "Transfer-Encoding", value: "chunked")
+            // HTTP/2 frames the body itself (RFC 9113 §8.2.2 forbids Transfer-Encoding).
+            if !http2 { headers.add(name: "Transfer-Encoding", value: "chunked") }
         }
         var uri = target.requestTarget
         if route.usesAbsoluteForm {

@@ -19,10 +19,16 @@ public protocol HTTPTransport: Sendable {
     /// Whether `send`'s deadline also ends a body still being read (with a ``FerryError/Code/timedOut``
     /// error). When false, the engine races bodies against the deadline itself. Default: false.
     var enforcesDeadlineOverBody: Bool { get }
+
+    /// Whether requests to `url`'s origin share one connection now (HTTP/2 streams), so that a limit on
+    /// connections per host does not apply to them. Default: false.
+    func multiplexes(_ url: URL) -> Bool
 }
 
 extension HTTPTransport {
     public var enforcesDeadlineOverBody: Bool { false }
+
+    public func multiplexes(_ url: URL) -> Bool { false }
 }
 
 /// A request for ``HTTPTransport/send(_:deadline:)``.

@@ -105,18 +105,22 @@ final class HostConnectionLimiter: Sendable {
 
     /// One slot; released once, explicitly or when the last reference goes.
     final class Permit: Sendable {
-        private let limiter: HostConnectionLimiter
+        private let limiter: HostConnectionLimiter?
         private let origin: String
         private let released = Atomic<Bool>(false)
 
-        fileprivate init(limiter: HostConnectionLimiter, origin: String) {
+        fileprivate init(limiter: HostConnectionLimiter?, origin: String) {
             self.limiter = limiter
             self.origin = origin
         }
 
+        /// A permit that holds no slot: for an exchange on a shared HTTP/2 connection, where the limit
+        /// on connections does not apply to streams.
+        static func unlimited(origin: String) -> Permit { Permit(limiter: nil, origin: origin) }
+
         func release() {
             guard !released.exchange(true, ordering: .acquiringAndReleasing) else { return }
-            limiter.release(origin: origin)
+            limiter?.release(origin: origin)
         }
 
         deinit { release() }

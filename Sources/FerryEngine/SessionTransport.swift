@@ -31,7 +31,13 @@ public final class SessionTransport: HTTPTransport {
         var metrics = TransactionMetrics(request: sent)
         metrics.fetchStartDate = Date()
         let index = context?.begin(metrics)
-        let permit = try await limiter.acquire(origin: Self.origin(of: request.url), priority: context?.priority ?? 0.5)
+        let origin = Self.origin(of: request.url)
+        // HTTPMaximumConnectionsPerHost limits connections: streams of one shared HTTP/2 connection
+        // are not held back by it.
+        let permit =
+            base.multiplexes(request.url)
+            ? HostConnectionLimiter.Permit.unlimited(origin: origin)
+            : try await limiter.acquire(origin: origin, priority: context?.priority ?? 0.5)
         var outgoing = request
         if let context, let index {
             outgoing.body = Self.counting(request.body) { count in
@@ -82,6 +88,8 @@ public final class SessionTransport: HTTPTransport {
     }
 
     public var enforcesDeadlineOverBody: Bool { base.enforcesDeadlineOverBody }
+
+    public func multiplexes(_ url: URL) -> Bool { base.multiplexes(url) }
 
     static func origin(of url: URL) -> String {
         let scheme = url.scheme?.lowercased() ?? "http"

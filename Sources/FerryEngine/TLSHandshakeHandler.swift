@@ -30,7 +30,10 @@ final class TLSHandshakeHandler: ChannelInboundHandler, RemovableChannelHandler 
             done = true
             let version = try? context.pipeline.syncOperations.nioSSL_tlsVersion()
             promise.succeed(Outcome(applicationProtocol: negotiated, version: TLSClient.name(version), end: Date()))
+            // Passed on before leaving: ALPN's handler behind this one acts on it.
+            context.fireUserInboundEventTriggered(event)
             context.pipeline.syncOperations.removeHandler(self, promise: nil)
+            return
         }
         context.fireUserInboundEventTriggered(event)
     }

@@ -13,6 +13,13 @@ public struct Faults: Sendable, Hashable {
     public var readThrottle: Int64?
     /// `close_after=N`: close the connection after N body bytes (the response stays incomplete).
     public var closeAfter: Int64?
+    /// `reset_after=N`: over HTTP/2, reset the stream (RST_STREAM) after N body bytes, leaving the
+    /// connection and its other streams alone; over HTTP/1.1 the same as `close_after`.
+    public var resetAfter: Int64?
+    /// `goaway=1`: over HTTP/2, once this response is complete, send GOAWAY naming this stream as the
+    /// last one processed: the client's later streams on the connection are refused (RFC 9113 §6.8) and
+    /// must go again on a new connection. Ignored over HTTP/1.1.
+    public var goAway = false
     /// `stall_ms=T`: send nothing for T milliseconds, after the headers or after `stall_after` body bytes.
     public var stallMilliseconds: Int64?
     /// `stall_after=N`: where a stall begins, in body bytes (default 0: right after the headers).
@@ -21,6 +28,9 @@ public struct Faults: Sendable, Hashable {
     /// named G (at once if it is open already). Unlike `stall_ms` it does not depend on the clock: a test
     /// can act on a transfer known to be in progress, however slow the machine.
     public var gate: String?
+    /// `head_gate=G`: hold the response headers until the gate named G opens (as `gate` holds the body):
+    /// the request is received, and nothing of its answer is sent.
+    public var headGate: String?
     /// `delay_ms=T`: wait T milliseconds before sending the response headers.
     public var delayMilliseconds: Int64?
     /// `fail=K`: the first K requests with this request's key get `fail_status` with `Retry-After`.
@@ -88,11 +98,14 @@ public struct Faults: Sendable, Hashable {
         self.throttle = value("throttle").flatMap { Int64($0) }.flatMap { $0 > 0 ? $0 : nil }
         self.readThrottle = value("read_throttle").flatMap { Int64($0) }.flatMap { $0 > 0 ? $0 : nil }
         self.closeAfter = value("close_after").flatMap { Int64($0) }.flatMap { $0 >= 0 ? $0 : nil }
+        self.resetAfter = value("reset_after").flatMap { Int64($0) }.flatMap { $0 >= 0 ? $0 : nil }
+        self.goAway = flag("goaway")
         self.stallMilliseconds = value("stall_ms").flatMap { Int64($0) }.flatMap {
             $0 > 0 ? min($0, Self.longestWaitMilliseconds) : nil
         }
         self.stallAfter = value("stall_after").flatMap { Int64($0) }.map { max(0, $0) } ?? 0
         self.gate = value("gate").flatMap { $0.isEmpty ? nil : $0 }
+        self.headGate = value("head_gate").flatMap { $0.isEmpty ? nil : $0 }
         self.delayMilliseconds = value("delay_ms").flatMap { Int64($0) }.flatMap {
             $0 > 0 ? min($0, Self.longestWaitMilliseconds) : nil
         }
@@ -130,9 +143,11 @@ extension Faults {
         clean.throttle = nil
         clean.readThrottle = nil
         clean.closeAfter = nil
+        clean.resetAfter = nil
         clean.stallMilliseconds = nil
         clean.stallAfter = 0
         clean.gate = nil
+        clean.headGate = nil
         clean.delayMilliseconds = nil
         clean.ignoreRange = false
         clean.badContentRangeShift = nil

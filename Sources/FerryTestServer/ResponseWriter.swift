@@ -1,5 +1,6 @@
 import HTTPTypes
 import NIOCore
+import NIOHTTP2
 import NIOHTTPTypes
 import NIOPosix
 
@@ -57,12 +58,31 @@ final class ResponseWriter {
         var limit = plan.omitsBody ? 0 : plan.range.count
         if let shortBy = plan.faults.shortBy { limit = max(0, limit - shortBy) }
         if let closeAfter = plan.faults.closeAfter { limit = min(limit, closeAfter) }
+        if let resetAfter = plan.faults.resetAfter { limit = min(limit, resetAfter) }
         self.limit = limit
         self.stallPending = (plan.faults.stallMilliseconds != nil || plan.faults.gate != nil) && !plan.omitsBody
     }
 
     /// Starts sending.
     func start() {
+        guard let headGate = plan.faults.headGate else {
+            startHead()
+            return
+        }
+        let loop = context.eventLoop
+        let resume = NIOLoopBound(self, eventLoop: loop)
+        busy = true
+        state.whenGateOpens(headGate) {
+            loop.execute {
+                let writer = resume.value
+                writer.busy = false
+                guard !writer.finished else { return }
+                writer.startHead()
+            }
+        }
+    }
+
+    private func startHead() {
         if let delay = plan.faults.delayMilliseconds {
             schedule(after: .milliseconds(delay)) { $0.writeHead() }
         } else {
@@ -218,21 +238,37 @@ final class ResponseWriter {
         let cutShort = sent < bodyLength
         finished = true
         if cutShort {
-            // close_after or short_by: the response stays incomplete and the connection ends, once the
-            // bytes before the cut are on their way (for HTTP/2 the stream's frames go through the parent).
+            // close_after, reset_after or short_by: the response stays incomplete and the connection (for
+            // reset_after over HTTP/2, the stream) ends, once the bytes before the cut are on their way
+            // (for HTTP/2 the stream's frames go through the parent).
             context.flush()
+            let resetsStream = faults.resetAfter != nil && context.channel !== connection
+            let cut: (ResponseWriter) -> Void = { writer in
+                if resetsStream { writer.context.close(promise: nil) } else { writer.closeConnection() }
+            }
             if let lastWrite {
-                lastWrite.assumeIsolated().whenComplete { [self] _ in self.closeConnection() }
+                lastWrite.assumeIsolated().whenComplete { [self] _ in cut(self) }
             } else {
-                closeConnection()
+                cut(self)
             }
             return
         }
         let closeAfterwards = faults.closeAfter != nil
+        let goAway = faults.goAway ? streamID() : nil
         context.writeAndFlush(NIOAny(HTTPResponsePart.end(nil))).assumeIsolated().whenComplete { [self] _ in
             if closeAfterwards { self.closeConnection() }
+            if let goAway {
+                let frame = HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: goAway, errorCode: .noError, opaqueData: nil))
+                self.connection.writeAndFlush(frame, promise: nil)
+            }
         }
         onFinish()
+    }
+
+    /// This response's HTTP/2 stream; nil over HTTP/1.1.
+    private func streamID() -> HTTP2StreamID? {
+        guard context.channel !== connection else { return nil }
+        return try? context.channel.syncOptions?.getOption(HTTP2StreamChannelOptions.streamID)
     }
 
     private func closeConnection() {

@@ -25,7 +25,7 @@ import Testing
             #expect(cacert.status == 0, "\(cacert.stderr)")
             #expect(try fileSHA256(directory + "/b.bin") == bytesSHA256(300_000))
             let reports = try JSONSerialization.jsonObject(with: Data(cacert.stdout.utf8)) as? [[String: Any]]
-            #expect(reports?.first?["protocol"] as? String == "http/1.1")
+            #expect(reports?.first?["protocol"] as? String == "h2")
             #expect(reports?.first?["tlsVersion"] as? String == "TLSv1.3")
             #expect((reports?.first?["remoteAddress"] as? String)?.hasPrefix("127.0.0.1:") == true)
 
@@ -72,9 +72,9 @@ import Testing
             ])
             #expect(resolved.status == 0, "\(resolved.stderr)")
             #expect(resolved.stderr.contains("* Connected to localhost (127.0.0.1:\(port))"), "\(resolved.stderr)")
-            #expect(resolved.stderr.contains("* TLSv1.3, protocol http/1.1"))
-            #expect(resolved.stderr.contains("> GET /bytes/1000 HTTP/1.1"))
-            #expect(resolved.stderr.contains("< HTTP/1.1 200"))
+            #expect(resolved.stderr.contains("* TLSv1.3, protocol h2"))
+            #expect(resolved.stderr.contains("> GET /bytes/1000 HTTP/2"))
+            #expect(resolved.stderr.contains("< HTTP/2 200"))
             let elsewhere = try await cli.run([
                 "get", "https://elsewhere.example:\(port)/bytes/1000", "-o", "t.bin", "--cacert", "ca.pem",
                 "--resolve", "elsewhere.example:\(port):127.0.0.1", "-q",

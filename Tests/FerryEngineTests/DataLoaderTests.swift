@@ -70,25 +70,25 @@ import Testing
         }
     }
 
-    @Test func httpsGoesOverHTTP1UnlessHTTP2IsAskedFor() async throws {
+    @Test func httpsSpeaksWhatALPNPicksUnlessHTTP1IsAskedFor() async throws {
         try await withServerAndTransport { server, transport in
             let result = try await DataLoader(transport: transport).load(
                 request(server.url("/bytes/1000?seed=4", on: .tls)),
                 deadline: testDeadline
             )
-            #expect(result.protocolName == "http/1.1")
+            #expect(result.protocolName == "h2")
             #expect(sha256(Array(result.body.readableBytesView)) == expectedSHA256(1000, seed: 4))
 
             var options = StandardTransport.Options()
             options.additionalTrustRootsPEM = [server.certificates.trustRootPEM]
-            options.httpVersion = .http2
-            let h2 = try StandardTransport(options: options)
-            defer { Task { try await h2.shutdown() } }
-            let second = try await DataLoader(transport: h2).load(
+            options.httpVersion = .http1Only
+            let h1 = try StandardTransport(options: options)
+            defer { Task { try await h1.shutdown() } }
+            let second = try await DataLoader(transport: h1).load(
                 request(server.url("/bytes/1000?seed=4", on: .tls)),
                 deadline: testDeadline
             )
-            #expect(second.protocolName == "h2")
+            #expect(second.protocolName == "http/1.1")
             #expect(sha256(Array(second.body.readableBytesView)) == expectedSHA256(1000, seed: 4))
         }
     }

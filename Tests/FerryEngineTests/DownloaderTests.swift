@@ -304,7 +304,7 @@ import Synchronization
     @Test func anUntrustedCertificateIsNamedAsSuch() async throws {
         try await TestServer.withServer { server in
             // No extra trust roots: the test CA is unknown to this transport.
-            let transport = try AsyncHTTPClientTransport()
+            let transport = try StandardTransport()
             defer { Task { try await transport.shutdown() } }
             let path = try temporaryPath()
             let error = try await failingDownload(

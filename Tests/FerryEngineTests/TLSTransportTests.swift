@@ -43,9 +43,9 @@ import Testing
         #expect(!message.contains("BoringSSL") && !message.contains(".c:") && !message.contains("/Sources/"), "\(message)", sourceLocation: location)
     }
 
-    @Test func httpsGoesOverHTTP1WithTLSDetailsAndReuse() async throws {
+    @Test func httpsOverHTTP1HasTLSDetailsAndReuse() async throws {
         try await TestServer.withServer { server in
-            let transport = HTTP1Transport(options: options(server))
+            let transport = HTTP1Transport(options: options(server) { $0.httpVersion = .http1Only })
             defer { Task { try await transport.shutdown() } }
             let (first, body) = try await get(transport, server.url("/bytes/200000?seed=3", on: .tls))
             #expect(first.status == 200 && first.protocolName == "http/1.1")
