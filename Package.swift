@@ -47,7 +47,6 @@ let package = Package(
             name: "FerryEngine",
             dependencies: [
                 "FerryCore",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -57,8 +57,19 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
     /// For an HTTP/2 stream: whether the connection's GOAWAY says the server did not process the stream.
     var streamRefused: ((HTTP2StreamID) -> Bool)?
 
-    init(idleTimeout: TimeAmount) {
+    /// Body bytes gathered for the reader (HTTP/2 streams only): see ``coalescesBody``.
+    private var gathered: ByteBuffer?
+    /// Whether small body pieces are gathered into larger buffers before they go to the reader. An
+    /// HTTP/2 body arrives in DATA frames of a few KiB (nginx sends 8 KiB); handing each to the reader
+    /// costs a hand-off per frame. Gathering them into 48–64 KiB buffers (one copy, while the bytes are
+    /// still in the cache) took the user CPU of a discarded 1 GiB from nginx from 1.31–1.34 s to
+    /// 1.12–1.16 s (three runs each, interleaved).
+    private let coalescesBody: Bool
+    private static let gatherLimit = 64 << 10
+
+    init(idleTimeout: TimeAmount, coalescesBody: Bool = false) {
         self.idleTimeout = idleTimeout
+        self.coalescesBody = coalescesBody
     }
 
     /// Starts an exchange: the head promise completes when the response head arrives (or fails), the
@@ -165,8 +176,16 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
             exchange!.head = nil
             promise?.succeed(head)
         case .body(let buffer):
-            if exchange!.source?.yield(buffer) == .stopProducing { paused = true }
+            if coalescesBody, buffer.readableBytes < Self.gatherLimit / 2 {
+                if gathered == nil { gathered = context.channel.allocator.buffer(capacity: Self.gatherLimit) }
+                gathered!.writeImmutableBuffer(buffer)
+                if gathered!.readableBytes >= Self.gatherLimit - (Self.gatherLimit / 4) { handOverGathered() }
+            } else {
+                handOverGathered()
+                if exchange!.source?.yield(buffer) == .stopProducing { paused = true }
+            }
         case .end:
+            handOverGathered()
             exchange!.responseDone = true
             if !exchange!.requestDone {
                 // The server answered before taking the whole request (an early 413, say): the answer
@@ -176,6 +195,18 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
             }
             finishIfComplete()
         }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        handOverGathered()
+        context.fireChannelReadComplete()
+    }
+
+    /// Gives the reader what was gathered.
+    private func handOverGathered() {
+        guard let buffer = gathered, buffer.readableBytes > 0 else { return }
+        gathered = nil
+        if exchange?.source?.yield(buffer) == .stopProducing { paused = true }
     }
 
     func read(context: ChannelHandlerContext) {

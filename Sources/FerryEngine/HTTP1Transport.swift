@@ -640,7 +640,7 @@ public final class HTTP1Transport: HTTPTransport {
         let handlerBox = NIOLockedValueBox<NIOLoopBound<HTTP1ConnectionHandler>?>(nil)
         connection.multiplexer.createStreamChannel(promise: made) { stream in
             stream.eventLoop.makeCompletedFuture {
-                let handler = HTTP1ConnectionHandler(idleTimeout: idle)
+                let handler = HTTP1ConnectionHandler(idleTimeout: idle, coalescesBody: true)
                 try stream.pipeline.syncOperations.addHandler(HTTP2FramePayloadToHTTP1ClientCodec(httpProtocol: .https))
                 try stream.pipeline.syncOperations.addHandler(handler)
                 let bound = NIOLoopBound(handler, eventLoop: stream.eventLoop)

@@ -1,6 +1,6 @@
-import AsyncHTTPClient
 import FerryCore
 import NIOCore
+import NIOHTTP2
 import NIOPosix
 import NIOSSL
 
@@ -8,42 +8,12 @@ import NIOSSL
 import Glibc
 #endif
 
-/// Turns the errors of AsyncHTTPClient and SwiftNIO into ``FerryError``s with URLError-like codes.
+/// Turns the errors of SwiftNIO, NIOSSL and swift-nio-http2 into ``FerryError``s with URLError-like codes.
 enum TransportErrors {
     static func ferryError(for error: any Error, url: String? = nil) -> FerryError {
         if let error = error as? FerryError { return error }
         if error is CancellationError {
             return FerryError(.cancelled, "the transfer was cancelled", failingURL: url)
-        }
-        if let error = error as? HTTPClientError {
-            switch error {
-            case .connectTimeout:
-                return FerryError(.timedOut, "connecting took too long", failingURL: url)
-            case .readTimeout:
-                return FerryError(
-                    .timedOut,
-                    "no data arrived within the request timeout; the transfer can be resumed",
-                    failingURL: url
-                )
-            case .deadlineExceeded:
-                return FerryError(.timedOut, "the transfer took longer than the resource timeout", failingURL: url)
-            case .cancelled, .requestStreamCancelled:
-                return FerryError(.cancelled, "the transfer was cancelled", failingURL: url)
-            case .remoteConnectionClosed:
-                return FerryError(
-                    .networkConnectionLost,
-                    "the server closed the connection before the response was complete",
-                    failingURL: url
-                )
-            case .invalidURL, .emptyHost, .emptyScheme:
-                return FerryError(.badURL, "the URL is not valid", failingURL: url)
-            case .tlsHandshakeTimeout:
-                return FerryError(.secureConnectionFailed, "the TLS handshake took too long", failingURL: url)
-            case .redirectLimitReached, .redirectCycleDetected:
-                return FerryError(.httpTooManyRedirects, "too many redirects", failingURL: url)
-            default:
-                return FerryError(.badServerResponse, "the exchange failed: \(error)", failingURL: url)
-            }
         }
         if error is NIOSSLError || error is BoringSSLError || error is NIOSSLExtraError {
             // BoringSSL names a failed chain check CERTIFICATE_VERIFY_FAILED.
@@ -87,6 +57,9 @@ enum TransportErrors {
                 )
             }
             return FerryError(.cannotConnectToHost, "could not connect: \(error)", failingURL: url)
+        }
+        if error is any NIOHTTP2Error {
+            return FerryError(.networkConnectionLost, "the HTTP/2 connection failed: \(error)", failingURL: url)
         }
         if error is ChannelError {
             return FerryError(.networkConnectionLost, "the connection failed: \(error)", failingURL: url)

@@ -162,8 +162,11 @@ import Glibc
                 let times = lines().compactMap { $0.split(separator: " ").last.flatMap { Double($0) } }
                 try #require(times.count == 3)
                 print("launch gaps: \(times[1] - times[0]) s, \(times[2] - times[1]) s")
-                #expect(times[1] - times[0] >= 0.9)
-                #expect(times[2] - times[1] >= 1.9)
+                // The limiter spaces its decisions 1 s, then 2 s apart; each time is read by the launched
+                // shell, after its process started, so a slow start of one launch shortens the gap after
+                // it (1.88 s was seen on a loaded machine). An undoubled delay would give about 1 s.
+                #expect(times[1] - times[0] >= 0.7)
+                #expect(times[2] - times[1] >= 1.5)
             }
         }
     }
