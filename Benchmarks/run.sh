@@ -129,19 +129,14 @@ for round in $(seq "$rounds"); do
     # 1 GiB discarded (the byte count is checked)
     measure null.ferry-lib $MB "$bin/ferry-bench" discard "$big"; grep -q "bytes=1073741824" "$work/last.out"
     measure null.curl $MB curl -s -o /dev/null "$big"
-    # The library again with AsyncHTTPClient carrying http:// too (its transport before HTTP1Transport).
-    FERRY_HTTP1=asynchttpclient measure null.ferry-lib-ahc $MB "$bin/ferry-bench" discard "$big"
-    grep -q "bytes=1073741824" "$work/last.out"
     measure null.ahc $MB "$peers/ahc-bench" discard "$big"; grep -q "bytes=1073741824" "$work/last.out"
     measure null.urlsession $MB "$peers/urlsession-bench" discard "$big"; grep -q "bytes=1073741824" "$work/last.out"
     # 2,000 small GETs, sequential and 16 in flight
     measure seq.ferry-lib 2000 "$bin/ferry-bench" gets "$small" 2000
-    FERRY_HTTP1=asynchttpclient measure seq.ferry-lib-ahc 2000 "$bin/ferry-bench" gets "$small" 2000
     measure seq.curl 2000 curl -s -K "$work/curl.list"
     measure seq.ahc 2000 "$peers/ahc-bench" gets "$small" 2000
     measure seq.urlsession 2000 "$peers/urlsession-bench" gets "$small" 2000
     measure par.ferry-lib 2000 "$bin/ferry-bench" gets-parallel "$small" 2000 16
-    FERRY_HTTP1=asynchttpclient measure par.ferry-lib-ahc 2000 "$bin/ferry-bench" gets-parallel "$small" 2000 16
     measure par.curl 2000 curl -s --parallel --parallel-max 16 -K "$work/curl.list"
     measure par.ahc 2000 "$peers/ahc-bench" gets-parallel "$small" 2000 16
     measure par.urlsession 2000 "$peers/urlsession-bench" gets-parallel "$small" 2000 16
@@ -149,6 +144,7 @@ for round in $(seq "$rounds"); do
     # https (TLS 1.3 from nginx, h2 offered). Ferry trusts the CA through --cacert or SSL_CERT_FILE.
     tls_runs=(
         'rm -f "$shm"/*; measure tmpfs.ferry-cli $MB "$bin/ferry" get -q --cacert "$work/ca.pem" "$sbig" -o "$shm/f"; verify "$shm/f" ferry'
+        'rm -f "$shm"/*; measure tmpfs.ferry-cli-h1 $MB "$bin/ferry" get -q --http1.1 --cacert "$work/ca.pem" "$sbig" -o "$shm/f"; verify "$shm/f" ferry'
         'rm -f "$shm"/*; measure tmpfs.curl $MB curl -s --cacert "$work/ca.pem" -o "$shm/c" "$sbig"; verify "$shm/c" curl'
         'rm -f "$shm"/*; measure tmpfs.curl-h1 $MB curl -s --http1.1 --cacert "$work/ca.pem" -o "$shm/c" "$sbig"; verify "$shm/c" curl'
         'measure tlsdisk.ferry-cli $MB "$bin/ferry" get -q --cacert "$work/ca.pem" "$sbig" -o "$work/out/f"; verify "$work/out/f" ferry'
@@ -162,6 +158,8 @@ for round in $(seq "$rounds"); do
         eval "${tls_runs[$(( (index + round - 1) % ${#tls_runs[@]} ))]}"
     done
     measure tlsnull.ferry-lib $MB "$bin/ferry-bench" discard "$sbig"
+    grep -q "bytes=1073741824" "$work/last.out"
+    FERRY_BENCH_HTTP=1.1 measure tlsnull.ferry-lib-h1 $MB "$bin/ferry-bench" discard "$sbig"
     grep -q "bytes=1073741824" "$work/last.out"
     measure tlsnull.curl $MB curl -s --cacert "$work/ca.pem" -o /dev/null "$sbig"
     measure tlsnull.curl-h1 $MB curl -s --http1.1 --cacert "$work/ca.pem" -o /dev/null "$sbig"
@@ -195,12 +193,12 @@ def load(name):
     return statistics.median(rates), min(rates), max(rates), statistics.median(r[1] for r in rows), max(r[2] for r in rows)
 groups = [
     ("1 GiB GET to disk (MB/s)", "disk", ["ferry-cli", "ferry-lib", "ferryd", "curl", "aria2", "wget", "ahc", "urlsession", "dd-durable"], "curl"),
-    ("1 GiB GET, body discarded (MB/s)", "null", ["ferry-lib", "ferry-lib-ahc", "curl", "ahc", "urlsession"], "curl"),
-    ("2,000 x 1 KiB GETs, sequential (req/s)", "seq", ["ferry-lib", "ferry-lib-ahc", "curl", "ahc", "urlsession"], "curl"),
-    ("2,000 x 1 KiB GETs, 16 in flight (req/s)", "par", ["ferry-lib", "ferry-lib-ahc", "curl", "ahc", "urlsession"], "curl"),
-    ("https: 1 GiB GET to tmpfs (MB/s)", "tmpfs", ["ferry-cli", "curl", "curl-h1"], "curl-h1"),
-    ("https: 1 GiB GET to disk (MB/s)", "tlsdisk", ["ferry-cli", "ferryd", "curl", "curl-h1"], "curl-h1"),
-    ("https: 1 GiB GET, body discarded (MB/s)", "tlsnull", ["ferry-lib", "curl", "curl-h1"], "curl-h1"),
+    ("1 GiB GET, body discarded (MB/s)", "null", ["ferry-lib", "curl", "ahc", "urlsession"], "curl"),
+    ("2,000 x 1 KiB GETs, sequential (req/s)", "seq", ["ferry-lib", "curl", "ahc", "urlsession"], "curl"),
+    ("2,000 x 1 KiB GETs, 16 in flight (req/s)", "par", ["ferry-lib", "curl", "ahc", "urlsession"], "curl"),
+    ("https: 1 GiB GET to tmpfs (MB/s)", "tmpfs", ["ferry-cli", "ferry-cli-h1", "curl", "curl-h1"], "curl"),
+    ("https: 1 GiB GET to disk (MB/s)", "tlsdisk", ["ferry-cli", "ferryd", "curl", "curl-h1"], "curl"),
+    ("https: 1 GiB GET, body discarded (MB/s)", "tlsnull", ["ferry-lib", "ferry-lib-h1", "curl", "curl-h1"], "curl"),
     ("https: 1 GiB GET over 8 connections to disk (MB/s)", "tlsx8", ["ferry-cli", "aria2"], "aria2"),
     ("https: 2,000 x 1 KiB GETs, sequential (req/s)", "tlsseq", ["ferry-lib", "curl", "curl-h1"], "curl"),
     ("https: 2,000 x 1 KiB GETs, 16 in flight (req/s)", "tlspar", ["ferry-lib", "curl", "curl-h1"], "curl"),

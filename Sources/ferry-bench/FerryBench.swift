@@ -64,6 +64,16 @@ struct FerryBench {
         )
     }
 
+    /// The sessions' configuration: ephemeral; `FERRY_BENCH_HTTP=1.1` in the environment keeps https on
+    /// HTTP/1.1 (as curl's `--http1.1`), for side-by-side rows.
+    static func configuration() -> SessionConfiguration {
+        var configuration = SessionConfiguration.ephemeral
+        if ProcessInfo.processInfo.environment["FERRY_BENCH_HTTP"] == "1.1" {
+            configuration.httpVersionPreference = .http1Only
+        }
+        return configuration
+    }
+
     /// A duration in seconds.
     static func seconds(_ duration: Duration) -> Double {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
@@ -75,7 +85,7 @@ struct FerryBench {
     }
 
     static func download(_ text: String, to path: String) async throws {
-        let session = Session(configuration: .ephemeral)
+        let session = Session(configuration: Self.configuration())
         defer { session.invalidateAndCancel() }
         let start = ContinuousClock.now
         let (file, response) = try await session.download(from: try url(text))
@@ -88,7 +98,7 @@ struct FerryBench {
     }
 
     static func uploadChunked(_ text: String, file: String, inFlight: Int) async throws {
-        var configuration = SessionConfiguration.ephemeral
+        var configuration = Self.configuration()
         configuration.httpMaximumConnectionsPerHost = max(inFlight, 1)
         let session = Session(configuration: configuration)
         defer { session.invalidateAndCancel() }
@@ -109,7 +119,7 @@ struct FerryBench {
     }
 
     static func parallelGets(_ text: String, count: Int, width: Int) async throws {
-        var configuration = SessionConfiguration.ephemeral
+        var configuration = Self.configuration()
         configuration.httpMaximumConnectionsPerHost = width
         let session = Session(configuration: configuration)
         defer { session.invalidateAndCancel() }
@@ -141,7 +151,7 @@ struct FerryBench {
     }
 
     static func discard(_ text: String) async throws {
-        let session = Session(configuration: .ephemeral)
+        let session = Session(configuration: Self.configuration())
         defer { session.invalidateAndCancel() }
         let start = ContinuousClock.now
         let (bytes, response) = try await session.bytes(from: try url(text))
@@ -174,7 +184,7 @@ struct FerryBench {
     }
 
     static func gets(_ text: String, count: Int) async throws {
-        let session = Session(configuration: .ephemeral)
+        let session = Session(configuration: Self.configuration())
         defer { session.invalidateAndCancel() }
         let request = Request(url: try url(text))
         var bytes = 0

@@ -71,40 +71,9 @@ struct ProxyPeer {
         process.waitUntilExit()
     }
 
-    private static func freePort() throws -> Int {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
-                bind(descriptor, socketAddress, length) == 0 && getsockname(descriptor, socketAddress, &length) == 0
-            }
-        }
-        guard bound else { throw FerryError(.cannotConnectToHost, "no free port on 127.0.0.1") }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
+    private static func freePort() throws -> Int { try LocalPorts.free() }
 
     private static func waitForListener(_ port: Int, _ process: ChildProcess) async throws {
-        for _ in 0..<500 {
-            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            address.sin_port = in_port_t(UInt16(port).bigEndian)
-            let connected = withUnsafePointer(to: &address) { pointer in
-                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-                }
-            }
-            close(descriptor)
-            if connected { return }
-            guard process.isRunning else { throw FerryError(.cannotConnectToHost, "the proxy on port \(port) exited") }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        throw FerryError(.timedOut, "the proxy on port \(port) never listened")
+        try await LocalPorts.waitForListener(port, name: "the proxy", process: process)
     }
 }

@@ -1,0 +1,84 @@
+import Crypto
+import FerryCore
+import FerryTestServer
+import Foundation
+import NIOCore
+import Testing
+
+@testable import FerryEngine
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Ferry's HTTP/2 against a peer it did not write: nghttpd (Debian's nghttp2-server, installed by
+/// `.ci/run`), whose frame log shows what Ferry sent: its SETTINGS and its WINDOW_UPDATEs.
+@Suite struct HTTP2PeerTests {
+    static let nghttpd = "/usr/sbin/nghttpd"
+    static var unavailable: String? {
+        FileManager.default.isExecutableFile(atPath: nghttpd)
+            ? nil : "\(nghttpd) is missing (apt-get install nghttp2-server; .ci/run installs it)"
+    }
+
+    @Test func nghttpdSeesLargeWindowsAndServesTheBytes() async throws {
+        if let reason = Self.unavailable {
+            print("skipped: \(reason)")
+            return
+        }
+        let directory = URL(fileURLWithPath: try temporaryPath()).deletingLastPathComponent().path
+        let certificates = try TestCertificates.generate()
+        try certificates.chainPEM.write(toFile: directory + "/cert.pem", atomically: true, encoding: .utf8)
+        try certificates.privateKeyPEM.write(toFile: directory + "/key.pem", atomically: true, encoding: .utf8)
+        try FileManager.default.createDirectory(atPath: directory + "/www", withIntermediateDirectories: true)
+        let size = 3_000_000
+        let content = DeterministicBytes(seed: 31).bytes(offset: 0, count: size)
+        try Data(content).write(to: URL(fileURLWithPath: directory + "/www/big.bin"))
+        let port = try LocalPorts.free()
+        let log = directory + "/nghttpd.log"
+        let server = try ChildProcess.spawn(
+            Self.nghttpd,
+            arguments: ["-v", "--htdocs=\(directory)/www", "--address=127.0.0.1", String(port), directory + "/key.pem", directory + "/cert.pem"],
+            output: .file(log)
+        )
+        defer {
+            kill(server.processIdentifier, SIGKILL)
+            server.waitUntilExit()
+        }
+        try await LocalPorts.waitForListener(port, name: "nghttpd", process: server)
+
+        var options = TransportOptions()
+        options.additionalTrustRootsPEM = [certificates.trustRootPEM]
+        let transport = HTTP1Transport(options: options)
+        let response = try await transport.send(
+            TransportRequest(method: "GET", url: URL(string: "https://127.0.0.1:\(port)/big.bin")!, headers: Headers()),
+            deadline: .now() + .seconds(60)
+        )
+        var body: [UInt8] = []
+        for try await chunk in response.body { body += chunk.readableBytesView }
+        try await transport.shutdown()
+        #expect(response.protocolName == "h2" && response.status == 200)
+        #expect(body == content)
+
+        let frames = try String(contentsOfFile: log, encoding: .utf8)
+        // The stream window Ferry announced (the protocol's default is 65,535).
+        #expect(frames.contains("SETTINGS_INITIAL_WINDOW_SIZE(0x04):\(4 << 20)"), "\(frames.prefix(3000))")
+        #expect(frames.contains("SETTINGS_ENABLE_PUSH(0x02):0"))
+        // The connection window raised at once by a WINDOW_UPDATE on stream 0.
+        let increments = Self.connectionWindowIncrements(in: frames)
+        #expect(increments.contains { $0 >= (16 << 20) - 65535 }, "connection WINDOW_UPDATEs: \(increments)")
+    }
+
+    /// The increments of the WINDOW_UPDATE frames nghttpd received on stream 0.
+    static func connectionWindowIncrements(in log: String) -> [Int] {
+        let lines = log.split(separator: "\n", omittingEmptySubsequences: false)
+        var increments: [Int] = []
+        for (index, line) in lines.enumerated()
+        where line.contains("recv WINDOW_UPDATE frame") && line.contains("stream_id=0>") && index + 1 < lines.count {
+            let next = lines[index + 1]
+            if let range = next.range(of: "window_size_increment=") {
+                increments.append(Int(next[range.upperBound...].prefix { $0.isNumber }) ?? 0)
+            }
+        }
+        return increments
+    }
+}
