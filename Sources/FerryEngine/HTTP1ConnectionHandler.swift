@@ -345,30 +345,49 @@ final class HTTP1ExchangeState: Sendable {
     }
 }
 
+/// The handler an exchange runs on, known once its connection or HTTP/2 stream is ready (a stream is
+/// made on the loop, in the same turn that starts the exchange, so the caller never waits for it).
+final class HandlerSlot: Sendable {
+    private let box: NIOLockedValueBox<NIOLoopBound<HTTP1ConnectionHandler>?>
+
+    init(_ handler: NIOLoopBound<HTTP1ConnectionHandler>? = nil) {
+        box = NIOLockedValueBox(handler)
+    }
+
+    var handler: NIOLoopBound<HTTP1ConnectionHandler>? {
+        get { box.withLockedValue { $0 } }
+        set { box.withLockedValue { $0 = newValue } }
+    }
+
+    /// Runs `body` with the handler on its loop; nothing when there is no handler yet.
+    func onLoop(_ body: @escaping @Sendable (HTTP1ConnectionHandler) -> Void) {
+        guard let handler else { return }
+        handler.eventLoop.execute { body(handler.value) }
+    }
+}
+
 /// Passes the body reader's demand to the connection's loop.
 final class BodyDemand: NIOAsyncSequenceProducerDelegate, Sendable {
-    private let handler: NIOLoopBound<HTTP1ConnectionHandler>
+    private let slot: HandlerSlot
     private let shared: HTTP1ExchangeState
     private let id: Int
 
-    init(handler: NIOLoopBound<HTTP1ConnectionHandler>, shared: HTTP1ExchangeState, id: Int) {
-        self.handler = handler
+    init(slot: HandlerSlot, shared: HTTP1ExchangeState, id: Int) {
+        self.slot = slot
         self.shared = shared
         self.id = id
     }
 
     func produceMore() {
-        let handler = self.handler
         let id = self.id
-        handler.eventLoop.execute { handler.value.resume(id: id) }
+        slot.onLoop { $0.resume(id: id) }
     }
 
     func didTerminate() {
         // Reading to the end is the common case: nothing for the loop to do then.
         guard !shared.isFinished else { return }
-        let handler = self.handler
         let id = self.id
-        handler.eventLoop.execute { handler.value.readerGone(id: id) }
+        slot.onLoop { $0.readerGone(id: id) }
     }
 }
 

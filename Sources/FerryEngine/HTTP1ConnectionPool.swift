@@ -97,9 +97,14 @@ final class HTTP1ConnectionPool: Sendable {
         first.succeed()
     }
 
-    /// Whether requests to `origin` go over a shared HTTP/2 connection now.
+    /// Whether requests to `origin` (`https://host:port`) go over a shared HTTP/2 connection now,
+    /// directly or through a proxy.
     func isShared(origin: String) -> Bool {
-        state.withLockedValue { !($0.shared[origin]?.isEmpty ?? true) }
+        state.withLockedValue { state in
+            state.shared.contains { key, connections in
+                !connections.isEmpty && (key == origin || key.hasPrefix(origin + " via "))
+            }
+        }
     }
 
     /// Records a new HTTP/1.1 connection.

@@ -147,10 +147,10 @@ public final class HTTP1Transport: HTTPTransport {
     /// Whether requests to `url`'s origin go over a shared HTTP/2 connection now (so a per-host limit
     /// on exchanges would only hold back streams, not connections).
     public func multiplexes(_ url: URL) -> Bool {
-        guard let target = try? HTTP1Target(url), target.secure,
-            let route = try? HTTP1Route(target: target, proxy: proxies.get().proxy(for: url))
-        else { return false }
-        return pool.isShared(origin: route.key)
+        // Asked before every request: no URL parsing beyond what URL already did.
+        guard url.scheme?.lowercased() == "https", var host = url.host?.lowercased() else { return false }
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        return pool.isShared(origin: "https://\(host):\(url.port ?? 443)")
     }
 
     public func shutdown() async throws {
@@ -552,36 +552,37 @@ public final class HTTP1Transport: HTTPTransport {
         timing: TransportTiming,
         deadline: NIODeadline
     ) async throws -> TransportResponse {
-        let handler: NIOLoopBound<HTTP1ConnectionHandler>
-        let channel: any Channel
+        let loop: any EventLoop
         let id: Int
         let protocolName: String
+        let slot: HandlerSlot
         switch carrier {
         case .http1(let connection):
-            handler = connection.handler
-            channel = connection.channel
+            loop = connection.channel.eventLoop
             id = connection.nextExchangeID()
             protocolName = "http/1.1"
-        case .http2(let connection, let stream):
-            (channel, handler) = try await openStream(stream, on: connection)
+            slot = HandlerSlot(connection.handler)
+        case .http2(let connection, _):
+            loop = connection.channel.eventLoop
             id = 1
             protocolName = "h2"
+            slot = HandlerSlot()
         }
-        let loop = handler.eventLoop
         let shared = HTTP1ExchangeState(timing: timing)
         let made = Producer.makeSequence(
             elementType: ByteBuffer.self,
             backPressureStrategy: .init(lowWatermark: 2, highWatermark: 4),
             finishOnDeinit: false,
-            delegate: BodyDemand(handler: handler, shared: shared, id: id)
+            delegate: BodyDemand(slot: slot, shared: shared, id: id)
         )
         let headPromise = loop.makePromise(of: HTTPResponseHead.self)
-        var (head, keepAlive) = Self.requestHead(request, route: route, http2: protocolName == "h2")
+        let (head, keepsAlive) = Self.requestHead(request, route: route, http2: protocolName == "h2")
         // A stream carries one exchange.
-        if protocolName == "h2" { keepAlive = false }
+        let keepAlive = keepsAlive && protocolName != "h2"
         let body = request.body
         let source = made.source
-        loop.execute {
+        // On the loop: begins the exchange on its handler and writes the request.
+        let start: @Sendable (any Channel, NIOLoopBound<HTTP1ConnectionHandler>) -> Void = { channel, handler in
             guard
                 handler.value.begin(
                     id: id,
@@ -606,10 +607,21 @@ public final class HTTP1Transport: HTTPTransport {
                 }
             }
         }
+        switch carrier {
+        case .http1(let connection):
+            let handler = connection.handler
+            loop.execute { start(connection.channel, handler) }
+        case .http2(let connection, let stream):
+            // The stream is made and the request written in one turn of the loop.
+            openStream(stream, on: connection, slot: slot, then: start) { error in
+                headPromise.fail(error)
+                source.finish(error)
+            }
+        }
         let responseHead = try await withTaskCancellationHandler {
             try await headPromise.futureResult.get()
         } onCancel: {
-            loop.execute { handler.value.fail(id: id, FerryError(.cancelled, "the transfer was cancelled")) }
+            slot.onLoop { $0.fail(id: id, FerryError(.cancelled, "the transfer was cancelled")) }
         }
         var headers = Headers()
         for (name, value) in responseHead.headers {
@@ -629,39 +641,45 @@ public final class HTTP1Transport: HTTPTransport {
     }
 
     /// Opens reserved stream `number` of `connection`, with the HTTP/1-style codec and an exchange handler
-    /// of its own; the stream's slot is given back when it closes.
-    /// - Throws: ``HTTP1ConnectionError/refused(_:)`` when the connection can no longer open streams.
+    /// of its own, and calls `then` on the loop as soon as the stream is active; the stream's slot is
+    /// given back when it closes. When the connection can no longer open streams, `failed` gets
+    /// ``HTTP1ConnectionError/refused(_:)`` (the request may go elsewhere).
     private func openStream(
         _ number: Int,
-        on connection: HTTP2Connection
-    ) async throws -> (any Channel, NIOLoopBound<HTTP1ConnectionHandler>) {
+        on connection: HTTP2Connection,
+        slot: HandlerSlot,
+        then start: @escaping @Sendable (any Channel, NIOLoopBound<HTTP1ConnectionHandler>) -> Void,
+        failed: @escaping @Sendable (any Error) -> Void
+    ) {
         let idle = TimeAmount.milliseconds(Int64(options.idleTimeout * 1000))
         let made = connection.channel.eventLoop.makePromise(of: (any Channel).self)
-        let handlerBox = NIOLockedValueBox<NIOLoopBound<HTTP1ConnectionHandler>?>(nil)
         connection.multiplexer.createStreamChannel(promise: made) { stream in
             stream.eventLoop.makeCompletedFuture {
                 let handler = HTTP1ConnectionHandler(idleTimeout: idle, coalescesBody: true)
-                try stream.pipeline.syncOperations.addHandler(HTTP2FramePayloadToHTTP1ClientCodec(httpProtocol: .https))
-                try stream.pipeline.syncOperations.addHandler(handler)
+                let operations = stream.pipeline.syncOperations
+                try operations.addHandler(HeadersEndStreamMerger())
+                try operations.addHandler(HTTP2FramePayloadToHTTP1ClientCodec(httpProtocol: .https))
+                try operations.addHandler(handler)
                 let bound = NIOLoopBound(handler, eventLoop: stream.eventLoop)
                 connection.opened(number, handler: bound)
                 handler.onOutcome = { _ in connection.release(number) }
                 handler.streamRefused = { connection.wasRefused($0) }
-                handlerBox.withLockedValue { $0 = bound }
+                slot.handler = bound
             }
         }
-        do {
-            let stream = try await made.futureResult.get()
-            guard let handler = handlerBox.withLockedValue({ $0 }) else {
-                throw HTTP1ConnectionError.refused("the stream could not be set up")
+        made.futureResult.whenComplete { result in
+            switch result {
+            case .success(let stream):
+                guard let handler = slot.handler else {
+                    connection.release(number)
+                    failed(HTTP1ConnectionError.refused("the stream could not be set up"))
+                    return
+                }
+                start(stream, handler)
+            case .failure(let error):
+                if slot.handler == nil { connection.release(number) }
+                failed(HTTP1ConnectionError.refused("the connection could not open a stream: \(error)"))
             }
-            return (stream, handler)
-        } catch let error as HTTP1ConnectionError {
-            connection.release(number)
-            throw error
-        } catch {
-            connection.release(number)
-            throw HTTP1ConnectionError.refused("the connection could not open a stream: \(error)")
         }
     }
 

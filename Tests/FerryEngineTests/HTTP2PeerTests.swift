@@ -63,6 +63,9 @@ import Glibc
         // The stream window Ferry announced (the protocol's default is 65,535).
         #expect(frames.contains("SETTINGS_INITIAL_WINDOW_SIZE(0x04):\(4 << 20)"), "\(frames.prefix(3000))")
         #expect(frames.contains("SETTINGS_ENABLE_PUSH(0x02):0"))
+        // The GET went as one HEADERS frame with END_STREAM and END_HEADERS (flags 0x05), no empty DATA.
+        #expect(frames.split(separator: "\n").contains { $0.contains("recv HEADERS frame") && $0.contains("flags=0x05") }, "\(frames.prefix(3000))")
+        #expect(!frames.split(separator: "\n").contains { $0.contains("recv DATA frame") })
         // The connection window raised at once by a WINDOW_UPDATE on stream 0.
         let increments = Self.connectionWindowIncrements(in: frames)
         #expect(increments.contains { $0 >= (16 << 20) - 65535 }, "connection WINDOW_UPDATEs: \(increments)")

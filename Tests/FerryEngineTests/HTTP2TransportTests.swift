@@ -139,6 +139,37 @@ import Testing
         }
     }
 
+    @Test func requestBodiesGoOverStreamsWithAndWithoutALength() async throws {
+        try await TestServer.withServer { server in
+            let transport = transport(server)
+            defer { Task { try await transport.shutdown() } }
+            let content = DeterministicBytes(seed: 5).bytes(offset: 0, count: 200_000)
+            let chunks = stride(from: 0, to: content.count, by: 30_000).map {
+                ByteBuffer(bytes: content[$0..<min($0 + 30_000, content.count)])
+            }
+            let bodies: [TransportRequestBody] = [
+                .bytes(ByteBuffer(bytes: content)),
+                .stream(length: Int64(content.count), TransportBodyStream(chunks.async)),
+                .stream(length: nil, TransportBodyStream(chunks.async)),
+            ]
+            for body in bodies {
+                let response = try await transport.send(
+                    TransportRequest(method: "POST", url: URL(string: server.url("/echo", on: .tls))!, headers: Headers(), body: body),
+                    deadline: .now() + .seconds(60)
+                )
+                var bytes: [UInt8] = []
+                for try await chunk in response.body { bytes += chunk.readableBytesView }
+                let echo = try #require(try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])
+                #expect(response.protocolName == "h2")
+                #expect(echo["bodyLength"] as? Int == content.count, "\(echo)")
+                #expect(echo["bodySHA256"] as? String == sha256(content))
+            }
+            // A GET is one HEADERS frame with END_STREAM; its answer comes back on the same connection.
+            #expect(try await get(transport, server.url("/bytes/10", on: .tls)).1.count == 10)
+            #expect(server.counters.connectionsAccepted == 1)
+        }
+    }
+
     @Test func aResetStreamFailsOnlyItsRequest() async throws {
         try await TestServer.withServer { server in
             let transport = transport(server)
