@@ -1,4 +1,3 @@
-import AsyncHTTPClient
 public import FerryCore
 import FerryEngine
 import Foundation
@@ -22,23 +21,32 @@ import Glibc
 public final class DaemonClient: Sendable {
     /// Where the daemon's socket and state are.
     public let paths: DaemonPaths
-    private let http: HTTPClient
+    private let transport: HTTP1Transport
 
     /// A client for the daemon at `paths`.
     public init(paths: DaemonPaths) {
         self.paths = paths
-        self.http = Self.controlClient
+        self.transport = Self.transport(for: paths.socket)
     }
 
-    /// The HTTP client of every DaemonClient in the process. Unlike `HTTPClient.shared` it does not
-    /// retry a refused connection (AsyncHTTPClient's default keeps trying until the deadline), so a
-    /// daemon that is not running is known at once, with no probe connection before each call.
-    private static let controlClient: HTTPClient = {
-        var configuration = HTTPClient.Configuration()
-        configuration.connectionPool.retryConnectionEstablishment = false
-        configuration.timeout.connect = .seconds(5)
-        return HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration)
-    }()
+    /// Ferry's own transport over the daemon's socket, one per socket in the process (its connections
+    /// are kept for the next call). Never a proxy; no idle limit (an attached session may be quiet
+    /// for hours).
+    private static func transport(for socket: String) -> HTTP1Transport {
+        controlTransports.withLock { transports in
+            if let existing = transports[socket] { return existing }
+            var options = TransportOptions()
+            options.unixSocketPath = socket
+            options.proxies = ProxySettings()
+            options.idleTimeout = 10 * 365 * 86_400
+            options.connectTimeout = 5
+            let made = HTTP1Transport(options: options)
+            transports[socket] = made
+            return made
+        }
+    }
+
+    private static let controlTransports = Mutex<[String: HTTP1Transport]>([:])
 
     /// A client for this user's daemon (or the one `FERRY_HOME` names).
     /// - Throws: ``FerryError`` when no directory can be worked out.
@@ -99,29 +107,30 @@ public final class DaemonClient: Sendable {
     private func sendAsync(_ method: String, _ path: String, body: (some Encodable)?, timeout: Double) async throws
         -> Data
     {
-        let request = try makeRequest(method, path, body: body)
-        let response: HTTPClient.Response
-        do {
-            response = try await http.execute(
-                request: request,
-                deadline: .now() + .milliseconds(Int64(timeout * 1000))
-            ).get()
-        } catch {
-            throw unreachable(error)
-        }
-        return try Self.answer(response)
+        try await exchange(try makeRequest(method, path, body: body), timeout: timeout)
     }
 
+    /// The synchronous form: blocks the calling thread (never one of the transport's event loops) for
+    /// the round trip, which runs on an event loop (``EventLoopTaskExecutor``), not on the pool the
+    /// caller may be blocking.
     private func send(_ method: String, _ path: String, body: (some Encodable)?, timeout: Double) throws -> Data {
         let request = try makeRequest(method, path, body: body)
-        let response: HTTPClient.Response
+        return try EventLoopTaskExecutor.shared.blockingRun { try await self.exchange(request, timeout: timeout) }
+    }
+
+    /// One request and its whole answer; a 4xx/5xx answer becomes the daemon's ``FerryError``.
+    private func exchange(_ request: TransportRequest, timeout: Double) async throws -> Data {
+        let status: Int
+        var data = Data()
         do {
-            response = try http.execute(request: request, deadline: .now() + .milliseconds(Int64(timeout * 1000)))
-                .wait()
+            let response = try await transport.send(request, deadline: .now() + .milliseconds(Int64(timeout * 1000)))
+            status = response.status
+            for try await chunk in response.body { data.append(contentsOf: chunk.readableBytesView) }
         } catch {
             throw unreachable(error)
         }
-        return try Self.answer(response)
+        guard (200..<300).contains(status) else { throw Self.decodeError(data, status: UInt(status)) }
+        return data
     }
 
     /// The JSON answer to `method` `path`, decoded (both forms of ``call(_:_:body:timeout:as:)``).
@@ -138,30 +147,29 @@ public final class DaemonClient: Sendable {
         }
     }
 
-    private static func answer(_ response: HTTPClient.Response) throws -> Data {
-        let data = response.body.map { Data($0.readableBytesView) } ?? Data()
-        guard (200..<300).contains(Int(response.status.code)) else {
-            throw Self.decodeError(data, status: response.status.code)
-        }
-        return data
-    }
-
     private func makeRequest(_ method: String, _ path: String, body: (some Encodable)? = String?.none) throws
-        -> HTTPClient.Request
+        -> TransportRequest
     {
-        guard let url = URL(httpURLWithSocketPath: paths.socket, uri: path) else {
+        // The host names nothing (the socket is the address); the path and query are the route.
+        guard let url = URL(string: "http://ferryd" + path) else {
             throw FerryError(.badURL, "cannot address ferryd's socket \(paths.socket) with \(path)")
         }
-        var request = try HTTPClient.Request(url: url, method: HTTPMethod(rawValue: method))
+        var headers = Headers()
+        var payload: TransportRequestBody?
         if let body {
-            request.body = .data(try JSONEncoder().encode(body))
-            request.headers.add(name: "Content-Type", value: "application/json")
+            payload = .bytes(ByteBuffer(bytes: try JSONEncoder().encode(body)))
+            headers.add(name: "Content-Type", value: "application/json")
         }
-        return request
+        return TransportRequest(method: method, url: url, headers: headers, body: payload)
     }
 
     private func unreachable(_ error: Any) -> FerryError {
-        FerryError(
+        if let refusal = error as? FerryError, refusal.code != .cannotConnectToHost, refusal.code != .networkConnectionLost,
+            refusal.code != .timedOut, refusal.code != .cancelled
+        {
+            return refusal
+        }
+        return FerryError(
             .backgroundSessionWasDisconnected,
             "ferryd does not answer on \(paths.socket) (\(error)); is it running? `ferry daemon status` tells"
         )
@@ -321,108 +329,57 @@ public final class DaemonClient: Sendable {
     // MARK: Attach
 
     /// Attaches to `session`'s event stream; returns once the daemon has accepted (or refused) it.
+    /// Blocks the calling thread for that answer.
     /// - Throws: ``FerryError/Code/backgroundSessionInUseByAnotherProcess`` when another process is
     ///   attached; the daemon's error otherwise.
     func attach(session: String) throws -> EventStream {
-        guard socketAccepts() else { throw unreachable("nothing listens on the socket") }
-        let (task, delegate) = try startAttach(session: session)
-        return try stream(task, delegate, head: Result { try delegate.head.futureResult.wait() })
+        try EventLoopTaskExecutor.shared.blockingRun { try await self.attach(session: session) }
     }
 
     /// ``attach(session:)`` for async code: waits for the daemon's answer without blocking a thread.
     func attach(session: String) async throws -> EventStream {
         guard socketAccepts() else { throw unreachable("nothing listens on the socket") }
-        let (task, delegate) = try startAttach(session: session)
-        let head: Result<Void, any Error>
-        do {
-            head = .success(try await delegate.head.futureResult.get())
-        } catch {
-            head = .failure(error)
-        }
-        return try stream(task, delegate, head: head)
-    }
-
-    /// The attached stream once the daemon accepted (`head` succeeded); otherwise the request is
-    /// cancelled and the daemon's refusal, or why it could not be reached, is thrown.
-    private func stream(
-        _ task: HTTPClient.Task<Void>,
-        _ delegate: AttachDelegate,
-        head: Result<Void, any Error>
-    ) throws -> EventStream {
-        if case .failure(let error) = head {
-            task.cancel()
-            throw error as? FerryError ?? unreachable(error)
-        }
-        return EventStream(events: delegate.events, cancel: { task.cancel() })
-    }
-
-    private func startAttach(session: String) throws -> (HTTPClient.Task<Void>, AttachDelegate) {
         let path = "\(ControlAPI.prefix)/sessions/\(Self.pathComponent(session))/attach?pid=\(getpid())"
-        let request = try makeRequest("POST", path)
-        let delegate = AttachDelegate(eventLoop: http.eventLoopGroup.next())
-        return (http.execute(request: request, delegate: delegate), delegate)
+        let response: TransportResponse
+        do {
+            response = try await transport.send(try makeRequest("POST", path), deadline: .distantFuture)
+        } catch {
+            throw unreachable(error)
+        }
+        guard response.status == 200 else {
+            var data = Data()
+            for try await chunk in response.body { data.append(contentsOf: chunk.readableBytesView) }
+            throw Self.decodeError(data, status: UInt(response.status))
+        }
+        let (events, continuation) = AsyncThrowingStream.makeStream(of: BackgroundEvent.self, bufferingPolicy: .unbounded)
+        // The body is JSON lines, one event each, read as they come; cancelling drops the connection.
+        let reader = Task {
+            var pending = Data()
+            do {
+                for try await chunk in response.body {
+                    pending.append(contentsOf: chunk.readableBytesView)
+                    while let newline = pending.firstIndex(of: 0x0A) {
+                        let line = pending[pending.startIndex..<newline]
+                        pending.removeSubrange(pending.startIndex...newline)
+                        guard !line.isEmpty else { continue }
+                        do {
+                            continuation.yield(try JSONDecoder().decode(BackgroundEvent.self, from: line))
+                        } catch {
+                            throw FerryError(.badServerResponse, "ferryd sent an event this client cannot read: \(error)")
+                        }
+                    }
+                }
+                continuation.finish()
+            } catch {
+                continuation.finish(throwing: error)
+            }
+        }
+        return EventStream(events: events, cancel: { reader.cancel() })
     }
 
     /// An attached session's events, in the daemon's order, until it ends or is cancelled.
     struct EventStream: Sendable {
         let events: AsyncThrowingStream<BackgroundEvent, any Error>
         let cancel: @Sendable () -> Void
-    }
-}
-
-/// Reads the attach response: the head decides acceptance; the body is JSON lines, one event each.
-private final class AttachDelegate: HTTPClientResponseDelegate, Sendable {
-    typealias Response = Void
-
-    let head: EventLoopPromise<Void>
-    let events: AsyncThrowingStream<BackgroundEvent, any Error>
-    private let continuation: AsyncThrowingStream<BackgroundEvent, any Error>.Continuation
-    private let state = Mutex((status: UInt(0), pending: Data()))
-
-    init(eventLoop: any EventLoop) {
-        head = eventLoop.makePromise()
-        (events, continuation) = AsyncThrowingStream.makeStream(bufferingPolicy: .unbounded)
-    }
-
-    func didReceiveHead(task: HTTPClient.Task<Void>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
-        state.withLock { $0.status = head.status.code }
-        if head.status == .ok { self.head.succeed(()) }
-        return task.eventLoop.makeSucceededVoidFuture()
-    }
-
-    func didReceiveBodyPart(task: HTTPClient.Task<Void>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
-        let lines: [Data] = state.withLock { state in
-            state.pending.append(contentsOf: buffer.readableBytesView)
-            guard state.status == 200 else { return [] }
-            var lines: [Data] = []
-            while let newline = state.pending.firstIndex(of: 0x0A) {
-                lines.append(state.pending[state.pending.startIndex..<newline])
-                state.pending.removeSubrange(state.pending.startIndex...newline)
-            }
-            return lines
-        }
-        for line in lines where !line.isEmpty {
-            do {
-                continuation.yield(try JSONDecoder().decode(BackgroundEvent.self, from: line))
-            } catch {
-                continuation.finish(
-                    throwing: FerryError(.badServerResponse, "ferryd sent an event this client cannot read: \(error)")
-                )
-            }
-        }
-        return task.eventLoop.makeSucceededVoidFuture()
-    }
-
-    func didFinishRequest(task: HTTPClient.Task<Void>) throws {
-        let (status, body) = state.withLock { ($0.status, $0.pending) }
-        if status != 200 {
-            head.fail(DaemonClient.decodeError(body, status: status))
-        }
-        continuation.finish()
-    }
-
-    func didReceiveError(task: HTTPClient.Task<Void>, _ error: any Error) {
-        head.fail(error)
-        continuation.finish(throwing: error)
     }
 }

@@ -251,7 +251,8 @@ public final class HTTP1Transport: HTTPTransport {
         }
         let bootstrap = ClientBootstrap(group: loop)
             .connectTimeout(connectTimeout)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            // (TCP only: a unix-domain socket has no Nagle to switch off.)
+            .channelOption(.socketOption(.tcp_nodelay), value: options.unixSocketPath == nil ? 1 : 0)
             // Large bodies arrive in reads of up to 1 MiB (NIO's default stops at 64 KiB): fewer reads,
             // and fewer chunks for the reader to take. Over TLS at most 32 KiB: NIOSSL decrypts a whole
             // read into one buffer that starts at 32 KiB and doubles (copying) as records arrive, so
@@ -280,7 +281,11 @@ public final class HTTP1Transport: HTTPTransport {
             ?? (options.address(host: target.host, port: target.port), target.port)
         let channel: any Channel
         do {
-            channel = try await bootstrap.connect(host: connectHost, port: connectPort).get()
+            if let socket = options.unixSocketPath {
+                channel = try await bootstrap.connect(unixDomainSocketPath: socket).get()
+            } else {
+                channel = try await bootstrap.connect(host: connectHost, port: connectPort).get()
+            }
         } catch ChannelError.connectTimeout {
             handshake?.fail(ChannelError.ioOnClosedChannel)
             tunnelOpen?.fail(ChannelError.ioOnClosedChannel)

@@ -26,6 +26,10 @@ public struct TransportOptions: Sendable {
     /// sent in Host and SNI and checked against the certificate).
     public var resolve: [String: String] = [:]
 
+    /// Every connection goes to this unix-domain socket instead of the URL's host and port (curl's
+    /// `--unix-socket`); the URL still gives the Host field and the path. ferryd's control client uses it.
+    public var unixSocketPath: String?
+
     /// Extra certificates to trust besides the system's (PEM), e.g. a test server's.
     public var additionalTrustRootsPEM: [String] {
         get { tls.additionalTrustRootsPEM }
