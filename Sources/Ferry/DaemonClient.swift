@@ -192,8 +192,7 @@ public final class DaemonClient: Sendable {
 
     /// The daemon's status, or nil when none answers.
     public func status() -> ControlAPI.DaemonStatus? {
-        // A plain connect first: AsyncHTTPClient keeps retrying a refused connection until its deadline,
-        // which would make "no daemon" slow to learn.
+        // A plain connect first: "no daemon" is learnt without setting up a connection and a request.
         guard socketAccepts() else { return nil }
         return try? call("GET", "\(ControlAPI.prefix)/daemon", timeout: 5)
     }

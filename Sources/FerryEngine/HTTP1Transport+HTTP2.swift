@@ -85,7 +85,7 @@ extension HTTP1Transport {
         then start: @escaping @Sendable (any Channel, NIOLoopBound<HTTP1ConnectionHandler>) -> Void,
         failed: @escaping @Sendable (any Error) -> Void
     ) {
-        let idle = TimeAmount.milliseconds(Int64(options.idleTimeout * 1000))
+        let idle = idleTimeout
         let made = connection.channel.eventLoop.makePromise(of: (any Channel).self)
         connection.multiplexer.createStreamChannel(promise: made) { stream in
             stream.eventLoop.makeCompletedFuture {

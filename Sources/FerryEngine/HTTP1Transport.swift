@@ -27,6 +27,8 @@ public final class HTTP1Transport: HTTPTransport {
     private let tls: Result<TLSClient, FerryError>
     private let proxies: Result<ProxySettings, FerryError>
     let http2Settings: HTTP2Settings
+    /// `options.idleTimeout` as NIO counts time (every connection and stream needs it).
+    let idleTimeout: TimeAmount
 
     /// Creates a transport with its own connections (on SwiftNIO's shared event loops). Settings that
     /// cannot be used (a CA or identity that is not PEM, a proxy variable that is not a URL) fail each
@@ -38,6 +40,7 @@ public final class HTTP1Transport: HTTPTransport {
     init(options: TransportOptions, http2: HTTP2Settings) {
         self.options = options
         self.http2Settings = http2
+        self.idleTimeout = .milliseconds(Int64(options.idleTimeout * 1000))
         self.group = MultiThreadedEventLoopGroup.singleton
         self.pool = HTTP1ConnectionPool(maximumIdlePerOrigin: max(options.maximumConnectionsPerHost, 8))
         do {
@@ -183,7 +186,7 @@ public final class HTTP1Transport: HTTPTransport {
     private func connect(_ route: HTTP1Route, deadline: NIODeadline) async throws -> Connection {
         let target = route.target
         let pool = self.pool
-        let idle = TimeAmount.milliseconds(Int64(options.idleTimeout * 1000))
+        let idle = idleTimeout
         let key = route.key
         var connectTimeout = options.connectTimeout.map { TimeAmount.milliseconds(Int64($0 * 1000)) } ?? idle
         if deadline < .distantFuture {

@@ -95,9 +95,6 @@ final class HTTP2Connection: Sendable {
     /// Whether new streams may go here.
     var isDraining: Bool { state.withLockedValue { $0.draining } }
 
-    /// Streams reserved or open.
-    var streams: Int { state.withLockedValue { $0.streams } }
-
     /// Whether no stream is reserved or open.
     var isIdle: Bool { state.withLockedValue { $0.streams == 0 } }
 

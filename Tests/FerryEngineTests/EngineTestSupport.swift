@@ -6,14 +6,35 @@ import Foundation
 import NIOCore
 import Synchronization
 
+/// Transport options that trust `server`'s test CA, changed by `change`.
+func trusting(_ server: TestServer, _ change: (inout TransportOptions) -> Void = { _ in }) -> TransportOptions {
+    var options = TransportOptions()
+    options.additionalTrustRootsPEM = [server.certificates.trustRootPEM]
+    change(&options)
+    return options
+}
+
+/// A GET of `url` through `transport`, its whole body read, within `limit`.
+func fetch(
+    _ transport: any HTTPTransport,
+    _ url: String,
+    within limit: TimeAmount
+) async throws -> (TransportResponse, [UInt8]) {
+    let response = try await transport.send(
+        TransportRequest(method: "GET", url: URL(string: url)!, headers: Headers()),
+        deadline: .now() + limit
+    )
+    var bytes: [UInt8] = []
+    for try await chunk in response.body { bytes += chunk.readableBytesView }
+    return (response, bytes)
+}
+
 /// Runs `body` with a test server and a transport that trusts it.
 func withServerAndTransport<Result>(
     _ body: (TestServer, StandardTransport) async throws -> Result
 ) async throws -> Result {
     try await TestServer.withServer { server in
-        var options = StandardTransport.Options()
-        options.additionalTrustRootsPEM = [server.certificates.trustRootPEM]
-        let transport = try StandardTransport(options: options)
+        let transport = try StandardTransport(options: trusting(server))
         do {
             let result = try await body(server, transport)
             try await transport.shutdown()

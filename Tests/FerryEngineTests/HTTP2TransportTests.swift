@@ -10,20 +10,11 @@ import Testing
 /// streams, GOAWAY and RST_STREAM, against ferry-testserver's HTTP/2 listener (swift-nio-http2).
 @Suite struct HTTP2TransportTests {
     private func transport(_ server: TestServer, _ change: (inout TransportOptions) -> Void = { _ in }) -> HTTP1Transport {
-        var options = TransportOptions()
-        options.additionalTrustRootsPEM = [server.certificates.trustRootPEM]
-        change(&options)
-        return HTTP1Transport(options: options)
+        HTTP1Transport(options: trusting(server, change))
     }
 
     private func get(_ transport: any HTTPTransport, _ url: String) async throws -> (TransportResponse, [UInt8]) {
-        let response = try await transport.send(
-            TransportRequest(method: "GET", url: URL(string: url)!, headers: Headers()),
-            deadline: .now() + .seconds(60)
-        )
-        var bytes: [UInt8] = []
-        for try await chunk in response.body { bytes += chunk.readableBytesView }
-        return (response, bytes)
+        try await fetch(transport, url, within: .seconds(60))
     }
 
     /// Waits (without a clock of its own beyond a generous limit) until the server has seen `count`
@@ -191,9 +182,7 @@ import Testing
             var settings = HTTP1Transport.HTTP2Settings()
             settings.pingInterval = .milliseconds(200)
             settings.idleTimeout = .milliseconds(600)
-            var options = TransportOptions()
-            options.additionalTrustRootsPEM = [server.certificates.trustRootPEM]
-            let transport = HTTP1Transport(options: options, http2: settings)
+            let transport = HTTP1Transport(options: trusting(server), http2: settings)
             defer { Task { try await transport.shutdown() } }
             let url = server.url("/bytes/10", on: .tls)
             _ = try await get(transport, url)

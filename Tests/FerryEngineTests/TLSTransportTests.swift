@@ -12,20 +12,11 @@ import Testing
 /// refusal says (plain words: no library internals, no build paths).
 @Suite struct TLSTransportTests {
     private func options(_ server: TestServer, _ change: (inout TransportOptions) -> Void = { _ in }) -> TransportOptions {
-        var options = TransportOptions()
-        options.additionalTrustRootsPEM = [server.certificates.trustRootPEM]
-        change(&options)
-        return options
+        trusting(server, change)
     }
 
     private func get(_ transport: HTTP1Transport, _ url: String) async throws -> (TransportResponse, [UInt8]) {
-        let response = try await transport.send(
-            TransportRequest(method: "GET", url: URL(string: url)!, headers: Headers()),
-            deadline: .now() + .seconds(30)
-        )
-        var bytes: [UInt8] = []
-        for try await chunk in response.body { bytes += chunk.readableBytesView }
-        return (response, bytes)
+        try await fetch(transport, url, within: .seconds(30))
     }
 
     private func refusal(_ transport: HTTP1Transport, _ url: String) async -> FerryError? {
