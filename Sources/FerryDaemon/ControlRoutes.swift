@@ -92,16 +92,7 @@ struct ControlRoutes: Sendable {
     private func create(_ request: Request, _ context: BasicRequestContext) async throws -> BackgroundTaskInfo {
         let session = try session(context)
         let creation = try await decode(ControlAPI.TaskCreation.self, from: request)
-        let task = try store.createTasks(
-            registeringSession: true,
-            session: session,
-            [try newTask(creation, in: session)]
-        )[0]
-        if task.state == .pending, await scheduler.poke() > 0 {
-            // It may be running already: as it is now.
-            return try store.task(session: session, identifier: task.taskIdentifier).info
-        }
-        return task.info
+        return try await scheduler.create(session: session, [try newTask(creation, in: session)])[0].info
     }
 
     /// A creation request checked (D6: nothing is stored until every check has passed).
@@ -200,9 +191,7 @@ struct ControlRoutes: Sendable {
                 throw FerryError(error.code, "task \(index) of the batch: \(error.message)")
             }
         }
-        let created = try store.createTasks(registeringSession: true, session: session, tasks)
-        await scheduler.poke()
-        return created.map(\.info)
+        return try await scheduler.create(session: session, tasks).map(\.info)
     }
 
     private func act(_ action: String, _ request: Request, _ context: BasicRequestContext) async throws -> Data {
@@ -216,18 +205,11 @@ struct ControlRoutes: Sendable {
         let encoder = JSONEncoder()
         switch action {
         case "resume":
-            if let update = try await decodeIfPresent(ControlAPI.TaskUpdate.self, from: request) {
-                if let priority = update.priority, !(0...1).contains(priority) {
-                    throw FerryError(.invalidOperation, "priority must be between 0 and 1")
-                }
-                try store.updateTask(
-                    session: session,
-                    identifier: identifier,
-                    taskDescription: update.taskDescription,
-                    priority: update.priority
-                )
+            let update = try await decodeIfPresent(ControlAPI.TaskUpdate.self, from: request)
+            if let priority = update?.priority, !(0...1).contains(priority) {
+                throw FerryError(.invalidOperation, "priority must be between 0 and 1")
             }
-            return try encoder.encode(try await scheduler.resume(task.key).info)
+            return try encoder.encode(try await scheduler.resume(task.key, update: update).info)
         case "suspend":
             return try encoder.encode(try await scheduler.suspend(task.key).info)
         default:
@@ -255,7 +237,7 @@ struct ControlRoutes: Sendable {
         // A delivered file that the client did not move goes now (D2, S6.9).
         for event in try store.events(session: session)
         where event.sequence <= acknowledgement.through && event.kind == .didFinishDownloading {
-            if let location = deliveredFile(event.payload) { try? FileManager.default.removeItem(atPath: location) }
+            if let location = Scheduler.deliveredFile(event.payload, configuration) { try? FileManager.default.removeItem(atPath: location) }
         }
         try store.acknowledge(session: session, through: acknowledgement.through)
     }
@@ -282,14 +264,11 @@ struct ControlRoutes: Sendable {
         if let reason = invalidation.reason {
             // A force quit (S6.4 scenario 5): cancelled, no launch; the next attach hears of it.
             await launcher.suppressUntilAttach(session)
-            try await scheduler.cancelAll(session: session, reason: reason, keepSuspended: true)
+            try await scheduler.cancelAll(session: session, reason: reason, forceQuit: true)
             return
         }
-        try await scheduler.cancelAll(session: session, reason: "the session was invalidated and cancelled")
-        for event in try store.events(session: session) where event.kind == .didFinishDownloading {
-            if let location = deliveredFile(event.payload) { try? FileManager.default.removeItem(atPath: location) }
-        }
-        try store.removeSession(session)
+        try await scheduler.cancelAll(session: session, reason: "the session was invalidated and cancelled", forceQuit: false)
+        try await scheduler.forget(session: session)
         hub.signal(session, .close)
     }
 
@@ -364,25 +343,12 @@ struct ControlRoutes: Sendable {
                 kind: .didFinishDownloading,
                 sequence: event.sequence,
                 task: task,
-                location: Self.location(event.payload)
+                location: Scheduler.location(event.payload)
             )
         case .didComplete:
             let error = try event.payload.map { try JSONDecoder().decode(FerryError.self, from: $0) }
             return BackgroundEvent(kind: .didComplete, sequence: event.sequence, task: task, error: error)
         }
-    }
-
-    private static func location(_ payload: Data?) -> String? {
-        payload.flatMap { try? JSONDecoder().decode([String: String].self, from: $0) }?["location"]
-    }
-
-    /// An event's file when it is the daemon's to remove: in the delivery directory (a task's own
-    /// destination belongs to the client).
-    private func deliveredFile(_ payload: Data?) -> String? {
-        guard let location = Self.location(payload),
-            location.hasPrefix(configuration.paths.deliveryDirectory + "/")
-        else { return nil }
-        return location
     }
 
     // MARK: Plumbing

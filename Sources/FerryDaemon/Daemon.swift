@@ -32,7 +32,7 @@ public enum Daemon {
 
         let store: FerryStore
         do {
-            store = try FerryStore(path: paths.database, clock: configuration.clock)
+            store = try FerryStore(path: paths.database, clock: { [clock = configuration.clock] in clock.now() })
         } catch let error as FerryStoreError {
             throw FerryError(.cannotCreateFile, error.message)
         }

@@ -36,8 +36,9 @@ public struct DaemonConfiguration: Sendable {
     /// The idle timeout of a background transfer's reads.
     public var requestTimeout = 60.0
 
-    /// The wall clock: times in the store, and tasks' resource deadlines (tests move it).
-    public var clock: @Sendable () -> Date = Date.init
+    /// The wall clock and waiting on it: times in the store, tasks' resource deadlines, retry backoff
+    /// (tests move a clock of their own).
+    public var clock: any DaemonClock = SystemDaemonClock()
 
     /// A configuration with `paths` and the defaults.
     public init(paths: DaemonPaths) {

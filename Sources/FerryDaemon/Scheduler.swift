@@ -5,24 +5,31 @@ import Foundation
 import Logging
 import NIOCore
 
-/// Runs background tasks: starts pending ones up to the daemon-wide limit (S6.10), carries out suspend,
-/// resume and cancel, retries network errors with backoff, stops transfers under the throughput floor,
-/// and turns each outcome into a state change journaled with its events (D2) before any client hears
-/// of it.
+/// The one owner of every background task's life (issue "One owner for a task's life"): it keeps each
+/// task's ``BackgroundTaskMachine``, feeds it the clients' intents, its own decisions and the engine's
+/// outcomes, and alone applies what the machine asks for — persisting a state change with its events in
+/// one transaction (D2) before any client can hear of it, starting and stopping transfers, signalling
+/// the event hub, and arming timers on the injected clock. Nothing else writes a task's state.
+///
+/// It starts pending tasks up to the daemon-wide limit (S6.10), retries network errors with backoff and
+/// busy answers after their Retry-After, and stops transfers under the throughput floor.
 actor Scheduler {
-    /// Why a running transfer is being stopped.
-    enum Intent: Sendable {
-        case suspend
-        case cancel(produceResumeData: Bool, reason: String?)
-        case tooSlow(String)
-        /// The daemon is stopping: the task resumes when it starts again.
-        case stop
+    /// Runs one transfer of a task once: ferryd's ``TransferRunner``; tests give a fake.
+    typealias Run = @Sendable (_ task: StoredTask, _ transport: any HTTPTransport, _ meter: ProgressMeter) async ->
+        TransferRunner.Outcome
+
+    /// A task the scheduler is holding in memory: one that runs, waits for a retry, or is being acted on.
+    /// The others are read from the store when needed, their machine made from their stored state.
+    private struct Entry {
+        var machine: BackgroundTaskMachine
+        var transfer: Transfer?
+        var endWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
-    private struct Running {
+    /// A transfer running now.
+    private struct Transfer {
         let handle: Task<Void, Never>
         let meter: ProgressMeter
-        var intent: Intent?
         var floorSample: Int64?
     }
 
@@ -31,13 +38,16 @@ actor Scheduler {
     let configuration: DaemonConfiguration
     let transports: TransportCache
     let logger: Logger
+    private let clock: any DaemonClock
+    private let run: Run
     /// Told when a session may have events and no client (launches, S6.5).
     private let onEventsJournaled: @Sendable (String) async -> Void
 
-    private var running: [TaskKey: Running] = [:]
-    private var failedAttempts: [TaskKey: Int] = [:]
-    private var notBefore: [TaskKey: ContinuousClock.Instant] = [:]
-    private var endWaiters: [TaskKey: [CheckedContinuation<Void, Never>]] = [:]
+    private var entries: [TaskKey: Entry] = [:]
+    /// Transfers running now (entries with a transfer).
+    private(set) var runningCount = 0
+    /// The earliest wake-up armed on the clock, if any.
+    private var armed: Date?
     private var stopping = false
 
     init(
@@ -46,89 +56,185 @@ actor Scheduler {
         configuration: DaemonConfiguration,
         transports: TransportCache,
         logger: Logger,
+        run: Run? = nil,
         onEventsJournaled: @escaping @Sendable (String) async -> Void
     ) {
         self.store = store
         self.hub = hub
         self.configuration = configuration
+        self.clock = configuration.clock
         self.transports = transports
         self.logger = logger
+        self.run =
+            run ?? { task, transport, meter in
+                await TransferRunner(
+                    task: task,
+                    store: store,
+                    hub: hub,
+                    configuration: configuration,
+                    transport: transport,
+                    meter: meter
+                ).run()
+            }
         self.onEventsJournaled = onEventsJournaled
     }
-
-    /// Transfers running now.
-    var runningCount: Int { running.count }
 
     /// `tasks` with the live position and rate of those running now (the store has the last
     /// checkpoint only).
     func withLiveProgress(_ tasks: [BackgroundTaskInfo]) -> [BackgroundTaskInfo] {
         let now = Int64(DispatchTime.now().uptimeNanoseconds)
         return tasks.map { info in
-            guard let entry = running[TaskKey(session: info.session, identifier: info.taskIdentifier)] else {
+            guard let meter = entries[TaskKey(session: info.session, identifier: info.taskIdentifier)]?.transfer?.meter
+            else {
                 return info
             }
             var live = info
             live.state = .running
-            if let position = entry.meter.latestPosition {
+            if let position = meter.latestPosition {
                 switch info.kind {
                 case .download: live.bytesReceived = max(info.bytesReceived, position)
                 case .upload: live.bytesSent = position
                 }
             }
-            live.bytesPerSecond = entry.meter.rate(now: now)
+            live.bytesPerSecond = meter.rate(now: now)
             return live
         }
     }
+
+    // MARK: Creation
+
+    /// Creates tasks in one transaction, each born in its first state (pending, or suspended when asked),
+    /// and starts what may start.
+    /// - Returns: the tasks as they are now (one may be running already).
+    func create(session: String, _ tasks: [FerryStore.NewTask]) throws -> [StoredTask] {
+        var created = try store.createTasks(registeringSession: true, session: session, tasks)
+        if poke() > 0 {
+            for index in created.indices where entries[created[index].key]?.transfer != nil {
+                created[index].state = .running
+            }
+        }
+        return created
+    }
+
+    /// Changes what a client may change of a task, then resumes it (the control API's resume).
+    func resume(_ key: TaskKey, update: ControlAPI.TaskUpdate?) throws -> StoredTask {
+        if let update, update.taskDescription != nil || update.priority != nil {
+            try store.updateTask(
+                session: key.session,
+                identifier: key.identifier,
+                taskDescription: update.taskDescription,
+                priority: update.priority
+            )
+        }
+        let task = try store.task(session: key.session, identifier: key.identifier)
+        try feed(key, task) { $0.resume() }
+        poke()
+        return try store.task(session: key.session, identifier: key.identifier)
+    }
+
+    /// Suspends a task: a running transfer stops at its last checkpoint and keeps its partial data.
+    func suspend(_ key: TaskKey) async throws -> StoredTask {
+        let task = try store.task(session: key.session, identifier: key.identifier)
+        try feed(key, task) { $0.suspend() }
+        await untilStopped(key)
+        return try store.task(session: key.session, identifier: key.identifier)
+    }
+
+    /// Cancels a task (a completed one stays as it is).
+    /// - Returns: the task afterwards and, when asked for and possible, its resume data.
+    func cancel(_ key: TaskKey, produceResumeData: Bool, reason: String?) async throws -> (StoredTask, ResumeData?) {
+        let task = try store.task(session: key.session, identifier: key.identifier)
+        guard task.state != .completed else { return (task, nil) }
+        try feed(key, task) { $0.cancel(produceResumeData: produceResumeData, reason: reason) }
+        await untilStopped(key)
+        await onEventsJournaled(key.session)
+        let after = try store.task(session: key.session, identifier: key.identifier)
+        return (after, after.error?.resumeData ?? (produceResumeData ? after.resumeData : nil))
+    }
+
+    /// Cancels every unfinished task of `session` with `reason`: a force quit when `forceQuit` (a
+    /// suspended download keeps its partial data and completes with resume data, seed 000 §7.3.2),
+    /// otherwise an invalidation (all lose it, as `cancel()` does).
+    func cancelAll(session: String, reason: String, forceQuit: Bool) async throws {
+        var stopped: [TaskKey] = []
+        var cancelled: [(identifier: Int, error: FerryError)] = []
+        for task in try store.tasks(session: session) where task.state != .completed {
+            var machine = entries[task.key]?.machine ?? machine(for: task)
+            let action = forceQuit ? machine.forceQuit(reason: reason) : machine.invalidate(reason: reason)
+            switch action {
+            case .complete(.cancelled(let produceResumeData, let reason)):
+                // Those not running complete together below: one transaction however many there are.
+                entries[task.key] = nil
+                cancelled.append(
+                    (task.taskIdentifier, cancellation(of: task, produceResumeData: produceResumeData, reason: reason))
+                )
+            case .stopTransfer:
+                entries[task.key]?.machine = machine
+                entries[task.key]?.transfer?.handle.cancel()
+            default:
+                entries[task.key]?.machine = machine
+            }
+            if entries[task.key]?.transfer != nil { stopped.append(task.key) }
+        }
+        // The running ones were all told at once; their ends come first, then the others' together.
+        for key in stopped { await untilStopped(key) }
+        if !cancelled.isEmpty {
+            try store.complete(session: session, cancelled)
+            hub.signal(session, .journal)
+        }
+        await onEventsJournaled(session)
+    }
+
+    /// Forgets a session whose tasks have all completed: its tasks, events, and the files it was handed in
+    /// the delivery directory and never collected (invalidateAndCancel, S6.11; a task's own destination
+    /// belongs to the client).
+    func forget(session: String) throws {
+        for event in try store.events(session: session) where event.kind == .didFinishDownloading {
+            if let location = Self.deliveredFile(event.payload, configuration) {
+                try? FileManager.default.removeItem(atPath: location)
+            }
+        }
+        try store.removeSession(session)
+        entries = entries.filter { $0.key.session != session }
+    }
+
+    // MARK: Starting
 
     /// Starts what may start.
     /// - Returns: how many transfers it started.
     @discardableResult
     func poke() -> Int {
-        guard !stopping, running.count < configuration.maximumConcurrentTransfers else { return 0 }
+        guard !stopping, runningCount < configuration.maximumConcurrentTransfers else { return 0 }
+        let now = clock.now()
+        let waiting = entries.values.count { if case .waiting = $0.machine.phase { true } else { false } }
         let pending: [StoredTask]
         do {
-            // Enough to fill the free slots past those waiting for a retry's backoff.
-            let free = configuration.maximumConcurrentTransfers - running.count
-            pending = try store.tasks(in: .pending, limit: free + notBefore.count)
+            // Enough to fill the free slots past those waiting for a retry's time.
+            let free = configuration.maximumConcurrentTransfers - runningCount
+            pending = try store.tasks(in: .pending, limit: free + waiting)
         } catch {
             logger.error("cannot read pending tasks: \(error)")
             return 0
         }
-        let before = running.count
-        let now = ContinuousClock.now
-        var wake: ContinuousClock.Instant?
+        let before = runningCount
+        var wake: Date?
         for task in pending {
-            guard running.count < configuration.maximumConcurrentTransfers else { break }
-            if let time = notBefore[task.key], time > now {
-                wake = min(wake ?? time, time)
-                continue
+            guard runningCount < configuration.maximumConcurrentTransfers else { break }
+            if let entry = entries[task.key] {
+                guard entry.transfer == nil else { continue }
+                if case .waiting(let until) = entry.machine.phase, until > now {
+                    wake = min(wake ?? until, until)
+                    continue
+                }
             }
-            start(task)
+            start(task, now: now)
         }
-        if let wake {
-            Task {
-                try? await Task.sleep(until: wake, clock: .continuous)
-                self.poke()
-            }
-        }
-        return running.count - before
+        if let wake { arm(wake) }
+        return runningCount - before
     }
 
-    private func start(_ task: StoredTask) {
+    private func start(_ task: StoredTask, now: Date) {
         let key = task.key
-        guard running[key] == nil else { return }
-        notBefore[key] = nil
-        if let file = TransferRunner.finishedFile(of: task, configuration) {
-            // Finished before the daemon died, not yet recorded as such: hand it over now.
-            do {
-                try complete(key, error: nil, events: [(.didFinishDownloading, Self.encode(file))])
-                logger.info("\(key) had finished before the restart: \(file)")
-            } catch {
-                logger.error("cannot complete \(key): \(error)")
-            }
-            Task { await onEventsJournaled(key.session) }
-            return
-        }
         let transport: any HTTPTransport
         do {
             transport = try transports.transport(for: task.connection)
@@ -137,127 +243,155 @@ actor Scheduler {
             // fails and says why.
             logger.error("cannot make a transport for \(key): \(error)")
             let failure = error as? FerryError ?? FerryError(.secureConnectionFailed, "\(error)")
-            try? complete(key, error: failure, events: [])
+            do {
+                try feed(key, task) { machine in try machine.cannotStart(failure, at: now) }
+            } catch {
+                logger.error("cannot record that \(key) cannot start: \(error)")
+            }
+            return
+        }
+        do {
+            try feed(key, task) { machine in try machine.start(at: now) }
+        } catch {
+            logger.error("cannot start \(key): \(error)")
+            return
+        }
+        guard entries[key]?.machine.isRunning == true else { return }
+        if let file = TransferRunner.finishedFile(of: task, configuration) {
+            // Finished before the daemon died, not yet recorded as such: handed over now, without a run
+            // (its state goes from pending to completed in one transaction).
+            logger.info("\(key) had finished before the restart: \(file)")
+            try? feed(key, task) { machine in try machine.transferFinished(.downloaded(location: file)) }
+            Task { await onEventsJournaled(key.session) }
             return
         }
         do {
             try store.transition(session: key.session, identifier: key.identifier, to: .running)
         } catch {
             logger.error("cannot start \(key): \(error)")
+            entries[key] = nil
             return
         }
         var current = task
         current.state = .running
         let meter = ProgressMeter(rate: configuration.progressRate)
-        let runner = TransferRunner(
-            task: current,
-            store: store,
-            hub: hub,
-            configuration: configuration,
-            transport: transport,
-            meter: meter
-        )
+        let run = self.run
         logger.debug("starting \(key) \(task.originalRequest.url.absoluteString)")
         let handle = Task {
-            let outcome = await runner.run()
+            let outcome = await run(current, transport, meter)
             await self.ended(key, outcome)
         }
-        running[key] = Running(handle: handle, meter: meter)
+        entries[key]?.transfer = Transfer(handle: handle, meter: meter)
+        runningCount += 1
     }
 
     private func ended(_ key: TaskKey, _ outcome: TransferRunner.Outcome) async {
-        let intent = running.removeValue(forKey: key)?.intent
+        guard entries[key]?.transfer != nil else { return }
+        entries[key]?.transfer = nil
+        runningCount -= 1
+        let now = clock.now()
         do {
-            try settle(key, outcome, intent: intent)
+            let task = try store.task(session: key.session, identifier: key.identifier)
+            if case .failed(let error) = outcome { logger.debug("\(key) stopped: \(error)") }
+            if case .retryLater(_, let error) = outcome { logger.debug("\(key) stopped: \(error)") }
+            try feed(key, task) { machine in
+                switch outcome {
+                case .downloaded(let location): try machine.transferFinished(.downloaded(location: location))
+                case .uploaded: try machine.transferFinished(.uploaded)
+                case .failed(let error): try machine.transferFailed(error, retryAfter: nil, now: now)
+                case .retryLater(let delay, let error): try machine.transferFailed(error, retryAfter: delay, now: now)
+                }
+            }
         } catch {
             logger.error("cannot record the end of \(key): \(error)")
+            entries[key] = nil
         }
-        for waiter in endWaiters.removeValue(forKey: key) ?? [] { waiter.resume() }
+        for waiter in entries[key]?.endWaiters ?? [] { waiter.resume() }
+        entries[key]?.endWaiters = []
+        tidy(key)
         poke()
         await onEventsJournaled(key.session)
     }
 
-    /// Records how a run ended: the state change and its events in one transaction.
-    private func settle(_ key: TaskKey, _ outcome: TransferRunner.Outcome, intent: Intent?) throws {
-        let (session, identifier) = (key.session, key.identifier)
-        var outcome = outcome
-        if case .retryLater(_, let error) = outcome, intent != nil {
-            // The client's suspend or cancel (or a shutdown) came first.
-            outcome = .failed(error)
-        }
-        switch outcome {
-        case .retryLater(let delay, let error):
-            let attempts = (failedAttempts[key] ?? 0) + 1
-            let stored = try store.task(session: session, identifier: identifier)
-            let pastDeadline = stored.resourceDeadline.map { $0 <= configuration.clock() } ?? false
-            if attempts < configuration.retry.maximumAttempts, !pastDeadline {
-                failedAttempts[key] = attempts
-                notBefore[key] = .now + .milliseconds(Int64(delay * 1000))
-                try store.transition(session: session, identifier: identifier, to: .pending)
-                logger.info("\(key): \(error.message); try \(attempts + 1) in \(delay) s")
-                return
+    // MARK: Applying the machine's actions
+
+    /// The machine of a task read from the store (a running one with no transfer here is pending: D4).
+    private func machine(for task: StoredTask) -> BackgroundTaskMachine {
+        let phase: BackgroundTaskMachine.Phase =
+            switch task.state {
+            case .pending, .running: .pending
+            case .suspended: .suspended
+            case .completed: .completed
             }
-            failedAttempts[key] = nil
-            var failure = pastDeadline ? TransferRunner.resourceTimedOut(stored) : error
-            if failure.resumeData == nil { failure.resumeData = stored.resumeData }
-            try complete(key, error: failure, events: [])
-        case .downloaded(let location):
-            failedAttempts[key] = nil
-            try complete(key, error: nil, events: [(.didFinishDownloading, Self.encode(location))])
-            logger.info("\(key) downloaded to \(location)")
-            return
-        case .uploaded:
-            failedAttempts[key] = nil
-            try complete(key, error: nil, events: [])
-            return
-        case .failed(let error):
-            switch intent {
-            case .stop?:
-                try store.transition(session: session, identifier: identifier, to: .pending)
-            case .suspend?:
-                try store.transition(session: session, identifier: identifier, to: .suspended)
-            case .cancel(let produceResumeData, let reason)?:
-                try cancelled(key, produceResumeData: produceResumeData, reason: reason)
-            case .tooSlow(let message)?:
-                var failure = FerryError(.timedOut, message, failingURL: error.failingURL)
-                failure.resumeData = try store.task(session: session, identifier: identifier).resumeData
-                try complete(key, error: failure, events: [])
-            case nil:
-                let attempts = (failedAttempts[key] ?? 0) + 1
-                let stored = try store.task(session: session, identifier: identifier)
-                if let end = stored.resourceDeadline, end <= configuration.clock() {
-                    failedAttempts[key] = nil
-                    try complete(key, error: TransferRunner.resourceTimedOut(stored), events: [])
-                    logger.info("\(key) passed its resource deadline: \(error)")
-                    return
-                }
-                if RetryPolicy.isRetryable(error.code),
-                    let delay = configuration.retry.delay(afterFailedAttempts: attempts)
-                {
-                    failedAttempts[key] = attempts
-                    notBefore[key] = .now + .milliseconds(Int64(delay * 1000))
-                    try store.transition(session: session, identifier: identifier, to: .pending)
-                    logger.info("\(key) failed (\(error.code)); try \(attempts + 1) in \(delay) s")
-                    return
-                }
-                failedAttempts[key] = nil
-                var failure = error
-                if failure.resumeData == nil {
-                    failure.resumeData = try store.task(session: session, identifier: identifier).resumeData
-                }
-                try complete(key, error: failure, events: [])
-                logger.info("\(key) failed: \(error)")
-            }
+        return BackgroundTaskMachine(
+            phase: phase,
+            isDownload: task.kind == .download,
+            deadline: task.resourceDeadline,
+            retryPolicy: configuration.retry
+        )
+    }
+
+    /// Gives the task's machine one input and applies the action it returns. The machine is kept in
+    /// memory while the task runs, waits for a retry or has someone waiting on it.
+    private func feed(
+        _ key: TaskKey,
+        _ task: StoredTask,
+        _ input: (inout BackgroundTaskMachine) throws -> BackgroundTaskMachine.Action
+    ) throws {
+        var entry = entries[key] ?? Entry(machine: machine(for: task))
+        let action = try input(&entry.machine)
+        entries[key] = entry
+        try apply(action, to: key, task)
+        tidy(key)
+    }
+
+    private func apply(_ action: BackgroundTaskMachine.Action, to key: TaskKey, _ task: StoredTask) throws {
+        switch action {
+        case .none, .startTransfer:
+            // Starting is ``start(_:now:)``'s: it persists the state when the transfer really begins.
+            break
+        case .persistPending:
+            try store.transition(session: key.session, identifier: key.identifier, to: .pending)
+        case .persistSuspended:
+            try store.transition(session: key.session, identifier: key.identifier, to: .suspended)
+        case .stopTransfer:
+            entries[key]?.transfer?.handle.cancel()
+        case .retry(let at):
+            try store.transition(session: key.session, identifier: key.identifier, to: .pending)
+            let attempts = entries[key]?.machine.failedAttempts ?? 0
+            logger.info("\(key): try \(attempts + 1) in \(Int(at.timeIntervalSince(clock.now()).rounded(.up))) s")
+            arm(at)
+        case .complete(let completion):
+            try complete(key, completion, task)
         }
     }
 
-    /// Completes a task: state, error and events (then didComplete) in one transaction; the attached
-    /// client, if any, is told to read them.
-    private func complete(
-        _ key: TaskKey,
-        error: FerryError?,
-        events: [(kind: StoredEvent.Kind, payload: Data?)]
-    ) throws {
+    /// Persists a completion: state, error and events (then didComplete) in one transaction; the
+    /// attached client, if any, is told to read them.
+    private func complete(_ key: TaskKey, _ completion: BackgroundTaskMachine.Completion, _ task: StoredTask) throws {
+        var error: FerryError?
+        var events: [(kind: StoredEvent.Kind, payload: Data?)] = []
+        let url = (task.currentRequest ?? task.originalRequest).url.absoluteString
+        switch completion {
+        case .downloaded(let location):
+            events.append((.didFinishDownloading, try JSONEncoder().encode(["location": location])))
+            logger.info("\(key) downloaded to \(location)")
+        case .uploaded:
+            break
+        case .failed(var failure):
+            if failure.resumeData == nil { failure.resumeData = task.resumeData }
+            error = failure
+            logger.info("\(key) failed: \(failure)")
+        case .resourceTimedOut:
+            error = TransferRunner.resourceTimedOut(task)
+            logger.info("\(key) passed its resource deadline")
+        case .tooSlow(let message):
+            var failure = FerryError(.timedOut, message, failingURL: url)
+            failure.resumeData = task.resumeData
+            error = failure
+        case .cancelled(let produceResumeData, let reason):
+            error = cancellation(of: task, produceResumeData: produceResumeData, reason: reason)
+        }
         try store.transition(
             session: key.session,
             identifier: key.identifier,
@@ -268,14 +402,9 @@ actor Scheduler {
         hub.signal(key.session, .journal)
     }
 
-    private func cancelled(_ key: TaskKey, produceResumeData: Bool, reason: String?) throws {
-        let task = try store.task(session: key.session, identifier: key.identifier)
-        try complete(key, error: cancellation(of: task, produceResumeData: produceResumeData, reason: reason), events: [])
-    }
-
-    /// The error a task that is not running completes with when cancelled, after its leftovers are dealt
-    /// with: without resume data its partial file goes (S6.9; a device or FIFO written through stays),
-    /// and a resumable upload's server resource is released (DELETE, errors ignored).
+    /// The error a cancelled task completes with, after its leftovers are dealt with: without resume data
+    /// its partial file goes (S6.9; a device or FIFO written through stays), and a resumable upload's
+    /// server resource is released (DELETE, errors ignored).
     private func cancellation(of task: StoredTask, produceResumeData: Bool, reason: String?) -> FerryError {
         var error = FerryError(
             .cancelled,
@@ -294,75 +423,28 @@ actor Scheduler {
         return error
     }
 
-    // MARK: Client requests
-
-    /// Cancels a task (a completed one stays as it is).
-    /// - Returns: the task afterwards and, when asked for and possible, its resume data.
-    func cancel(_ key: TaskKey, produceResumeData: Bool, reason: String?) async throws -> (StoredTask, ResumeData?) {
-        let task = try store.task(session: key.session, identifier: key.identifier)
-        guard task.state != .completed else { return (task, nil) }
-        if running[key] != nil {
-            await stopRunning(key, intent: .cancel(produceResumeData: produceResumeData, reason: reason))
-        } else {
-            try cancelled(key, produceResumeData: produceResumeData, reason: reason)
-            await onEventsJournaled(key.session)
-        }
-        let after = try store.task(session: key.session, identifier: key.identifier)
-        return (after, after.error?.resumeData ?? (produceResumeData ? after.resumeData : nil))
-    }
-
-    /// Suspends a task: a running transfer stops at its last checkpoint and keeps its partial data.
-    func suspend(_ key: TaskKey) async throws -> StoredTask {
-        let task = try store.task(session: key.session, identifier: key.identifier)
-        switch task.state {
-        case .running where running[key] != nil:
-            await stopRunning(key, intent: .suspend)
-        case .pending, .running:
-            try store.transition(session: key.session, identifier: key.identifier, to: .suspended)
-        case .suspended, .completed:
-            break
-        }
-        return try store.task(session: key.session, identifier: key.identifier)
-    }
-
-    /// Resumes a suspended task (it waits for a slot like any pending one).
-    func resume(_ key: TaskKey) throws -> StoredTask {
-        let task = try store.task(session: key.session, identifier: key.identifier)
-        if task.state == .suspended {
-            try store.transition(session: key.session, identifier: key.identifier, to: .pending)
-            notBefore[key] = nil
-            poke()
-        }
-        return try store.task(session: key.session, identifier: key.identifier)
-    }
-
-    /// Cancels every unfinished task of `session` with `reason` (a force quit, invalidateAndCancel).
-    /// With `keepSuspended`, suspended downloads keep their partial data and complete with resume data,
-    /// as a force quit leaves them (seed 000 §7.3.2); the others lose it, as `cancel()` does.
-    func cancelAll(session: String, reason: String, keepSuspended: Bool = false) async throws {
-        var waiting: [(identifier: Int, error: FerryError)] = []
-        for task in try store.tasks(session: session) where task.state != .completed {
-            let keep = keepSuspended && task.state == .suspended && task.kind == .download
-            if running[task.key] != nil {
-                await stopRunning(task.key, intent: .cancel(produceResumeData: keep, reason: reason))
-            } else {
-                waiting.append((task.taskIdentifier, cancellation(of: task, produceResumeData: keep, reason: reason)))
-            }
-        }
-        // Those not running complete together: one transaction however many there are.
-        guard !waiting.isEmpty else { return }
-        try store.complete(session: session, waiting)
-        hub.signal(session, .journal)
-        await onEventsJournaled(session)
-    }
-
-    private func stopRunning(_ key: TaskKey, intent: Intent) async {
-        guard running[key] != nil else { return }
-        running[key]?.intent = intent
-        running[key]?.handle.cancel()
+    /// Waits until the task's transfer, if one runs, has ended and its end is recorded.
+    private func untilStopped(_ key: TaskKey) async {
+        guard entries[key]?.transfer != nil else { return }
         await withCheckedContinuation { continuation in
-            endWaiters[key, default: []].append(continuation)
+            entries[key]?.endWaiters.append(continuation)
         }
+    }
+
+    /// Pokes at `at`, unless an earlier wake-up is armed.
+    private func arm(_ at: Date) {
+        if let armed, armed <= at, armed > clock.now() { return }
+        armed = at
+        let clock = self.clock
+        Task {
+            try? await clock.sleep(until: at)
+            await self.woke(at)
+        }
+    }
+
+    private func woke(_ at: Date) {
+        if armed == at { armed = nil }
+        poke()
     }
 
     // MARK: Throughput floor and shutdown
@@ -371,17 +453,21 @@ actor Scheduler {
     func checkThroughput() {
         guard configuration.throughputFloor > 0 else { return }
         let minimum = Int64(Double(configuration.throughputFloor) * configuration.throughputWindow)
-        for (key, entry) in running where entry.intent == nil {
-            let total = entry.meter.total
-            if let sample = entry.floorSample, total - sample < minimum {
-                let rate = Double(total - sample) / configuration.throughputWindow
-                logger.info("\(key) is under the throughput floor: \(Int(rate)) B/s")
-                running[key]?.intent = .tooSlow(
-                    "the transfer stayed under \(configuration.throughputFloor) bytes a second for \(Int(configuration.throughputWindow)) seconds (it ran at \(Int(rate))); the partial data is kept"
-                )
-                running[key]?.handle.cancel()
-            } else {
-                running[key]?.floorSample = total
+        for key in Array(entries.keys) {
+            guard let transfer = entries[key]?.transfer, entries[key]?.machine.phase == .running(stopping: nil) else {
+                continue
+            }
+            let total = transfer.meter.total
+            guard let sample = transfer.floorSample, total - sample < minimum else {
+                entries[key]?.transfer?.floorSample = total
+                continue
+            }
+            let rate = Double(total - sample) / configuration.throughputWindow
+            logger.info("\(key) is under the throughput floor: \(Int(rate)) B/s")
+            let message =
+                "the transfer stayed under \(configuration.throughputFloor) bytes a second for \(Int(configuration.throughputWindow)) seconds (it ran at \(Int(rate))); the partial data is kept"
+            if case .stopTransfer? = entries[key]?.machine.tooSlow(message) {
+                transfer.handle.cancel()
             }
         }
     }
@@ -389,12 +475,34 @@ actor Scheduler {
     /// Stops every transfer at its last checkpoint; they resume when the daemon starts again.
     func stopAll() async {
         stopping = true
-        for key in Array(running.keys) {
-            await stopRunning(key, intent: .stop)
+        for key in Array(entries.keys) where entries[key]?.transfer != nil {
+            if case .stopTransfer? = entries[key]?.machine.daemonStopping() {
+                entries[key]?.transfer?.handle.cancel()
+            }
+        }
+        for key in Array(entries.keys) { await untilStopped(key) }
+    }
+
+    /// Drops the task's entry when its machine can be made again from its stored state.
+    private func tidy(_ key: TaskKey) {
+        guard let entry = entries[key], entry.transfer == nil, entry.endWaiters.isEmpty else { return }
+        switch entry.machine.phase {
+        case .waiting, .running: break
+        case .pending where entry.machine.failedAttempts > 0: break
+        case .pending, .suspended, .completed: entries[key] = nil
         }
     }
 
-    private static func encode(_ location: String) throws -> Data {
-        try JSONEncoder().encode(["location": location])
+    /// The file a didFinishDownloading event's payload names.
+    static func location(_ payload: Data?) -> String? {
+        payload.flatMap { try? JSONDecoder().decode([String: String].self, from: $0) }?["location"]
+    }
+
+    /// A didFinishDownloading event's file when it is the daemon's to remove: in the delivery directory
+    /// (a task's own destination belongs to the client).
+    static func deliveredFile(_ payload: Data?, _ configuration: DaemonConfiguration) -> String? {
+        guard let location = location(payload), location.hasPrefix(configuration.paths.deliveryDirectory + "/")
+        else { return nil }
+        return location
     }
 }

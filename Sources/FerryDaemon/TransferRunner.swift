@@ -54,7 +54,7 @@ struct TransferRunner: Sendable {
     /// timeoutIntervalForResource), or the daemon's own limit for one run, whichever comes first.
     private var secondsLeft: Double {
         guard let end = task.resourceDeadline else { return configuration.resourceTimeout }
-        return min(configuration.resourceTimeout, end.timeIntervalSince(configuration.clock()))
+        return min(configuration.resourceTimeout, end.timeIntervalSince(configuration.clock.now()))
     }
 
     /// The error of a task whose resource deadline has passed.
@@ -258,7 +258,7 @@ struct TransferRunner: Sendable {
     /// The wait a busy answer asks for (503 or 429 with a usable Retry-After), or nil.
     private func retryDelay(_ status: Int, _ headers: Headers) -> Double? {
         guard RetryPolicy.busyStatuses.contains(status), let value = headers["retry-after"] else { return nil }
-        return RetryPolicy.retryAfter(value, now: configuration.clock())
+        return RetryPolicy.retryAfter(value, now: configuration.clock.now())
     }
 
     /// A task with a destination: a 2xx body replaces the destination (atomically when on the same file
