@@ -161,6 +161,17 @@ let package = Package(
         .testTarget(name: "FerryCoreTests", dependencies: ["FerryCore"], swiftSettings: swiftSettings),
         .testTarget(name: "FerryStoreTests", dependencies: ["FerryStore"], swiftSettings: swiftSettings),
         .testTarget(
+            name: "FerryDaemonTests",
+            dependencies: [
+                "FerryDaemon",
+                "FerryStore",
+                "FerryEngine",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "FerryEngineTests",
             dependencies: [
                 "FerryEngine",

@@ -163,8 +163,9 @@ actor Scheduler {
             let action = forceQuit ? machine.forceQuit(reason: reason) : machine.invalidate(reason: reason)
             switch action {
             case .complete(.cancelled(let produceResumeData, let reason)):
-                // Those not running complete together below: one transaction however many there are.
-                entries[task.key] = nil
+                // Those not running complete together below, in one transaction however many there are;
+                // meanwhile their machine (completed) keeps them from taking a slot a stopped one frees.
+                entries[task.key, default: Entry(machine: machine)].machine = machine
                 cancelled.append(
                     (task.taskIdentifier, cancellation(of: task, produceResumeData: produceResumeData, reason: reason))
                 )
@@ -179,6 +180,7 @@ actor Scheduler {
         // The running ones were all told at once; their ends come first, then the others' together.
         for key in stopped { await untilStopped(key) }
         if !cancelled.isEmpty {
+            defer { for task in cancelled { entries[TaskKey(session: session, identifier: task.identifier)] = nil } }
             try store.complete(session: session, cancelled)
             hub.signal(session, .journal)
         }
@@ -220,12 +222,10 @@ actor Scheduler {
         var wake: Date?
         for task in pending {
             guard runningCount < configuration.maximumConcurrentTransfers else { break }
-            if let entry = entries[task.key] {
-                guard entry.transfer == nil else { continue }
-                if case .waiting(let until) = entry.machine.phase, until > now {
-                    wake = min(wake ?? until, until)
-                    continue
-                }
+            if let entry = entries[task.key], entry.transfer != nil || !entry.machine.mayStart(at: now) {
+                // Running, waiting for its retry's time, or completed in memory and about to be stored.
+                if case .waiting(let until) = entry.machine.phase { wake = min(wake ?? until, until) }
+                continue
             }
             start(task, now: now)
         }
