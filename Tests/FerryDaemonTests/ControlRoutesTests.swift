@@ -1,0 +1,101 @@
+import FerryCore
+@testable import FerryDaemon
+import FerryStore
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import NIOCore
+import Testing
+
+/// The control API in process, through Hummingbird's router test client: no socket, no daemon process.
+@Suite struct ControlRoutesTests {
+    func withRoutes(_ body: @Sendable (SchedulerFixture, any TestClientProtocol) async throws -> Void) async throws {
+        let fixture = try SchedulerFixture()
+        defer { fixture.remove() }
+        let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+        let routes = ControlRoutes(
+            store: fixture.store,
+            hub: fixture.hub,
+            scheduler: fixture.scheduler,
+            launcher: Launcher(store: fixture.store, hub: fixture.hub, configuration: fixture.configuration, logger: logger),
+            configuration: fixture.configuration,
+            logger: logger
+        )
+        let app = Application(router: routes.router())
+        try await app.test(.router) { client in try await body(fixture, client) }
+    }
+
+    static let tasks = "\(ControlAPI.prefix)/sessions/s/tasks"
+
+    static func json(_ value: some Encodable) throws -> ByteBuffer {
+        ByteBuffer(bytes: try JSONEncoder().encode(value))
+    }
+
+    static func creation(start: Bool) -> ControlAPI.TaskCreation {
+        var creation = ControlAPI.TaskCreation(
+            kind: .download,
+            request: FerryCore.Request(url: URL(string: "http://127.0.0.1:9/file")!)
+        )
+        creation.start = start
+        return creation
+    }
+
+    @Test func aTaskIsCreatedInItsFirstStateAndListed() async throws {
+        try await withRoutes { fixture, client in
+            let created = try await client.execute(uri: Self.tasks, method: .post, body: try Self.json(Self.creation(start: false)))
+            #expect(created.status == .created)
+            let info = try JSONDecoder().decode(BackgroundTaskInfo.self, from: Data(buffer: created.body))
+            #expect(info.state == .suspended)
+            #expect(fixture.transfers.started.isEmpty)
+            let listed = try await client.execute(uri: Self.tasks, method: .get)
+            let all = try JSONDecoder().decode([BackgroundTaskInfo].self, from: Data(buffer: listed.body))
+            #expect(all.map(\.taskIdentifier) == [info.taskIdentifier])
+
+            let resumed = try await client.execute(uri: "\(Self.tasks)/\(info.taskIdentifier)/resume", method: .post)
+            #expect(resumed.status == .ok)
+            try await eventually("the transfer runs") { fixture.transfers.started == [info.taskIdentifier] }
+        }
+    }
+
+    @Test func badRequestsChangeNothing() async throws {
+        try await withRoutes { fixture, client in
+            let garbage = try await client.execute(uri: Self.tasks, method: .post, body: ByteBuffer(string: "{\"kind\":"))
+            #expect(garbage.status == .badRequest)
+            let error = try JSONDecoder().decode(ControlAPI.ErrorBody.self, from: Data(buffer: garbage.body))
+            #expect(!error.error.message.isEmpty)
+            let unknown = try await client.execute(uri: "\(Self.tasks)/7/suspend", method: .post)
+            #expect(unknown.status == .notFound)
+            let notANumber = try await client.execute(uri: "\(Self.tasks)/x/suspend", method: .post)
+            #expect(notANumber.status == .badRequest)
+            let wrongType = try await client.execute(
+                uri: "\(ControlAPI.prefix)/sessions/s/invalidate",
+                method: .post,
+                body: ByteBuffer(string: "{\"cancelTasks\":\"yes\"}")
+            )
+            #expect(wrongType.status == .badRequest)
+            let method = try await client.execute(uri: Self.tasks, method: .delete)
+            #expect(method.status == .methodNotAllowed)
+            #expect(method.headers[.allow] == "GET, POST")
+            #expect(try fixture.store.sessions().isEmpty, "nothing was stored")
+        }
+    }
+
+    @Test func cancelAnswersWithTheCompletedTask() async throws {
+        try await withRoutes { fixture, client in
+            let created = try await client.execute(uri: Self.tasks, method: .post, body: try Self.json(Self.creation(start: true)))
+            let info = try JSONDecoder().decode(BackgroundTaskInfo.self, from: Data(buffer: created.body))
+            try await eventually("the transfer runs") { fixture.transfers.running == [info.taskIdentifier] }
+            let cancelled = try await client.execute(
+                uri: "\(Self.tasks)/\(info.taskIdentifier)/cancel",
+                method: .post,
+                body: try Self.json(ControlAPI.Cancellation(produceResumeData: false))
+            )
+            #expect(cancelled.status == .ok)
+            let result = try JSONDecoder().decode(ControlAPI.CancelResult.self, from: Data(buffer: cancelled.body))
+            #expect(result.task.state == .completed)
+            #expect(result.task.error?.code == .cancelled)
+            #expect(fixture.transfers.running.isEmpty)
+        }
+    }
+}
