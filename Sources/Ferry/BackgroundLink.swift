@@ -6,6 +6,10 @@ import Synchronization
 /// and turns the attached event stream into delegate calls, acknowledging each journaled event after
 /// its callback has returned (D2). When the stream breaks (the daemon stopped or was killed) it starts
 /// the daemon again and re-attaches; events already handled are not delivered twice.
+///
+/// Nothing here blocks its caller: the session's creation only claims the identifier in this process,
+/// and every request to the daemon (creations included) goes out in order from one task once
+/// ``run(session:)`` has attached. A task is named before the daemon hears of it (``nextIdentifier()``).
 final class BackgroundLink: Sendable {
     let identifier: String
     let client: DaemonClient
@@ -14,17 +18,24 @@ final class BackgroundLink: Sendable {
         var stream: DaemonClient.EventStream?
         var lastHandled: Int64 = 0
         var closed = false
+        /// Why the link cannot reach the daemon for good (another process holds the identifier, or ferryd
+        /// cannot be started); every request fails with it.
+        var failure: FerryError?
+        /// The last task identifier given out.
+        var lastIdentifier = 0
     }
 
     private let state: Mutex<State>
-    /// Resumes and suspends waiting to go out, in the order they were asked for; one Task sends them.
-    private let outbox: AsyncStream<@Sendable () async -> Void>.Continuation
+    /// Requests to the daemon waiting to go out, in the order they were made; ``run(session:)`` sends
+    /// them once attached. Each is given the link's failure, if it has one, instead of being sent.
+    private let outbox: AsyncStream<@Sendable (FerryError?) async -> Void>.Continuation
+    private let requests: AsyncStream<@Sendable (FerryError?) async -> Void>
     /// Identifiers attached by sessions of this process (S6.7: a second one is refused).
     private static let attachedHere = Mutex(Set<String>())
 
-    /// Starts ferryd if needed and attaches to `identifier`.
-    /// - Throws: ``FerryError`` when the identifier is in use (here or by another process) or no daemon
-    ///   can be reached.
+    /// Claims `identifier` in this process; ``run(session:)`` then reaches the daemon.
+    /// - Throws: ``FerryError`` when a session of this process has the identifier, or no daemon
+    ///   directory can be worked out.
     init(identifier: String, client: DaemonClient?) throws {
         let claimed = Self.attachedHere.withLock { $0.insert(identifier).inserted }
         guard claimed else {
@@ -34,21 +45,30 @@ final class BackgroundLink: Sendable {
             )
         }
         do {
-            let client = try client ?? DaemonClient.forCurrentUser()
-            try client.ensureRunning()
-            let stream = try client.attach(session: identifier)
-            self.identifier = identifier
-            self.client = client
-            self.state = Mutex(State(stream: stream))
-            let (requests, outbox) = AsyncStream<@Sendable () async -> Void>.makeStream()
-            self.outbox = outbox
-            Task {
-                for await request in requests { await request() }
-            }
+            self.client = try client ?? DaemonClient.forCurrentUser()
         } catch {
             _ = Self.attachedHere.withLock { $0.remove(identifier) }
             throw error
         }
+        self.identifier = identifier
+        self.state = Mutex(State())
+        (requests, outbox) = AsyncStream<@Sendable (FerryError?) async -> Void>.makeStream()
+    }
+
+    /// The identifier of a new task, given out here so that a task factory need not wait for the
+    /// daemon: this process's clock in milliseconds since 2026 (a later process starts past an earlier
+    /// one's, without asking), past every identifier the daemon reported.
+    func nextIdentifier() -> Int {
+        let now = Int((Date().timeIntervalSince1970 - 1_767_225_600) * 1000)
+        return state.withLock { state in
+            state.lastIdentifier = max(state.lastIdentifier + 1, now)
+            return state.lastIdentifier
+        }
+    }
+
+    /// Keeps ``nextIdentifier()`` past `identifier` (a task the daemon reported).
+    private func noteIdentifier(_ identifier: Int) {
+        state.withLock { $0.lastIdentifier = max($0.lastIdentifier, identifier) }
     }
 
     private var sessionPath: String {
@@ -57,82 +77,164 @@ final class BackgroundLink: Sendable {
 
     // MARK: Tasks
 
-    /// Creates a task in the daemon, suspended until resumed.
-    func create(_ creation: ControlAPI.TaskCreation) throws -> BackgroundTaskInfo {
+    /// Creates `task` in the daemon, under the task's identifier and suspended until resumed; a refusal
+    /// completes the task with the daemon's error.
+    func create(_ creation: ControlAPI.TaskCreation, for task: SessionTask) {
         var creation = creation
         creation.start = false
-        return try client.call("POST", "\(sessionPath)/tasks", body: creation)
+        creation.taskIdentifier = task.taskIdentifier
+        enqueue(task) { [self, creation] in
+            let _: BackgroundTaskInfo = try await client.call("POST", "\(sessionPath)/tasks", body: creation)
+        }
     }
 
-    /// The daemon's view of the session's tasks.
-    func tasks() throws -> [BackgroundTaskInfo] {
-        try client.call("GET", "\(sessionPath)/tasks")
+    /// The daemon's view of the session's tasks, once attached.
+    func tasks() async throws -> [BackgroundTaskInfo] {
+        try await withCheckedThrowingContinuation { continuation in
+            outbox.yield { [self] failure in
+                if let failure { return continuation.resume(throwing: failure) }
+                do {
+                    continuation.resume(returning: try await client.call("GET", "\(sessionPath)/tasks"))
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }
+        }
     }
 
     /// Asks the daemon to run the task. Returns at once: the request goes out in order with the link's
-    /// other resumes and suspends, without blocking the caller (which may be a cooperative thread).
+    /// other requests.
     func resume(_ task: SessionTask) {
         let update = ControlAPI.TaskUpdate(taskDescription: task.taskDescription, priority: Double(task.priority))
-        outbox.yield { await self.send(task, "resume", body: update) }
+        enqueue(task) { [self] in
+            let _: BackgroundTaskInfo = try await client.call(
+                "POST",
+                "\(sessionPath)/tasks/\(task.taskIdentifier)/resume",
+                body: update
+            )
+        }
     }
 
     /// Asks the daemon to pause the task; returns at once, as ``resume(_:)``.
     func suspend(_ task: SessionTask) {
-        outbox.yield { await self.send(task, "suspend") }
-    }
-
-    /// Cancels in the daemon; the completion arrives as an event. Returns the resume data when asked
-    /// for and available.
-    func cancel(_ task: SessionTask, produceResumeData: Bool) -> ResumeData? {
-        do {
-            let result: ControlAPI.CancelResult = try client.call(
-                "POST",
-                "\(sessionPath)/tasks/\(task.taskIdentifier)/cancel",
-                body: ControlAPI.Cancellation(produceResumeData: produceResumeData)
-            )
-            return result.resumeData
-        } catch {
-            return nil
+        enqueue(task) { [self] in
+            let _: BackgroundTaskInfo = try await client.call("POST", "\(sessionPath)/tasks/\(task.taskIdentifier)/suspend")
         }
     }
 
-    private func send(_ task: SessionTask, _ action: String, body: ControlAPI.TaskUpdate? = nil) async {
-        do {
-            let _: BackgroundTaskInfo = try await client.call(
-                "POST",
-                "\(sessionPath)/tasks/\(task.taskIdentifier)/\(action)",
-                body: body
-            )
-        } catch let error as FerryError {
-            // The daemon is gone or refuses: the task cannot go on.
-            await task.completeFromDaemon(error: error, info: nil)
-        } catch {}
-    }
-
-    /// Cancels every task and forgets the session in the daemon (invalidateAndCancel, S6.11).
-    /// The link closes first: the session completes its tasks itself, and the stream the daemon ends must
-    /// not be taken for a daemon gone away (re-attaching would start a daemon and re-register the session).
-    func invalidateAndCancel() {
-        close()
-        try? client.perform("POST", "\(sessionPath)/invalidate", body: ControlAPI.Invalidation(cancelTasks: true))
-    }
-
-    /// Detaches: the daemon keeps running the tasks and journals their events for the next attach.
-    func close() {
-        let stream = state.withLock { state -> DaemonClient.EventStream? in
-            state.closed = true
-            defer { state.stream = nil }
-            return state.stream
+    /// Cancels in the daemon; returns at once. `answered` gets the resume data when asked for and
+    /// available (nil when not, or when the daemon cannot be reached); the completion arrives as an event.
+    func cancel(_ task: SessionTask, produceResumeData: Bool, answered: @escaping @Sendable (ResumeData?) -> Void) {
+        outbox.yield { [self] failure in
+            guard failure == nil else { return answered(nil) }
+            do {
+                let result: ControlAPI.CancelResult = try await client.call(
+                    "POST",
+                    "\(sessionPath)/tasks/\(task.taskIdentifier)/cancel",
+                    body: ControlAPI.Cancellation(produceResumeData: produceResumeData)
+                )
+                answered(result.resumeData)
+            } catch {
+                answered(nil)
+            }
         }
-        stream?.cancel()
+    }
+
+    /// Queues a request about `task`; when it cannot be made (the daemon is gone, refuses, or the link
+    /// failed) the task completes with that error, as it cannot go on.
+    private func enqueue(_ task: SessionTask, _ request: @escaping @Sendable () async throws -> Void) {
+        outbox.yield { failure in
+            do {
+                if let failure { throw failure }
+                try await request()
+            } catch let error as FerryError {
+                await task.completeFromDaemon(error: error, info: nil)
+            } catch {
+                await task.completeFromDaemon(error: FerryError(.unknown, "\(error)"), info: nil)
+            }
+        }
+    }
+
+    /// Cancels every task and forgets the session in the daemon (invalidateAndCancel, S6.11); returns
+    /// once the daemon has done so (or cannot be reached), after the requests queued before it. The event
+    /// stream closes first: the session completes its tasks itself, and the stream the daemon ends must
+    /// not be taken for a daemon gone away (re-attaching would re-register the session). The identifier
+    /// is free in this process afterwards, not before: a new session with it cannot race the old one's
+    /// invalidation.
+    func invalidateAndCancel() async {
+        detach()?.cancel()
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            let queued = outbox.yield { [self] failure in
+                if failure == nil {
+                    try? await client.perform(
+                        "POST",
+                        "\(sessionPath)/invalidate",
+                        body: ControlAPI.Invalidation(cancelTasks: true)
+                    )
+                }
+                done.resume()
+            }
+            if case .terminated = queued { done.resume() }
+        }
         outbox.finish()
         _ = Self.attachedHere.withLock { $0.remove(identifier) }
     }
 
+    /// Detaches: the daemon keeps running the tasks and journals their events for the next attach.
+    /// Requests already queued still go out.
+    func close() {
+        detach()?.cancel()
+        outbox.finish()
+        _ = Self.attachedHere.withLock { $0.remove(identifier) }
+    }
+
+    /// Marks the link closed; returns the stream to end.
+    private func detach() -> DaemonClient.EventStream? {
+        state.withLock { state -> DaemonClient.EventStream? in
+            state.closed = true
+            defer { state.stream = nil }
+            return state.stream
+        }
+    }
+
+    private var isClosed: Bool { state.withLock { $0.closed } }
+
     // MARK: Events
 
-    /// Reads events until the link is closed, re-attaching when the stream breaks.
+    /// Reaches the daemon (starting it when none answers) and attaches, then sends the queued requests
+    /// in order and delivers events until the link is closed, re-attaching when the stream breaks.
+    /// When the daemon cannot be reached at first, or another process holds the identifier, every
+    /// request fails with that error (its task completes with it).
     func run(session: Session) async {
+        do {
+            try await client.ensureRunning()
+            let stream = try await client.attach(session: identifier)
+            let keep = state.withLock { state -> Bool in
+                guard !state.closed else { return false }
+                state.stream = stream
+                return true
+            }
+            if !keep {
+                stream.cancel()
+            }
+        } catch {
+            let failure = error as? FerryError ?? FerryError(.backgroundSessionWasDisconnected, "\(error)")
+            state.withLock { $0.failure = failure }
+        }
+        let failure = state.withLock { $0.failure }
+        // Tasks an earlier process made (S6.8), so that getAllTasks knows them and new identifiers pass
+        // them; then whatever was asked meanwhile, in order.
+        if failure == nil, let known: [BackgroundTaskInfo] = try? await client.call("GET", "\(sessionPath)/tasks") {
+            for info in known {
+                noteIdentifier(info.taskIdentifier)
+                if info.state != .completed { _ = session.backgroundTask(for: info) }
+            }
+        }
+        let requests = self.requests
+        Task {
+            for await request in requests { await request(failure) }
+        }
+        guard failure == nil else { return }
         var failures = 0
         while true {
             guard let stream = state.withLock({ $0.closed ? nil : $0.stream }) else { return }
@@ -142,12 +244,12 @@ final class BackgroundLink: Sendable {
                     await handle(event, session: session)
                 }
             } catch {}
-            if state.withLock({ $0.closed }) { return }
+            if isClosed { return }
             // The daemon went away: start it again and re-attach, backing off while it cannot be reached.
-            while !state.withLock({ $0.closed }) {
+            while !isClosed {
                 failures += 1
                 try? await Task.sleep(for: .milliseconds(min(2000, 100 * (1 << min(failures, 5)))))
-                if state.withLock({ $0.closed }) { return }
+                if isClosed { return }
                 do {
                     try await client.ensureRunning()
                     let fresh = try await client.attach(session: identifier)

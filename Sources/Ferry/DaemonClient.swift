@@ -14,10 +14,8 @@ import Glibc
 /// the routes), and starts it when no daemon answers. Used by background sessions and by the `ferry`
 /// command; scripts may use it too.
 ///
-/// Each call has two forms. Async code gets the async one, which suspends and never blocks a thread. The
-/// synchronous one blocks the calling thread (never an event loop of the client's) for one round trip
-/// over the local socket; it is left for what must answer at once, as URLSession's task factories do
-/// (a new task's identifier comes from the daemon).
+/// Every call is async: it suspends its caller and never blocks a thread, and each has a deadline, so a
+/// daemon that is stopped (SIGSTOP) or overloaded costs a caller at most that long.
 public final class DaemonClient: Sendable {
     /// Where the daemon's socket and state are.
     public let paths: DaemonPaths
@@ -56,34 +54,9 @@ public final class DaemonClient: Sendable {
 
     // MARK: Calls
 
-    /// Sends one request and decodes the JSON answer.
+    /// Sends one request and decodes the JSON answer, suspending (never blocking) the caller meanwhile.
     /// - Throws: the daemon's ``FerryError`` for a 4xx/5xx answer; ``FerryError/Code/backgroundSessionWasDisconnected``
-    ///   when no daemon answers.
-    public func call<Answer: Decodable>(
-        _ method: String,
-        _ path: String,
-        body: (some Encodable)? = String?.none,
-        timeout: Double = 30,
-        as: Answer.Type = Answer.self
-    ) throws -> Answer {
-        try Self.decode(Answer.self, try send(method, path, body: body, timeout: timeout), method, path)
-    }
-
-    /// Sends one request whose answer has no body (204).
-    public func perform(
-        _ method: String,
-        _ path: String,
-        body: (some Encodable)? = String?.none,
-        timeout: Double = 30
-    )
-        throws
-    {
-        _ = try send(method, path, body: body, timeout: timeout)
-    }
-
-    /// Sends one request and decodes the JSON answer, suspending (never blocking) the caller meanwhile:
-    /// the form async code gets.
-    /// - Throws: as the synchronous form.
+    ///   when no daemon answers within `timeout` seconds.
     public func call<Answer: Decodable>(
         _ method: String,
         _ path: String,
@@ -110,14 +83,6 @@ public final class DaemonClient: Sendable {
         try await exchange(try makeRequest(method, path, body: body), timeout: timeout)
     }
 
-    /// The synchronous form: blocks the calling thread (never one of the transport's event loops) for
-    /// the round trip, which runs on an event loop (``EventLoopTaskExecutor``), not on the pool the
-    /// caller may be blocking.
-    private func send(_ method: String, _ path: String, body: (some Encodable)?, timeout: Double) throws -> Data {
-        let request = try makeRequest(method, path, body: body)
-        return try EventLoopTaskExecutor.shared.blockingRun { try await self.exchange(request, timeout: timeout) }
-    }
-
     /// One request and its whole answer; a 4xx/5xx answer becomes the daemon's ``FerryError``.
     private func exchange(_ request: TransportRequest, timeout: Double) async throws -> Data {
         let status: Int
@@ -133,7 +98,7 @@ public final class DaemonClient: Sendable {
         return data
     }
 
-    /// The JSON answer to `method` `path`, decoded (both forms of ``call(_:_:body:timeout:as:)``).
+    /// The JSON answer to `method` `path`, decoded.
     private static func decode<Answer: Decodable>(_: Answer.Type, _ data: Data, _ method: String, _ path: String)
         throws -> Answer
     {
@@ -190,13 +155,6 @@ public final class DaemonClient: Sendable {
 
     // MARK: The daemon itself
 
-    /// The daemon's status, or nil when none answers.
-    public func status() -> ControlAPI.DaemonStatus? {
-        // A plain connect first: "no daemon" is learnt without setting up a connection and a request.
-        guard socketAccepts() else { return nil }
-        return try? call("GET", "\(ControlAPI.prefix)/daemon", timeout: 5)
-    }
-
     /// The daemon's status, or nil when none answers; suspends the caller meanwhile.
     public func status() async -> ControlAPI.DaemonStatus? {
         guard socketAccepts() else { return nil }
@@ -225,26 +183,13 @@ public final class DaemonClient: Sendable {
     }
 
     /// Starts `ferryd` unless one answers already, and waits until it serves (at most `timeout`
-    /// seconds). The executable is `FERRYD_PATH`, else `ferryd` beside this program, else on `PATH`.
-    /// Two processes starting it at once are safe: the daemon's lock lets one run.
-    /// - Throws: ``FerryError`` when it cannot be found, or does not answer in time (its log says why).
+    /// seconds), suspending the caller meanwhile. The executable is `FERRYD_PATH`, else `ferryd` beside
+    /// this program, else on `PATH`. Two processes starting it at once are safe: the daemon's lock lets
+    /// one run.
+    /// - Throws: ``FerryError`` when it cannot be found, does not answer in time (its log says why), or
+    ///   accepts connections without answering (stopped, e.g. by SIGSTOP).
     /// - Parameter environment: more environment variables for a daemon started here (its tuning
     ///   variables, `ferryd --help` lists them).
-    public func ensureRunning(timeout: Double = 10, environment: [String: String] = [:]) throws {
-        if socketAccepts() {
-            if (try? call("GET", "\(ControlAPI.prefix)/daemon", timeout: 5) as ControlAPI.DaemonStatus) != nil { return }
-            throw notAnswering
-        }
-        let executable = try startDaemon(environment: environment)
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if FileManager.default.fileExists(atPath: paths.socket), status() != nil { return }
-            usleep(20_000)
-        }
-        throw didNotStart(executable, within: timeout)
-    }
-
-    /// ``ensureRunning(timeout:environment:)`` for async code: the waits suspend, never block.
     public func ensureRunning(timeout: Double = 10, environment: [String: String] = [:]) async throws {
         if socketAccepts() {
             if await status() != nil { return }
@@ -260,7 +205,7 @@ public final class DaemonClient: Sendable {
     }
 
     /// Something holds the socket but does not answer: starting another ferryd would only wait for its
-    /// lock, so both forms of ``ensureRunning(timeout:environment:)`` say so at once.
+    /// lock, so ``ensureRunning(timeout:environment:)`` says so at once.
     private var notAnswering: FerryError {
         FerryError(
             .backgroundSessionWasDisconnected,
@@ -327,21 +272,27 @@ public final class DaemonClient: Sendable {
 
     // MARK: Attach
 
-    /// Attaches to `session`'s event stream; returns once the daemon has accepted (or refused) it.
-    /// Blocks the calling thread for that answer.
+    /// Attaches to `session`'s event stream; returns once the daemon has accepted (or refused) it,
+    /// suspending the caller meanwhile (at most 10 s).
     /// - Throws: ``FerryError/Code/backgroundSessionInUseByAnotherProcess`` when another process is
     ///   attached; the daemon's error otherwise.
-    func attach(session: String) throws -> EventStream {
-        try EventLoopTaskExecutor.shared.blockingRun { try await self.attach(session: session) }
-    }
-
-    /// ``attach(session:)`` for async code: waits for the daemon's answer without blocking a thread.
     func attach(session: String) async throws -> EventStream {
         guard socketAccepts() else { throw unreachable("nothing listens on the socket") }
         let path = "\(ControlAPI.prefix)/sessions/\(Self.pathComponent(session))/attach?pid=\(getpid())"
+        let request = try makeRequest("POST", path)
         let response: TransportResponse
         do {
-            response = try await transport.send(try makeRequest("POST", path), deadline: .distantFuture)
+            // The answer's head within 10 s (a stopped daemon must not hang the caller); its body, the
+            // events, has no end.
+            response = try await withThrowingTaskGroup(of: TransportResponse.self) { group in
+                group.addTask { try await self.transport.send(request, deadline: .distantFuture) }
+                group.addTask {
+                    try await Task.sleep(for: .seconds(10))
+                    throw FerryError(.timedOut, "no answer to the attach within 10 s")
+                }
+                defer { group.cancelAll() }
+                return try await group.next()!
+            }
         } catch {
             throw unreachable(error)
         }

@@ -482,10 +482,12 @@ public final class Session: Sendable {
             // process's environment), never ferryd's own environment.
             creation.connection = try TransportOptions(configuration)
                 .connectionSettings(environment: ProcessInfo.processInfo.environment)
-            let info = try background.create(creation)
-            let task = make(info.taskIdentifier, nil)
-            task.locked.withLock { $0.taskDescription = info.taskDescription }
-            locked.withLock { $0.tasks[info.taskIdentifier] = task }
+            // Named here and created in the daemon after the link's earlier requests: the factory
+            // never waits for ferryd.
+            let task = make(background.nextIdentifier(), nil)
+            task.locked.withLock { $0.taskDescription = creation.taskDescription }
+            locked.withLock { $0.tasks[task.taskIdentifier] = task }
+            background.create(creation, for: task)
             return task
         } catch {
             return make(0, error as? FerryError ?? FerryError(.unknown, "\(error)"))
@@ -523,20 +525,25 @@ public final class Session: Sendable {
         }
     }
 
-    /// The tasks that have not completed (getAllTasks). For a background session, the daemon's: tasks
-    /// made by an earlier process are included (S6.8).
+    /// The tasks that have not completed (getAllTasks), as this process knows them now, without waiting
+    /// for ferryd: in a background session, those made by an earlier process (S6.8) are included once
+    /// the session has attached; ``allTasks`` waits for that and asks the daemon.
     public func getAllTasks() -> [SessionTask] {
-        if let background, configurationError == nil, let remote = try? background.tasks() {
-            for info in remote where info.state != .completed { _ = backgroundTask(for: info) }
-        }
-        return locked.withLock { state in
+        locked.withLock { state in
             state.tasks.values.filter { $0.state != .completed }.sorted { $0.taskIdentifier < $1.taskIdentifier }
         }
     }
 
-    /// ``getAllTasks()``, as URLSession's async `allTasks`.
+    /// The tasks that have not completed, as URLSession's async `allTasks`. For a background session,
+    /// the daemon's: tasks made by an earlier process are included (S6.8); it waits (suspending, never
+    /// blocking) until the session has attached.
     public var allTasks: [SessionTask] {
-        get async { getAllTasks() }
+        get async {
+            if let background, configurationError == nil, let remote = try? await background.tasks() {
+                for info in remote where info.state != .completed { _ = backgroundTask(for: info) }
+            }
+            return getAllTasks()
+        }
     }
 
     // MARK: Invalidation
@@ -569,14 +576,15 @@ public final class Session: Sendable {
     public func invalidateAndCancel() {
         guard !isShared else { return }
         if let background {
-            // The daemon cancels and forgets the session; the identifier is free again (S6.11).
-            background.invalidateAndCancel()
             let tasks = locked.withLock { state -> [SessionTask] in
                 if case .invalidated = state.phase { return [] }
                 state.phase = .finishing
                 return Array(state.tasks.values)
             }
             Task {
+                // The daemon cancels and forgets the session; the identifier is free again (S6.11) before
+                // didBecomeInvalid.
+                await background.invalidateAndCancel()
                 for task in tasks {
                     await task.completeFromDaemon(
                         error: FerryError(.cancelled, "the session was invalidated and cancelled"),

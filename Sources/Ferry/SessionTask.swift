@@ -190,9 +190,13 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
                 return true
             }
             guard proceed else { return }
-            // The daemon journals the completion; it arrives as an event. The error is known now.
-            let resumeData = link.cancel(self, produceResumeData: produceResumeData)
-            markEnded(error: FerryError(.cancelled, "the task was cancelled", resumeData: resumeData))
+            // The daemon journals the completion; it arrives as an event. The error is known once the
+            // daemon has answered (with the resume data, when asked for).
+            link.cancel(self, produceResumeData: produceResumeData) { [self] resumeData in
+                // The completion event may have come first; it carries the same error.
+                guard !locked.withLock({ $0.ended }) else { return }
+                markEnded(error: FerryError(.cancelled, "the task was cancelled", resumeData: resumeData))
+            }
             return
         }
         let (action, transfer) = locked.withLock { state in

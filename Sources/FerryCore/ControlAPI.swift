@@ -92,6 +92,13 @@ public enum ControlAPI {
         /// How the task's connections are made (TLS trust, proxies, ...), recorded with the task; absent:
         /// direct, with the system's trust roots as ferryd sees them.
         public var connection: ConnectionSettings?
+        /// The identifier the client chose (1 to 2^53), for a client that must name the task before the
+        /// daemon answers (a background `Session`'s task factories do not wait for ferryd); absent: the
+        /// session's next. One that is taken is a 409 and nothing is created.
+        public var taskIdentifier: Int?
+
+        /// The largest identifier a client may choose (JSON numbers are exact up to it).
+        public static let maximumTaskIdentifier = 1 << 53
 
         /// A creation request.
         public init(

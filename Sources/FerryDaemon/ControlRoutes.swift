@@ -118,6 +118,9 @@ struct ControlRoutes: Sendable {
         if let priority = creation.priority, !(0...1).contains(priority) {
             throw FerryError(.invalidOperation, "priority must be between 0 and 1")
         }
+        if let chosen = creation.taskIdentifier, !(1...ControlAPI.TaskCreation.maximumTaskIdentifier).contains(chosen) {
+            throw FerryError(.invalidOperation, "taskIdentifier must be a whole number from 1 to 2^53")
+        }
         if let timeout = creation.resourceTimeout, !(timeout > 0 && timeout <= 365 * 24 * 3600) {
             throw FerryError(.invalidOperation, "resourceTimeout must be a number of seconds above 0, at most a year")
         }
@@ -167,6 +170,7 @@ struct ControlRoutes: Sendable {
         )
         task.suspended = creation.start == false
         task.resumeData = resumeData
+        task.identifier = creation.taskIdentifier
         return task
     }
 
@@ -496,6 +500,8 @@ struct ControlRoutes: Sendable {
                 .contentTooLarge,
                 FerryError(.invalidOperation, "the request body is larger than \(ControlAPI.maximumBodySize) bytes")
             )
+        case let error as FerryStoreError where error.isConflict:
+            (status, ferryError) = (.conflict, FerryError(.invalidOperation, error.message))
         case let error as FerryStoreError:
             (status, ferryError) = (.internalServerError, FerryError(.unknown, error.message))
         default:

@@ -79,6 +79,8 @@ public final class FerryStore: Sendable {
         public var connection: ConnectionSettings?
         /// Created suspended (resumed later by a client) instead of pending.
         public var suspended = false
+        /// The identifier the client chose; nil: the session's next.
+        public var identifier: Int?
         /// A download continued from resume data: its partial file and progress, recorded with the task.
         public var resumeData: ResumeData?
 
@@ -171,7 +173,21 @@ public final class FerryStore: Sendable {
         guard let next = try takeNext(.nextTaskIdentifier, of: session, db) else {
             throw FerryStoreError("no session '\(session)'; register it before creating tasks")
         }
-        let identifier = Int(next)
+        var identifier = Int(next)
+        if let chosen = task.identifier {
+            let taken = try Bool.fetchOne(
+                db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM task WHERE session = ? AND taskIdentifier = ?)"),
+                arguments: [session, chosen]
+            )
+            guard taken != true else {
+                throw FerryStoreError("session '\(session)' has a task \(chosen) already; choose another identifier", conflict: true)
+            }
+            identifier = chosen
+            // The counter stays past every identifier in use: the session's next ones are never taken.
+            try db.cachedStatement(
+                sql: "UPDATE session SET nextTaskIdentifier = MAX(nextTaskIdentifier, ?) WHERE identifier = ?"
+            ).execute(arguments: [Int64(chosen) + 1, session])
+        }
         let deadline = task.resourceTimeout.map { now.addingTimeInterval($0) }
         // The task is born in its first state, with its resume data: no moment exists in which the
         // scheduler could start a task that was asked to wait, or start it without its progress.

@@ -43,8 +43,13 @@ extension StoredEvent {
 public struct FerryStoreError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What happened.
     public var message: String
+    /// The request collides with what is stored (a task identifier in use): the caller's to change.
+    public var isConflict: Bool
 
-    init(_ message: String) { self.message = message }
+    init(_ message: String, conflict: Bool = false) {
+        self.message = message
+        self.isConflict = conflict
+    }
 
     public var description: String { message }
 }

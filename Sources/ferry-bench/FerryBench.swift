@@ -44,10 +44,10 @@ struct FerryBench {
                 try await backgroundDownload(arguments[1], to: arguments[2])
             case ("background-submit-batch", 3):
                 guard let count = Int(arguments[2]), count > 0 else { throw usage() }
-                try backgroundSubmit(arguments[1], count: count, batched: true)
+                try await backgroundSubmit(arguments[1], count: count, batched: true)
             case ("background-submit", 3):
                 guard let count = Int(arguments[2]), count > 0 else { throw usage() }
-                try backgroundSubmit(arguments[1], count: count)
+                try await backgroundSubmit(arguments[1], count: count)
             default:
                 throw usage()
             }
@@ -223,9 +223,9 @@ extension FerryBench {
     }
 
     /// `count` tasks created in the daemon through its control API, one request each, as the CLI does.
-    static func backgroundSubmit(_ text: String, count: Int, batched: Bool = false) throws {
+    static func backgroundSubmit(_ text: String, count: Int, batched: Bool = false) async throws {
         let client = try DaemonClient.forCurrentUser()
-        try client.ensureRunning()
+        try await client.ensureRunning()
         let session = "ferry-bench-submit-\(getpid())"
         let request = Request(url: try url(text))
         let start = ContinuousClock.now
@@ -236,7 +236,7 @@ extension FerryBench {
                 let batch = ControlAPI.TaskBatch(
                     tasks: Array(repeating: ControlAPI.TaskCreation(kind: .download, request: request), count: size)
                 )
-                let _: [BackgroundTaskInfo] = try client.call(
+                let _: [BackgroundTaskInfo] = try await client.call(
                     "POST",
                     "/v1/sessions/\(session)/tasks/batch",
                     body: batch
@@ -245,7 +245,7 @@ extension FerryBench {
             }
         }
         for _ in 0..<(batched ? 0 : count) {
-            let _: BackgroundTaskInfo = try client.call(
+            let _: BackgroundTaskInfo = try await client.call(
                 "POST",
                 "/v1/sessions/\(session)/tasks",
                 body: ControlAPI.TaskCreation(kind: .download, request: request)

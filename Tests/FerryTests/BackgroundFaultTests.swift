@@ -99,7 +99,7 @@ import Testing
                 let (kept, _) = try await plain.data(for: request(server.url("/uploads/busy-up")))
                 #expect(kept == body)
                 // The refused upload is still being retried (12 tries over minutes); cancel it.
-                let state = try #require(
+                let state = try await #require(
                     try daemon.tasks("t.upfaults").first { $0.taskIdentifier == lost.taskIdentifier }
                 )
                 #expect(state.state != .completed)

@@ -29,16 +29,16 @@ import Glibc
                     FileManager.default.fileExists(atPath: mark)
                 }
                 try await eventually("bytes are on disk") {
-                    ((try? daemon.tasks(session))?.first?.bytesReceived ?? 0) > 0
+                    await ((try? daemon.tasks(session))?.first?.bytesReceived ?? 0) > 0
                 }
                 kill(child.processIdentifier, SIGKILL)
                 child.waitUntilExit()
-                #expect(try daemon.tasks(session).first?.state == .running)
+                await #expect(try daemon.tasks(session).first?.state == .running)
                 server.openGate("killclient")
                 try await eventually("the transfer completes without its client", within: 30) {
-                    (try? daemon.tasks(session))?.first?.state == .completed
+                    await (try? daemon.tasks(session))?.first?.state == .completed
                 }
-                let stored = try #require(try daemon.tasks(session).first)
+                let stored = try await #require(try daemon.tasks(session).first)
                 #expect(stored.taskDescription == "made by a child")
 
                 // This process attaches to the identifier: the replay in S6.3's order.
@@ -63,7 +63,7 @@ import Glibc
                 )
                 #expect(recorder.events.contains(.complete(task: id, error: nil)))
                 try await eventually("the events are acknowledged") {
-                    let pending: [BackgroundEvent]? = try? daemon.client.call("GET", "/v1/sessions/\(session)/events")
+                    let pending: [BackgroundEvent]? = try? await daemon.client.call("GET", "/v1/sessions/\(session)/events")
                     return pending?.isEmpty == true
                 }
             }
@@ -81,7 +81,7 @@ import Glibc
                 let session = "t.killdaemon"
                 // Each of the first three responses is held 2.5 MB past where it starts (a gate never opened:
                 // the kills land mid-transfer however slow the machine); the fourth runs through.
-                let created = try daemon.download(
+                let created = try await daemon.download(
                     server.url("/bytes/\(size)?seed=33&stall_after=2500000&gate=never&only_first=3"),
                     session: session,
                     description: "survives kills"
@@ -103,12 +103,12 @@ import Glibc
                     #expect(recorded > before, "run \(run) recorded no progress")
                     unrecorded += held - recorded
                     kills += 1
-                    try daemon.start()
+                    try await daemon.start()
                 }
                 try await eventually("the download completes", within: 60) {
-                    (try? daemon.tasks(session))?.first?.state == .completed
+                    await (try? daemon.tasks(session))?.first?.state == .completed
                 }
-                let task = try #require(try daemon.tasks(session).first)
+                let task = try await #require(try daemon.tasks(session).first)
                 #expect(task.taskIdentifier == created.taskIdentifier)
                 #expect(task.taskDescription == "survives kills")
                 #expect(task.error == nil)
@@ -148,16 +148,16 @@ import Glibc
                     )
                 }
                 // Batch 1: two tasks, one launch when both are done.
-                _ = try daemon.download(server.url("/bytes/1000?delay_ms=300"), session: session)
-                _ = try daemon.download(server.url("/bytes/2000?delay_ms=600"), session: session)
+                _ = try await daemon.download(server.url("/bytes/1000?delay_ms=300"), session: session)
+                _ = try await daemon.download(server.url("/bytes/2000?delay_ms=600"), session: session)
                 try await eventually("the first launch") { lines().count == 1 }
                 try await Task.sleep(for: .milliseconds(500))
                 #expect(lines().count == 1)
                 #expect(lines().first?.hasPrefix("t.launch ") == true)
                 // Batches 2 and 3 at once: each launch waits the delay, doubled each time.
-                _ = try daemon.download(server.url("/bytes/10"), session: session)
+                _ = try await daemon.download(server.url("/bytes/10"), session: session)
                 try await eventually("the second launch") { lines().count == 2 }
-                _ = try daemon.download(server.url("/bytes/10"), session: session)
+                _ = try await daemon.download(server.url("/bytes/10"), session: session)
                 try await eventually("the third launch") { lines().count == 3 }
                 let times = lines().compactMap { $0.split(separator: " ").last.flatMap { Double($0) } }
                 try #require(times.count == 3)
@@ -182,10 +182,10 @@ import Glibc
                     body: ControlAPI.LaunchRegistration(command: "echo launched >> \(launches)")
                 )
                 // Held at 1 MB (a gate never opened): both still run when the user force-quits.
-                _ = try daemon.download(server.url("/bytes/5000000?stall_after=1000000&gate=never"), session: session)
-                _ = try daemon.download(server.url("/bytes/5000001?stall_after=1000000&gate=never"), session: session)
+                _ = try await daemon.download(server.url("/bytes/5000000?stall_after=1000000&gate=never"), session: session)
+                _ = try await daemon.download(server.url("/bytes/5000001?stall_after=1000000&gate=never"), session: session)
                 try await eventually("the transfers run") {
-                    (try? daemon.tasks(session))?.allSatisfy { $0.state == .running } == true
+                    await (try? daemon.tasks(session))?.allSatisfy { $0.state == .running } == true
                 }
                 // Task 2 is suspended with data: a force quit keeps it as cancel(byProducingResumeData:)
                 // would (seed 000 §7.3.2); the running task 1 loses its partial file as cancel would.
@@ -242,7 +242,7 @@ import Glibc
                 // This process stays alive but detaches (S6.4 scenario 2).
                 attached.finishTasksAndInvalidate()
                 try await eventually("the transfer completes", within: 30) {
-                    (try? daemon.tasks(session))?.first?.state == .completed
+                    await (try? daemon.tasks(session))?.first?.state == .completed
                 }
                 try await Task.sleep(for: .milliseconds(1500))
                 #expect(!FileManager.default.fileExists(atPath: launches))
@@ -273,11 +273,11 @@ import Glibc
                 let session = killDaemon ? "t.killdelivery.daemon" : "t.killdelivery.client"
                 var identifiers: [Int] = []
                 for index in 0..<3 {
-                    let created = try daemon.download(server.url("/bytes/\(1000 + index)"), session: session)
+                    let created = try await daemon.download(server.url("/bytes/\(1000 + index)"), session: session)
                     identifiers.append(created.taskIdentifier)
                 }
                 try await eventually("the downloads complete") {
-                    (try? daemon.tasks(session))?.allSatisfy { $0.state == .completed } == true
+                    await (try? daemon.tasks(session))?.allSatisfy { $0.state == .completed } == true
                 }
                 // Journal order (the order the downloads finished in): each task's file, then its completion.
                 let journal: [BackgroundEvent] = try await daemon.client.call("GET", "/v1/sessions/\(session)/events")
@@ -297,7 +297,7 @@ import Glibc
                 }
                 if killDaemon {
                     try await daemon.stop(signal: SIGKILL)
-                    try daemon.start()
+                    try await daemon.start()
                 }
                 kill(child.processIdentifier, SIGKILL)
                 child.waitUntilExit()

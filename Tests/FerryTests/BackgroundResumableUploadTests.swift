@@ -36,11 +36,11 @@ import Glibc
                 }
                 try await daemon.stop(signal: SIGKILL)
                 let atKill = server.counters.requestBodyBytes(pathPrefix: "/resumable/")
-                try daemon.start()
+                try await daemon.start()
                 try await eventually("the upload completes", within: 60) {
-                    (try? daemon.tasks(session))?.first?.state == .completed
+                    await (try? daemon.tasks(session))?.first?.state == .completed
                 }
-                let task = try #require(try daemon.tasks(session).first)
+                let task = try await #require(try daemon.tasks(session).first)
                 #expect(task.error == nil)
                 #expect(task.statusCode == 200)
                 #expect(task.bytesSent == Int64(size))

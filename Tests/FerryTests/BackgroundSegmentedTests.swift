@@ -46,12 +46,12 @@ import Glibc
                     #expect(recorded > before, "run \(run) recorded no progress")
                     unrecorded += held - recorded
                     kills += 1
-                    try daemon.start()
+                    try await daemon.start()
                 }
                 try await eventually("the download completes", within: 60) {
-                    (try? daemon.tasks(session))?.first?.state == .completed
+                    await (try? daemon.tasks(session))?.first?.state == .completed
                 }
-                let task = try #require(try daemon.tasks(session).first)
+                let task = try await #require(try daemon.tasks(session).first)
                 #expect(task.taskIdentifier == created.taskIdentifier)
                 #expect(task.error == nil)
                 #expect(task.statusCode == 200)

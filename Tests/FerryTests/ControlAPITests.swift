@@ -63,7 +63,7 @@ import Glibc
             let valid = #"{"kind":"download","request":{"url":"http://127.0.0.1:1/x"},"start":false}"#
             let created = try raw.send("POST", "/v1/sessions/t.bad/tasks", valid)
             #expect(created.status == 201)
-            let before = try daemon.tasks("t.bad")
+            let before = try await daemon.tasks("t.bad")
 
             let cases: [(String, String, String?, Int, String)] = [
                 ("POST", "/v1/sessions/t.bad/tasks", "{not json", 400, "not a valid"),
@@ -112,9 +112,9 @@ import Glibc
                     "\(method) \(path): '\(error?.message ?? String(decoding: answer.body, as: UTF8.self))' lacks '\(words)'"
                 )
             }
-            let after = try daemon.tasks("t.bad")
+            let after = try await daemon.tasks("t.bad")
             #expect(after == before)
-            let events = try daemon.client.call("GET", "/v1/sessions/t.bad/events", as: [BackgroundEvent].self)
+            let events = try await daemon.client.call("GET", "/v1/sessions/t.bad/events", as: [BackgroundEvent].self)
             #expect(events.isEmpty)
         }
     }
@@ -165,7 +165,7 @@ import Glibc
             func creation(_ url: String) -> ControlAPI.TaskCreation {
                 ControlAPI.TaskCreation(kind: .download, request: request(url), start: nil)
             }
-            let made: [BackgroundTaskInfo] = try daemon.client.call(
+            let made: [BackgroundTaskInfo] = try await daemon.client.call(
                 "POST",
                 path,
                 body: ControlAPI.TaskBatch(tasks: (1...3).map { creation("http://127.0.0.1:1/\($0)") })
@@ -175,19 +175,19 @@ import Glibc
             #expect(made.map(\.originalRequest.url.path) == ["/1", "/2", "/3"])
             // One bad task: a clear error naming it, and nothing created.
             let bad = ControlAPI.TaskBatch(tasks: [creation("http://127.0.0.1:1/4"), creation("ftp://127.0.0.1/5")])
-            let error = #expect(throws: FerryError.self) {
-                let _: [BackgroundTaskInfo] = try daemon.client.call("POST", path, body: bad)
+            let error = await #expect(throws: FerryError.self) {
+                let _: [BackgroundTaskInfo] = try await daemon.client.call("POST", path, body: bad)
             }
             #expect(error?.message.contains("task 1 of the batch") == true)
-            let empty = #expect(throws: FerryError.self) {
-                let _: [BackgroundTaskInfo] = try daemon.client.call(
+            let empty = await #expect(throws: FerryError.self) {
+                let _: [BackgroundTaskInfo] = try await daemon.client.call(
                     "POST",
                     path,
                     body: ControlAPI.TaskBatch(tasks: [])
                 )
             }
             #expect(empty?.message.contains("1 to 1000") == true)
-            let stored = try daemon.tasks("t.batch")
+            let stored = try await daemon.tasks("t.batch")
             #expect(stored.count == 3)
         }
     }
@@ -202,9 +202,9 @@ import Glibc
             let message = String(decoding: second.standardError!.readDataToEndOfFile(), as: UTF8.self)
             second.waitUntilExit()
             #expect(second.terminationStatus == 1)
-            let pid = try daemon.pid()
+            let pid = try await daemon.pid()
             #expect(message.contains("another ferryd (pid \(pid))"))
-            #expect(daemon.client.status() != nil)
+            await #expect(daemon.client.status() != nil)
         }
     }
 }

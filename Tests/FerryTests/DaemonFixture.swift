@@ -26,9 +26,9 @@ final class DaemonFixture: @unchecked Sendable {
 
     /// Starts the daemon unless it runs; returns its pid.
     @discardableResult
-    func start() throws -> Int32 {
-        try client.ensureRunning(environment: environment)
-        let pid = try pid()
+    func start() async throws -> Int32 {
+        try await client.ensureRunning(environment: environment)
+        let pid = try await pid()
         startedPid = pid
         return pid
     }
@@ -36,8 +36,8 @@ final class DaemonFixture: @unchecked Sendable {
     /// The daemon this fixture started last: stopped even when it no longer answers.
     private var startedPid: Int32?
 
-    func pid() throws -> Int32 {
-        guard let status = client.status() else { throw FixtureError("ferryd does not answer; log:\n\(log)") }
+    func pid() async throws -> Int32 {
+        guard let status = await client.status() else { throw FixtureError("ferryd does not answer; log:\n\(log)") }
         return status.pid
     }
 
@@ -53,8 +53,8 @@ final class DaemonFixture: @unchecked Sendable {
     }
 
     /// The daemon's tasks of `session`.
-    func tasks(_ session: String) throws -> [BackgroundTaskInfo] {
-        try client.call("GET", "/v1/sessions/\(DaemonClient.pathComponent(session))/tasks")
+    func tasks(_ session: String) async throws -> [BackgroundTaskInfo] {
+        try await client.call("GET", "/v1/sessions/\(DaemonClient.pathComponent(session))/tasks")
     }
 
     /// Creates a download in the daemon directly (as `ferry get --background` does).
@@ -76,8 +76,8 @@ final class DaemonFixture: @unchecked Sendable {
         return try #require(try store.tasks(session: session).first).bytesReceived
     }
 
-    func download(_ url: String, session: String, description: String? = nil) throws -> BackgroundTaskInfo {
-        try client.call(
+    func download(_ url: String, session: String, description: String? = nil) async throws -> BackgroundTaskInfo {
+        try await client.call(
             "POST",
             "/v1/sessions/\(DaemonClient.pathComponent(session))/tasks",
             body: ControlAPI.TaskCreation(kind: .download, request: request(url), taskDescription: description)
@@ -102,7 +102,7 @@ func withDaemon<Result>(
 ) async throws -> Result {
     let fixture = try DaemonFixture(environment: environment)
     do {
-        try fixture.start()
+        try await fixture.start()
         let result = try await body(fixture)
         await fixture.cleanUp()
         return result

@@ -41,10 +41,10 @@ import Glibc
                 var created: [(identifier: Int, size: Int, seed: Int)] = []
                 var bigSizes: [Int] = []
                 /// A large download (a size of its own, so the server counts its bytes apart).
-                func addBig() throws {
+                func addBig() async throws {
                     let size = 16_000_000 + bigSizes.count
                     let seed = 91 + bigSizes.count
-                    let task = try daemon.download(
+                    let task = try await daemon.download(
                         server.url("/bytes/\(size)?seed=\(seed)&throttle=6000000"),
                         session: session,
                         description: "big \(bigSizes.count)"
@@ -52,9 +52,9 @@ import Glibc
                     bigSizes.append(size)
                     created.append((task.taskIdentifier, size, seed))
                 }
-                try addBig()
+                try await addBig()
                 for (index, small) in smallSizes.enumerated() {
-                    let task = try daemon.download(
+                    let task = try await daemon.download(
                         server.url("/bytes/\(small)?seed=\(80 + index)&throttle=400000"),
                         session: session,
                         description: "small \(index)"
@@ -64,14 +64,14 @@ import Glibc
                 // Every kill lands while a transfer runs: when all are done, another large one starts.
                 var survived = 0
                 while survived < kills {
-                    if allCompleted(daemon, session) { try addBig() }
+                    if await allCompleted(daemon, session) { try await addBig() }
                     try await Task.sleep(for: .milliseconds(Int64.random(in: 20...400, using: &random)))
                     try await daemon.stop(signal: SIGKILL)
                     survived += 1
-                    try daemon.start()
+                    try await daemon.start()
                 }
-                try await eventually("every task completes", within: 120) { allCompleted(daemon, session) }
-                let tasks = try daemon.tasks(session)
+                try await eventually("every task completes", within: 120) { await allCompleted(daemon, session) }
+                let tasks = try await daemon.tasks(session)
                 let events: [BackgroundEvent] = try await daemon.client.call("GET", "/v1/sessions/\(session)/events")
                 var verified = 0
                 var lost = 0
@@ -103,8 +103,8 @@ import Glibc
     }
 
     /// Whether the daemon answers and reports every task of `session` completed (no answer: not yet).
-    private func allCompleted(_ daemon: DaemonFixture, _ session: String) -> Bool {
-        guard let tasks = try? daemon.tasks(session), !tasks.isEmpty else { return false }
+    private func allCompleted(_ daemon: DaemonFixture, _ session: String) async -> Bool {
+        guard let tasks = try? await daemon.tasks(session), !tasks.isEmpty else { return false }
         return tasks.allSatisfy { $0.state == .completed }
     }
 }
