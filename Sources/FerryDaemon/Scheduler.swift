@@ -69,7 +69,7 @@ actor Scheduler {
             run ?? { task, transport, meter in
                 await TransferRunner(
                     task: task,
-                    store: store,
+                    record: TaskRecord(store: store, session: task.session, identifier: task.taskIdentifier),
                     hub: hub,
                     configuration: configuration,
                     transport: transport,

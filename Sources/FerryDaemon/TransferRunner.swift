@@ -26,7 +26,8 @@ struct TransferRunner: Sendable {
     }
 
     let task: StoredTask
-    let store: FerryStore
+    /// Where the run writes its progress (never its state).
+    let record: TaskRecord
     let hub: EventHub
     let configuration: DaemonConfiguration
     let transport: any HTTPTransport
@@ -113,7 +114,7 @@ struct TransferRunner: Sendable {
         let partial =
             special
             ? destination!.path : task.partialPath ?? configuration.paths.partialDirectory + "/\(fileStem).part"
-        let (store, hub, meter, session, identifier) = (store, hub, meter, task.session, task.taskIdentifier)
+        let (record, hub, meter, session) = (record, hub, meter, task.session)
         if special, let destination, task.partialPath == destination.path {
             // An earlier run already wrote part of the body into it; those bytes cannot be taken back.
             throw FerryError(
@@ -135,16 +136,7 @@ struct TransferRunner: Sendable {
             everyBytes: configuration.checkpointBytes,
             everySeconds: configuration.checkpointSeconds
         ) { resumeData in
-            try store.recordProgress(
-                session: session,
-                identifier: identifier,
-                partialPath: resumeData.partialFilePath,
-                bytesReceived: resumeData.bytesReceived,
-                expectedLength: resumeData.expectedLength,
-                entityTag: resumeData.entityTag,
-                lastModified: resumeData.lastModified,
-                segments: resumeData.segments
-            )
+            try record.checkpoint(resumeData)
         }
         let info = snapshot
         events.didWrite = { written, total, expected in
@@ -196,7 +188,7 @@ struct TransferRunner: Sendable {
                 try? recordNoProgress(at: configuration.paths.partialDirectory + "/\(fileStem).part")
             }
             checkpointAfterFailure(error.resumeData)
-            if error.resumeData == nil, let stored = try? store.task(session: session, identifier: identifier) {
+            if error.resumeData == nil, let stored = try? record.stored() {
                 error.resumeData = stored.resumeData
             }
             // A continuation answered "busy, come back later": the partial data waits for it.
@@ -218,13 +210,7 @@ struct TransferRunner: Sendable {
                 )
             )
         }
-        try store.recordResponse(
-            session: session,
-            identifier: identifier,
-            status: result.status,
-            headers: result.headers
-        )
-        try store.setCurrentRequest(session: session, identifier: identifier, request: result.finalRequest)
+        try record.response(status: result.status, headers: result.headers, request: result.finalRequest)
         // The last progress event always goes out, whatever the rate limit dropped.
         snapshot.bytesReceived = result.length
         snapshot.expectedLength = result.length
@@ -284,25 +270,15 @@ struct TransferRunner: Sendable {
 
     /// Records that the task's file at `path` holds nothing to continue from.
     private func recordNoProgress(at path: String) throws {
-        try store.recordProgress(
-            session: task.session,
-            identifier: task.taskIdentifier,
-            partialPath: path,
-            bytesReceived: 0,
-            expectedLength: nil,
-            entityTag: nil,
-            lastModified: nil
-        )
+        try record.progress(at: path, bytes: 0, expected: nil, entityTag: nil, lastModified: nil)
     }
 
     /// Records the finished file: where it is now, all of it.
     private func recordFinished(at location: String, _ result: Downloader.Result) throws {
-        try store.recordProgress(
-            session: task.session,
-            identifier: task.taskIdentifier,
-            partialPath: location,
-            bytesReceived: result.length,
-            expectedLength: result.length,
+        try record.progress(
+            at: location,
+            bytes: result.length,
+            expected: result.length,
             entityTag: result.headers["etag"],
             lastModified: result.headers["last-modified"]
         )
@@ -397,18 +373,7 @@ struct TransferRunner: Sendable {
                 )
             )
         )
-        try store.recordResponse(
-            session: task.session,
-            identifier: task.taskIdentifier,
-            status: loaded.status,
-            headers: loaded.headers,
-            bytesSent: size
-        )
-        try store.setCurrentRequest(
-            session: task.session,
-            identifier: task.taskIdentifier,
-            request: loaded.finalRequest
-        )
+        try record.response(status: loaded.status, headers: loaded.headers, request: loaded.finalRequest, bytesSent: size)
         return .uploaded
     }
 
@@ -421,12 +386,10 @@ struct TransferRunner: Sendable {
         deadline: NIODeadline,
         didSend: @escaping @Sendable (Int64, Int64) -> Void
     ) async throws -> DataLoader.Result? {
-        let (store, session, identifier) = (store, task.session, task.taskIdentifier)
+        let record = self.record
         var events = ResumableUploader.Events()
         events.didSend = { delta, total, _ in didSend(delta, total) }
-        events.didConfirm = { state in
-            try store.recordUploadState(session: session, identifier: identifier, state: state)
-        }
+        events.didConfirm = { state in try record.uploadState(state) }
         do {
             let outcome = try await ResumableUploader(transport: transport).upload(
                 task.originalRequest,
@@ -440,7 +403,7 @@ struct TransferRunner: Sendable {
             return result
         } catch let error as FerryError where error.resumeData == nil && task.uploadState != nil {
             // The server forgot the upload: the next try starts a new one.
-            try? store.recordUploadState(session: session, identifier: identifier, state: nil)
+            try? record.uploadState(nil)
             throw error
         }
     }
@@ -448,16 +411,7 @@ struct TransferRunner: Sendable {
     /// D1 for a transfer that stopped: the partial file is made durable, then its length recorded.
     private func checkpointAfterFailure(_ resumeData: ResumeData?) {
         guard let resumeData, (try? synchronize(path: resumeData.partialFilePath)) != nil else { return }
-        try? store.recordProgress(
-            session: task.session,
-            identifier: task.taskIdentifier,
-            partialPath: resumeData.partialFilePath,
-            bytesReceived: resumeData.bytesReceived,
-            expectedLength: resumeData.expectedLength,
-            entityTag: resumeData.entityTag,
-            lastModified: resumeData.lastModified,
-            segments: resumeData.segments
-        )
+        try? record.checkpoint(resumeData)
     }
 
     private func synchronize(path: String) throws {

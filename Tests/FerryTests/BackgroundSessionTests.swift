@@ -39,6 +39,35 @@ import Glibc
         }
     }
 
+    @Test func aSessionMadeWhileFerrydIsStoppedNeitherBlocksNorHangs() async throws {
+        try await TestServer.withServer { server in
+            try await withDaemon { daemon in
+                let pid = try await daemon.pid()
+                kill(pid, SIGSTOP)
+                defer { kill(pid, SIGCONT) }
+                // Creating the session, a task, and resuming it return at once: nothing waits for ferryd.
+                let started = ContinuousClock.now
+                let session = Session(
+                    configuration: .background(identifier: "t.stopped"),
+                    delegate: Recorder(),
+                    daemon: daemon.client
+                )
+                let task = session.downloadTask(with: request(server.url("/bytes/1000")))
+                task.resume()
+                let took = ContinuousClock.now - started
+                #expect(took < .milliseconds(500), "making the session and its task took \(took)")
+                #expect(task.taskIdentifier > 0)
+                // The daemon does not answer: the task fails with a clear error instead of hanging.
+                let ended = ContinuousClock.now
+                await task.waitUntilFinished()
+                #expect(ContinuousClock.now - ended < .seconds(20))
+                #expect(task.error?.code == .backgroundSessionWasDisconnected)
+                #expect(task.error?.message.contains("does not answer") == true, "\(task.error?.message ?? "")")
+                session.invalidateAndCancel()
+            }
+        }
+    }
+
     @Test func aBackgroundDownloadIsDeliveredInOrderWithItsFile() async throws {
         try await TestServer.withServer { server in
             try await withDaemon { daemon in
