@@ -1,3 +1,4 @@
+import AsyncAlgorithms
 public import FerryCore
 import FerryEngine
 import Foundation
@@ -301,8 +302,10 @@ public final class DaemonClient: Sendable {
             for try await chunk in response.body { data.append(contentsOf: chunk.readableBytesView) }
             throw Self.decodeError(data, status: UInt(response.status))
         }
-        let (events, continuation) = AsyncThrowingStream.makeStream(of: BackgroundEvent.self, bufferingPolicy: .unbounded)
-        // The body is JSON lines, one event each, read as they come; cancelling drops the connection.
+        // The body is JSON lines, one event each. They are handed over one at a time: the next is read
+        // from the socket only when the consumer has taken this one (a slow delegate holds the daemon's
+        // stream back instead of piling events up here). Cancelling drops the connection.
+        let events = AsyncThrowingChannel<BackgroundEvent, any Error>()
         let reader = Task {
             var pending = Data()
             do {
@@ -312,16 +315,19 @@ public final class DaemonClient: Sendable {
                         let line = pending[pending.startIndex..<newline]
                         pending.removeSubrange(pending.startIndex...newline)
                         guard !line.isEmpty else { continue }
+                        let event: BackgroundEvent
                         do {
-                            continuation.yield(try JSONDecoder().decode(BackgroundEvent.self, from: line))
+                            event = try JSONDecoder().decode(BackgroundEvent.self, from: line)
                         } catch {
                             throw FerryError(.badServerResponse, "ferryd sent an event this client cannot read: \(error)")
                         }
+                        await events.send(event)
+                        try Task.checkCancellation()
                     }
                 }
-                continuation.finish()
+                events.finish()
             } catch {
-                continuation.finish(throwing: error)
+                events.fail(error)
             }
         }
         return EventStream(events: events, cancel: { reader.cancel() })
@@ -329,7 +335,7 @@ public final class DaemonClient: Sendable {
 
     /// An attached session's events, in the daemon's order, until it ends or is cancelled.
     struct EventStream: Sendable {
-        let events: AsyncThrowingStream<BackgroundEvent, any Error>
+        let events: AsyncThrowingChannel<BackgroundEvent, any Error>
         let cancel: @Sendable () -> Void
     }
 }
