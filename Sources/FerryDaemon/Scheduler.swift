@@ -438,7 +438,7 @@ actor Scheduler {
         let clock = self.clock
         Task {
             try? await clock.sleep(until: at)
-            await self.woke(at)
+            self.woke(at)
         }
     }
 

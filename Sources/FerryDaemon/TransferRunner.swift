@@ -124,7 +124,7 @@ struct TransferRunner: Sendable {
                 failingURL: task.originalRequest.url.absoluteString
             )
         }
-        var snapshot = task.info
+        let snapshot = Mutex(task.info)
         var events = Downloader.Events()
         // A run that writes into a device or FIFO cannot be repeated once a byte went out: it is marked
         // before it starts (a kill then finds the mark), and unmarked if it ends having written nothing.
@@ -138,7 +138,7 @@ struct TransferRunner: Sendable {
         ) { resumeData in
             try record.checkpoint(resumeData)
         }
-        let info = snapshot
+        let info = task.info
         events.didWrite = { written, total, expected in
             if special, written > 0 { wroteThrough.withLock { $0 = true } }
             meter.add(written)
@@ -171,66 +171,72 @@ struct TransferRunner: Sendable {
                 )
             )
         }
-        let lastResponse = Mutex<(status: Int, headers: Headers)?>(nil)
-        events.didReceiveResponse = { status, headers in lastResponse.withLock { $0 = (status, headers) } }
-        let downloader = Downloader(transport: transport)
-        let result: Downloader.Result
-        do {
-            result = try await downloader.download(
-                task.originalRequest,
-                resumingFrom: task.resumeData,
-                to: partial,
-                deadline: .now() + .nanoseconds(Int64(secondsLeft * 1e9)),
-                events: events
+        // The engine's one driver: no waits inside a run (the Scheduler retries without holding a slot),
+        // a busy server's Retry-After handed back, checkpoints into the store, delivery to the destination.
+        var plan = DownloadDriver.Plan(
+            request: task.originalRequest,
+            path: partial,
+            deadline: .now() + .nanoseconds(Int64(secondsLeft * 1e9)),
+            events: events
+        )
+        plan.resumeData = task.resumeData
+        plan.destination = destination
+        plan.durableDelivery = true
+        plan.mode = mode_t(task.destinationMode ?? 0o600)
+        plan.retries = .handedBack
+        plan.now = { [clock = configuration.clock] in clock.now() }
+        plan.didDiscard = { try? record.progress(at: partial, bytes: 0, expected: nil, entityTag: nil, lastModified: nil) }
+        plan.didFinishBody = { result in
+            try record.response(status: result.status, headers: result.headers, request: result.finalRequest)
+            // The last progress event always goes out, whatever the rate limit dropped.
+            let last = snapshot.withLock { snapshot in
+                snapshot.bytesReceived = result.length
+                snapshot.expectedLength = result.length
+                return snapshot
+            }
+            hub.signal(
+                session,
+                .event(
+                    BackgroundEvent(
+                        kind: .didWriteData,
+                        task: last,
+                        bytes: 0,
+                        totalBytes: result.length,
+                        totalBytesExpected: result.length
+                    )
+                )
             )
+        }
+        let outcome: DownloadDriver.Outcome
+        do {
+            outcome = try await DownloadDriver(transport: transport).run(plan)
         } catch var error as FerryError {
             if special, !wroteThrough.withLock({ $0 }) {
                 try? recordNoProgress(at: configuration.paths.partialDirectory + "/\(fileStem).part")
+            } else if !special, !FileManager.default.fileExists(atPath: partial) {
+                // Refused (a non-2xx answer for a destination): the part file went with it.
+                try? recordNoProgress(at: partial)
             }
             checkpointAfterFailure(error.resumeData)
             if error.resumeData == nil, let stored = try? record.stored() {
                 error.resumeData = stored.resumeData
             }
-            // A continuation answered "busy, come back later": the partial data waits for it.
-            if let busy = lastResponse.withLock({ $0 }), let delay = retryDelay(busy.status, busy.headers) {
-                return .retryLater(after: delay, error)
-            }
             throw error
         }
-        if let delay = retryDelay(result.status, result.headers), !special {
-            // "Busy, come back later": the body is the server's excuse, not the file.
-            DownloadDestination.removeFile(partial)
-            try recordNoProgress(at: partial)
-            return .retryLater(
-                after: delay,
-                FerryError(
-                    .badServerResponse,
-                    "the server answered \(result.status) and asked to try again in \(Int(delay.rounded(.up))) s",
-                    failingURL: result.finalRequest.url.absoluteString
-                )
-            )
+        let result: Downloader.Result
+        switch outcome {
+        case .tryLater(let delay, var error):
+            if error.resumeData == nil, let stored = try? record.stored() { error.resumeData = stored.resumeData }
+            return .retryLater(after: delay, error)
+        case .finished(let finished):
+            result = finished
         }
-        try record.response(status: result.status, headers: result.headers, request: result.finalRequest)
-        // The last progress event always goes out, whatever the rate limit dropped.
-        snapshot.bytesReceived = result.length
-        snapshot.expectedLength = result.length
-        hub.signal(
-            session,
-            .event(
-                BackgroundEvent(
-                    kind: .didWriteData,
-                    task: snapshot,
-                    bytes: 0,
-                    totalBytes: result.length,
-                    totalBytesExpected: result.length
-                )
-            )
-        )
-        if let destination {
-            return try deliver(partial, to: destination, result: result)
+        if destination != nil {
+            try recordFinished(at: result.path, result)
+            return .downloaded(location: result.path)
         }
         // Hand over: the file is made durable and moved out of the partial directory (S6.9).
-        try synchronize(path: partial)
+        try DownloadDriver.synchronize(partial)
         let location = Self.deliveryPath(of: task, configuration)
         do {
             try FileManager.default.moveItem(atPath: partial, toPath: location)
@@ -245,27 +251,6 @@ struct TransferRunner: Sendable {
     private func retryDelay(_ status: Int, _ headers: Headers) -> Double? {
         guard RetryPolicy.busyStatuses.contains(status), let value = headers["retry-after"] else { return nil }
         return RetryPolicy.retryAfter(value, now: configuration.clock.now())
-    }
-
-    /// A task with a destination: a 2xx body replaces the destination (atomically when on the same file
-    /// system); any other status writes nothing there and fails the task. A device or FIFO was written
-    /// directly and keeps what it got.
-    private func deliver(
-        _ partial: String,
-        to destination: DownloadDestination,
-        result: Downloader.Result
-    ) throws -> Outcome {
-        guard (200..<300).contains(result.status) else {
-            DownloadDestination.removeFile(partial)
-            try recordNoProgress(at: partial)
-            throw destination.refusal(status: result.status, url: result.finalRequest.url)
-        }
-        if !destination.isSpecial {
-            try synchronize(path: partial)
-            try destination.deliver(from: partial, mode: mode_t(task.destinationMode ?? 0o600))
-        }
-        try recordFinished(at: destination.path, result)
-        return .downloaded(location: destination.path)
     }
 
     /// Records that the task's file at `path` holds nothing to continue from.
@@ -410,22 +395,8 @@ struct TransferRunner: Sendable {
 
     /// D1 for a transfer that stopped: the partial file is made durable, then its length recorded.
     private func checkpointAfterFailure(_ resumeData: ResumeData?) {
-        guard let resumeData, (try? synchronize(path: resumeData.partialFilePath)) != nil else { return }
+        guard let resumeData, (try? DownloadDriver.synchronize(resumeData.partialFilePath)) != nil else { return }
         try? record.checkpoint(resumeData)
-    }
-
-    private func synchronize(path: String) throws {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else {
-            throw FerryError(
-                .cannotWriteToFile,
-                "cannot open \(path) to make it durable: \(String(cString: strerror(errno)))"
-            )
-        }
-        defer { close(descriptor) }
-        guard fdatasync(descriptor) == 0 else {
-            throw FerryError(.cannotWriteToFile, "cannot make \(path) durable: \(String(cString: strerror(errno)))")
-        }
     }
 }
 
