@@ -17,36 +17,30 @@ extension SessionTask {
     ) async throws
         -> TransferResult
     {
-        var request = request
         let path = resumeData?.partialFilePath ?? destination?.writePath ?? reserveFilePath()
         // One writer per part file, held until the file is in place. Taken before the path is this
         // task's to clean up: a download refused here must not remove the holder's part file.
         let lock = try destination.flatMap { $0.isSpecial ? nil : try PartFileLock.acquire(path) }
         defer { lock?.release() }
         locked.withLock { $0.filePath = path }
-        if let destination, destination.isSpecial {
-            request.connections = 1
-        } else if resumeData == nil, destination != nil {
+        if resumeData == nil, let destination, !destination.isSpecial {
             truncate(path, 0)
         }
-        var downloader = Downloader(transport: session.transport)
-        downloader.maximumRedirects = Session.maximumRedirects
-        var result = try await downloader.download(
-            request,
-            resumingFrom: resumeData,
-            to: path,
-            deadline: deadline,
-            events: downloadEvents()
-        )
-        if let destination {
-            guard (200..<300).contains(result.status) else {
-                DownloadDestination.removeFile(path)
-                throw destination.refusal(status: result.status, url: result.finalRequest.url)
-            }
-            try destination.deliver(from: path, mode: DownloadDestination.newFileMode)
-            result.path = destination.path
-            locked.withLock { $0.filePath = nil }
+        // The engine's one driver, as ferryd and the CLI use it: no tries again (URLSession has none),
+        // no checkpoints, delivery to the destination if there is one.
+        var driver = DownloadDriver(transport: session.transport)
+        driver.downloader.maximumRedirects = Session.maximumRedirects
+        var plan = DownloadDriver.Plan(request: request, path: path, deadline: deadline, events: downloadEvents())
+        plan.resumeData = resumeData
+        plan.destination = destination
+        let result: Downloader.Result
+        switch try await driver.run(plan) {
+        case .finished(let finished):
+            result = finished
+        case .refused(_, let error), .tryLater(_, let error):
+            throw error
         }
+        if destination != nil { locked.withLock { $0.filePath = nil } }
         _ = received(status: result.status, headers: result.headers, request: result.finalRequest)
         locked.withLock { state in
             state.bytesReceived = result.length

@@ -71,7 +71,7 @@ struct ForegroundDownload {
         // One writer per part file: a second `ferry get` to the same name fails here, naming the first.
         let lock = try destination.isSpecial ? nil : Self.lock(partial)
         defer { lock?.release() }
-        var resumeData = try startingPoint(destination, hadPart: hadPart, record: record)
+        let resumeData = try startingPoint(destination, hadPart: hadPart, record: record)
         var request = Request(url: url)
         for field in headers { request.headers.add(name: field.name, value: field.value) }
         request.connections = connections
@@ -118,114 +118,77 @@ struct ForegroundDownload {
         let writer = ResumeRecordWriter(path: record)
         // Written out every second (not every 8 MiB as in ferryd: at 1 GB/s that was 128 records a
         // second); made durable at most every 30 s (ResumeRecord says why).
-        var checkpoint = Downloader.Checkpoint(everyBytes: Int64.max / 2, everySeconds: 1) { data in
-            try writer.durable(data)
+        if !destination.isSpecial {
+            events.checkpoint = Downloader.Checkpoint(into: writer, everyBytes: Int64.max / 2, everySeconds: 1, durableEverySeconds: 30)
         }
-        checkpoint.durableEverySeconds = 30
-        checkpoint.recordWritten = { data in try writer.written(data) }
-        if !destination.isSpecial { events.checkpoint = checkpoint }
 
-        let downloader = Downloader(transport: transport)
+        // The engine's one driver: curl's --retry rules, checkpoints into the resume record, delivery.
+        var plan = DownloadDriver.Plan(request: request, path: partial, deadline: .distantFuture, events: events)
+        plan.resumeData = resumeData
+        plan.retries = .curl(retries)
+        let (interruption, url) = (interruption, url)
+        plan.mayRetry = { !interruption.happened }
+        plan.willRetry = { attempt, delay, reason in
+            if !quiet { CLI.note("\(url.absoluteString): \(reason); try \(attempt) in \(Self.seconds(delay))") }
+        }
+        plan.didDiscard = { try? FileManager.default.removeItem(atPath: record) }
+        if fixedName {
+            plan.destination = destination
+        } else {
+            // -O/--dir may learn a better name from the response; that place is looked at afresh.
+            plan.chooseDestination = { result in
+                try DownloadDestination(
+                    inspecting: directory + "/" + RemoteName.fromResponse(url: result.finalRequest.url, headers: result.headers)
+                )
+            }
+        }
         let started = ProgressDisplay.now()
-        var attempt = 0
         let result: Downloader.Result
         // Records the exchanges (SessionTransport), for --json's protocol, TLS version and address.
         let context = TransferContext()
-        while true {
-            do {
-                let answer = try await TransferContext.$current.withValue(context) {
-                    try await downloader.download(
-                        request,
-                        resumingFrom: resumeData,
-                        to: partial,
-                        deadline: .distantFuture,
-                        events: events
-                    )
-                }
-                // curl's --retry set (408, 429, 5xx but 501): the body was an error page; wait as
-                // Retry-After says (else back off) and start over.
-                let wroteThrough = destination.isSpecial && wroteAny.withLock { $0 }
-                if RetryPolicy.transientStatuses.contains(answer.status), attempt < retries, !wroteThrough,
-                    !interruption.happened
-                {
-                    attempt += 1
-                    let backoff = min(30, Double(1 << min(attempt - 1, 5)))
-                    let delay = answer.headers["retry-after"].flatMap { RetryPolicy.retryAfter($0, now: Date()) } ?? backoff
-                    if !quiet {
-                        CLI.note(
-                            "\(url.absoluteString): the server answered \(answer.status); try \(attempt + 1) in \(Self.seconds(delay))"
-                        )
-                    }
-                    truncate(partial, 0)
-                    try? FileManager.default.removeItem(atPath: record)
-                    resumeData = nil
-                    try? await Task.sleep(for: .milliseconds(Int64(delay * 1000)))
-                    continue
-                }
-                result = answer
-                break
-            } catch let error as FerryError {
-                if error.code == .checksumMismatch, let checksum {
-                    display.finish()
-                    throw await mismatch(checksum, partial: partial, record: record, target: target)
-                }
-                if let data = error.resumeData { try? writer.written(data) }
-                if interruption.happened {
-                    display.finish()
-                    throw CLIFailure(
-                        "interrupted; \(error.resumeData == nil ? "start again" : "continue with -C") to finish \(target)",
-                        status: .interrupted
-                    )
-                }
-                attempt += 1
-                // A device or FIFO already has the first bytes: another try would send them twice.
-                let wroteThrough = destination.isSpecial && wroteAny.withLock { $0 }
-                if attempt <= retries, RetryPolicy.isRetryable(error.code), !wroteThrough {
-                    let delay = min(30, Double(1 << min(attempt - 1, 5)))
-                    if !quiet {
-                        CLI.note("\(url.absoluteString): \(error.message); try \(attempt + 1) in \(Int(delay)) s")
-                    }
-                    try? await Task.sleep(for: .seconds(delay))
-                    resumeData = error.resumeData
-                    continue
-                }
-                display.finish()
-                var failure = CLIFailure(error, context: url.absoluteString)
-                if error.resumeData != nil { failure.message += "; the partial download is kept: continue with -C" }
-                throw failure
+        do {
+            let outcome = try await TransferContext.$current.withValue(context) {
+                try await DownloadDriver(transport: transport).run(plan)
             }
+            switch outcome {
+            case .finished(let finished):
+                result = finished
+            case .refused(let answer, _):
+                // A non-2xx answer: nothing saved (a device or FIFO got the error page).
+                display.finish()
+                try? FileManager.default.removeItem(atPath: record)
+                throw CLIFailure(
+                    destination.isSpecial
+                        ? "\(url.absoluteString): the server answered \(answer.status); its error page went to \(target)"
+                        : "\(url.absoluteString): the server answered \(answer.status); nothing was saved",
+                    status: .transferFailed
+                )
+            case .tryLater(_, let error):
+                throw CLIFailure(error, context: url.absoluteString)
+            }
+        } catch let error as FerryError {
+            display.finish()
+            if error.code == .checksumMismatch, let checksum {
+                throw await mismatch(checksum, partial: partial, record: record, target: target)
+            }
+            if let data = error.resumeData { try? writer.written(data) }
+            if interruption.happened {
+                throw CLIFailure(
+                    "interrupted; \(error.resumeData == nil ? "start again" : "continue with -C") to finish \(target)",
+                    status: .interrupted
+                )
+            }
+            var failure = CLIFailure(error, context: url.absoluteString)
+            if error.resumeData != nil { failure.message += "; the partial download is kept: continue with -C" }
+            throw failure
+        } catch let failure as CLIFailure {
+            display.finish()
+            throw failure
         }
         display.finish()
         let seconds = ProgressDisplay.now() - started
-
-        guard (200..<300).contains(result.status) else {
-            Self.remove(partial, record)
-            if destination.isSpecial {
-                throw CLIFailure(
-                    "\(url.absoluteString): the server answered \(result.status); its error page went to \(target)",
-                    status: .transferFailed
-                )
-            }
-            throw CLIFailure(
-                "\(url.absoluteString): the server answered \(result.status); nothing was saved",
-                status: .transferFailed
-            )
-        }
-        let finalName =
-            fixedName ? initialName : RemoteName.fromResponse(url: result.finalRequest.url, headers: result.headers)
-        // -O/--dir may learn a better name from the response; that place is looked at afresh.
-        let delivery =
-            fixedName ? destination : try DownloadDestination(inspecting: directory + "/" + finalName)
-        let final = delivery.path
-        if !destination.isSpecial {
-            // The partial file is private while it grows; the finished one gets the usual mode.
-            do {
-                try delivery.deliver(from: partial, mode: DownloadDestination.newFileMode)
-            } catch let error as FerryError {
-                throw CLIFailure(error.message, status: .localFile)
-            }
-        }
         try? FileManager.default.removeItem(atPath: record)
+        let final = result.path
         let last = context.recordedTransactions.last
         return Report(
             url: url.absoluteString,

@@ -1,4 +1,5 @@
 import FerryCore
+import FerryEngine
 import Foundation
 import Synchronization
 
@@ -61,7 +62,7 @@ struct ResumeRecord: Codable, Sendable {
 
 /// Writes a download's record as checkpoints come (from the transfer and from the sync thread), keeping
 /// the most advanced state of each kind.
-final class ResumeRecordWriter: Sendable {
+final class ResumeRecordWriter: CheckpointSink {
     private let path: String
     private struct State {
         var written: ResumeData?

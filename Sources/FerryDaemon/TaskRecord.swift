@@ -1,11 +1,12 @@
 import FerryCore
+import FerryEngine
 import FerryStore
 import Foundation
 
 /// What a running transfer may write about its own task, handed to it by the ``Scheduler`` that owns the
 /// task: its progress checkpoints (D1), its response, its final request and a resumable upload's
 /// state. Never the task's state: only the Scheduler changes that, from the transfer's outcome.
-struct TaskRecord: Sendable {
+struct TaskRecord: CheckpointSink {
     private let store: FerryStore
     let session: String
     let identifier: Int
@@ -21,8 +22,8 @@ struct TaskRecord: Sendable {
         try store.task(session: session, identifier: identifier)
     }
 
-    /// A durable checkpoint: the partial file at `resumeData`'s path holds what it says.
-    func checkpoint(_ resumeData: ResumeData) throws {
+    /// A durable checkpoint: the partial file at `resumeData`'s path holds what it says (D1).
+    func durable(_ resumeData: ResumeData) throws {
         try progress(
             at: resumeData.partialFilePath,
             bytes: resumeData.bytesReceived,

@@ -133,11 +133,10 @@ struct TransferRunner: Sendable {
             try recordNoProgress(at: partial)
         }
         events.checkpoint = Downloader.Checkpoint(
+            into: record,
             everyBytes: configuration.checkpointBytes,
             everySeconds: configuration.checkpointSeconds
-        ) { resumeData in
-            try record.checkpoint(resumeData)
-        }
+        )
         let info = task.info
         events.didWrite = { written, total, expected in
             if special, written > 0 { wroteThrough.withLock { $0 = true } }
@@ -213,9 +212,6 @@ struct TransferRunner: Sendable {
         } catch var error as FerryError {
             if special, !wroteThrough.withLock({ $0 }) {
                 try? recordNoProgress(at: configuration.paths.partialDirectory + "/\(fileStem).part")
-            } else if !special, !FileManager.default.fileExists(atPath: partial) {
-                // Refused (a non-2xx answer for a destination): the part file went with it.
-                try? recordNoProgress(at: partial)
             }
             checkpointAfterFailure(error.resumeData)
             if error.resumeData == nil, let stored = try? record.stored() {
@@ -228,6 +224,9 @@ struct TransferRunner: Sendable {
         case .tryLater(let delay, var error):
             if error.resumeData == nil, let stored = try? record.stored() { error.resumeData = stored.resumeData }
             return .retryLater(after: delay, error)
+        case .refused(_, let error):
+            try recordNoProgress(at: partial)
+            throw error
         case .finished(let finished):
             result = finished
         }
@@ -396,7 +395,7 @@ struct TransferRunner: Sendable {
     /// D1 for a transfer that stopped: the partial file is made durable, then its length recorded.
     private func checkpointAfterFailure(_ resumeData: ResumeData?) {
         guard let resumeData, (try? DownloadDriver.synchronize(resumeData.partialFilePath)) != nil else { return }
-        try? record.checkpoint(resumeData)
+        try? record.durable(resumeData)
     }
 }
 

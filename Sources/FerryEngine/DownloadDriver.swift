@@ -42,7 +42,7 @@ extension Downloader.Checkpoint {
 /// - **Checkpoints:** through the ``CheckpointSink`` in ``Plan/events``.
 /// - **Delivery:** to a ``DownloadDestination``: only a 2xx body, then atomically over a regular file
 ///   (made durable first when asked), written through a device or FIFO; any other status removes the
-///   part file and fails with the destination's refusal. Without a destination the file stays where
+///   part file and ends as ``Outcome/refused(_:_:)``. Without a destination the file stays where
 ///   it was written, whatever the status (URLSession hands an error page over as the file).
 public struct DownloadDriver: Sendable {
     /// When a run tries again.
@@ -164,6 +164,9 @@ public struct DownloadDriver: Sendable {
         /// The server asked to come back after this many seconds, and the caller schedules its own tries
         /// (``Retries/handsBack``); nothing is kept.
         case tryLater(after: Double, FerryError)
+        /// A non-2xx answer for a destination: nothing was written there (a device or FIFO got the
+        /// body), the part file is gone; `error` says so (``DownloadDestination/refusal(status:url:)``).
+        case refused(Downloader.Result, FerryError)
     }
 
     /// The engine it drives.
@@ -257,22 +260,24 @@ public struct DownloadDriver: Sendable {
                 }
             }
             try plan.didFinishBody?(result)
-            return .finished(try deliver(result, plan))
+            return try deliver(result, plan)
         }
     }
 
     /// Puts a finished body where the plan says.
-    private func deliver(_ result: Downloader.Result, _ plan: Plan) throws -> Downloader.Result {
-        guard let destination = try plan.chooseDestination?(result) ?? plan.destination else { return result }
+    private func deliver(_ result: Downloader.Result, _ plan: Plan) throws -> Outcome {
+        guard let destination = try plan.chooseDestination?(result) ?? plan.destination else {
+            return .finished(result)
+        }
         guard (200..<300).contains(result.status) else {
             DownloadDestination.removeFile(plan.path)
-            throw destination.refusal(status: result.status, url: result.finalRequest.url)
+            return .refused(result, destination.refusal(status: result.status, url: result.finalRequest.url))
         }
         if plan.durableDelivery, !destination.isSpecial { try Self.synchronize(plan.path) }
         try destination.deliver(from: plan.path, mode: plan.mode)
         var delivered = result
         delivered.path = destination.path
-        return delivered
+        return .finished(delivered)
     }
 
     /// The wait an answer's Retry-After asks for, if it has a usable one.
