@@ -180,20 +180,7 @@ public final class Session: Sendable {
 
     /// An upload of the file at `fileURL`, read as it is sent (constant memory).
     public func uploadTask(with request: Request, fromFile fileURL: URL) -> UploadTask {
-        if background != nil {
-            let creation = ControlAPI.TaskCreation(kind: .upload, request: request, uploadFile: fileURL.path)
-            return registerRemote(creation) {
-                UploadTask(
-                    session: self,
-                    identifier: $0,
-                    request: request,
-                    work: .upload(.file(fileURL)),
-                    route: .delegates,
-                    rejection: $1
-                )
-            }
-        }
-        return register {
+        register(remote: ControlAPI.TaskCreation(kind: .upload, request: request, uploadFile: fileURL.path)) {
             UploadTask(
                 session: self,
                 identifier: $0,
@@ -229,25 +216,13 @@ public final class Session: Sendable {
             }
         }
         let file = URL(fileURLWithPath: resume.partialFilePath)
-        if background != nil {
-            let creation = ControlAPI.TaskCreation(
-                kind: .upload,
-                request: resume.originalRequest,
-                uploadFile: file.path,
-                resumeData: resume
-            )
-            return registerRemote(creation) {
-                UploadTask(
-                    session: self,
-                    identifier: $0,
-                    request: resume.originalRequest,
-                    work: .upload(.file(file, resumption: upload)),
-                    route: .delegates,
-                    rejection: $1
-                )
-            }
-        }
-        return register {
+        let remote = ControlAPI.TaskCreation(
+            kind: .upload,
+            request: resume.originalRequest,
+            uploadFile: file.path,
+            resumeData: resume
+        )
+        return register(remote: remote) {
             UploadTask(
                 session: self,
                 identifier: $0,
@@ -289,19 +264,7 @@ public final class Session: Sendable {
 
     /// A download of `request` to a temporary file.
     public func downloadTask(with request: Request) -> DownloadTask {
-        if background != nil {
-            return registerRemote(ControlAPI.TaskCreation(kind: .download, request: request)) {
-                DownloadTask(
-                    session: self,
-                    identifier: $0,
-                    request: request,
-                    work: .download(resumeData: nil),
-                    route: .delegates,
-                    rejection: $1
-                )
-            }
-        }
-        return register {
+        register(remote: ControlAPI.TaskCreation(kind: .download, request: request)) {
             DownloadTask(
                 session: self,
                 identifier: $0,
@@ -319,32 +282,23 @@ public final class Session: Sendable {
     /// In a background session ferryd delivers it (the destination must be writable by ferryd).
     public func downloadTask(with request: Request, to destination: URL) -> DownloadTask {
         let absolute = destination.standardizedFileURL.path
-        if background != nil {
-            let creation = ControlAPI.TaskCreation(
-                kind: .download,
-                request: request,
-                destination: absolute,
-                destinationMode: Int(DownloadDestination.newFileMode)
-            )
-            return registerRemote(creation) {
-                DownloadTask(
-                    session: self,
-                    identifier: $0,
-                    request: request,
-                    work: .download(resumeData: nil),
-                    route: .delegates,
-                    rejection: $1
-                )
-            }
-        }
+        let remote = ControlAPI.TaskCreation(
+            kind: .download,
+            request: request,
+            destination: absolute,
+            destinationMode: Int(DownloadDestination.newFileMode)
+        )
+        // In this process the destination is looked at now; ferryd looks at it itself.
         var place: DownloadDestination?
         var refusal: FerryError?
-        do {
-            place = try DownloadDestination(inspecting: absolute)
-        } catch {
-            refusal = error as? FerryError ?? FerryError(.cannotCreateFile, "cannot use \(absolute): \(error)")
+        if background == nil {
+            do {
+                place = try DownloadDestination(inspecting: absolute)
+            } catch {
+                refusal = error as? FerryError ?? FerryError(.cannotCreateFile, "cannot use \(absolute): \(error)")
+            }
         }
-        return register {
+        return register(remote: remote) {
             DownloadTask(
                 session: self,
                 identifier: $0,
@@ -370,24 +324,11 @@ public final class Session: Sendable {
 
     func makeDownloadTask(resumeData: Data, route: SessionTask.Route) -> DownloadTask {
         let decoded = Result { try ResumeData(encoded: resumeData) }
-        if background != nil, case .delegates = route, case .success(let resume) = decoded {
-            let creation = ControlAPI.TaskCreation(
-                kind: .download,
-                request: resume.originalRequest,
-                resumeData: resume
-            )
-            return registerRemote(creation) {
-                DownloadTask(
-                    session: self,
-                    identifier: $0,
-                    request: resume.originalRequest,
-                    work: .download(resumeData: resume),
-                    route: route,
-                    rejection: $1
-                )
-            }
+        var remote: ControlAPI.TaskCreation?
+        if case .delegates = route, case .success(let resume) = decoded {
+            remote = ControlAPI.TaskCreation(kind: .download, request: resume.originalRequest, resumeData: resume)
         }
-        return register { identifier, rejection in
+        return register(remote: remote) { identifier, rejection in
             switch decoded {
             case .success(let resume):
                 return DownloadTask(
@@ -413,9 +354,14 @@ public final class Session: Sendable {
         }
     }
 
-    /// Makes a task with the next identifier and tracks it until it ends; on an invalidated session the
-    /// task fails when resumed.
-    func register<Task: SessionTask>(_ make: (Int, FerryError?) -> Task) -> Task {
+    /// Makes a task, written once whatever runs it: in this process, with the next identifier, tracked
+    /// until it ends; in a background session, created in ferryd as `remote` says (``registerRemote(_:_:)``),
+    /// or refused when it has no such form (S6.2: data tasks, uploads from data or a stream, the
+    /// completion-handler and async forms). On an invalidated session the task fails when resumed.
+    func register<Task: SessionTask>(remote: ControlAPI.TaskCreation? = nil, _ make: (Int, FerryError?) -> Task)
+        -> Task
+    {
+        if background != nil, let remote { return registerRemote(remote, make) }
         if background != nil {
             // S6.2: what a background session does not run is refused, clearly, when resumed. Such a
             // task has identifier 0: it never exists in the daemon.
