@@ -104,7 +104,7 @@ final class BackgroundLink: Sendable {
 
     /// Asks the daemon to run the task. Returns at once: the request goes out in order with the link's
     /// other requests.
-    func resume(_ task: SessionTask) {
+    func sendResume(_ task: SessionTask) {
         let update = ControlAPI.TaskUpdate(taskDescription: task.taskDescription, priority: Double(task.priority))
         enqueue(task) { [self] in
             let _: BackgroundTaskInfo = try await client.call(
@@ -115,8 +115,8 @@ final class BackgroundLink: Sendable {
         }
     }
 
-    /// Asks the daemon to pause the task; returns at once, as ``resume(_:)``.
-    func suspend(_ task: SessionTask) {
+    /// Asks the daemon to pause the task; returns at once, as ``sendResume(_:)``.
+    func sendSuspend(_ task: SessionTask) {
         enqueue(task) { [self] in
             let _: BackgroundTaskInfo = try await client.call("POST", "\(sessionPath)/tasks/\(task.taskIdentifier)/suspend")
         }
@@ -124,7 +124,7 @@ final class BackgroundLink: Sendable {
 
     /// Cancels in the daemon; returns at once. `answered` gets the resume data when asked for and
     /// available (nil when not, or when the daemon cannot be reached); the completion arrives as an event.
-    func cancel(_ task: SessionTask, produceResumeData: Bool, answered: @escaping @Sendable (ResumeData?) -> Void) {
+    func sendCancel(_ task: SessionTask, produceResumeData: Bool, answered: @escaping @Sendable (ResumeData?) -> Void) {
         outbox.yield { [self] failure in
             guard failure == nil else { return answered(nil) }
             do {

@@ -140,42 +140,22 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
 
     // MARK: Lifecycle
 
+    /// Where the task runs: ferryd for a background session's task, this process otherwise (and for a
+    /// task refused at creation, which fails here when resumed).
+    var backend: any TaskBackend {
+        if rejection == nil, let link = session.background { return link }
+        return InProcessBackend()
+    }
+
     /// Starts the task, or continues it after ``suspend()``. Does nothing once it is cancelled or done.
     public func resume() {
-        if let link = session.background, rejection == nil {
-            let resumed = locked.withLock { state -> Bool in
-                guard state.machine.state == .suspended else { return false }
-                _ = state.machine.resume()
-                state.startDate = state.startDate ?? Date()
-                return true
-            }
-            if resumed { link.resume(self) }
-            return
-        }
-        let action: TaskStateMachine.Action = locked.withLock { state in
-            let action = state.machine.resume()
-            if case .startTransfer = action {
-                state.startDate = Date()
-                let context = TransferContext(priority: state.priority)
-                state.transfer = Task { [self] in
-                    await TransferContext.$current.withValue(context) { await run(context: context) }
-                }
-            }
-            return action
-        }
-        if case .resumeTransfer = action { gate.open() }
+        backend.resume(self)
     }
 
     /// Pauses a running task: it stops reading from the network and keeps its connection and data. A
     /// server may close a connection that waits too long; the task then fails with that error.
     public func suspend() {
-        if let link = session.background, rejection == nil {
-            let action = locked.withLock { $0.machine.suspend() }
-            if case .pauseTransfer = action { link.suspend(self) }
-            return
-        }
-        let action = locked.withLock { $0.machine.suspend() }
-        if case .pauseTransfer = action { gate.close() }
+        backend.suspend(self)
     }
 
     /// Cancels the task: it completes with a ``FerryError/Code/cancelled`` error.
@@ -184,34 +164,7 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
     }
 
     func cancel(produceResumeData: Bool) {
-        if let link = session.background, rejection == nil {
-            let proceed = locked.withLock { state -> Bool in
-                guard state.machine.state != .completed, !state.ended else { return false }
-                return true
-            }
-            guard proceed else { return }
-            // The daemon journals the completion; it arrives as an event. The error is known once the
-            // daemon has answered (with the resume data, when asked for).
-            link.cancel(self, produceResumeData: produceResumeData) { [self] resumeData in
-                // The completion event may have come first; it carries the same error.
-                guard !locked.withLock({ $0.ended }) else { return }
-                markEnded(error: FerryError(.cancelled, "the task was cancelled", resumeData: resumeData))
-            }
-            return
-        }
-        let (action, transfer) = locked.withLock { state in
-            (state.machine.cancel(produceResumeData: produceResumeData), state.transfer)
-        }
-        switch action {
-        case .cancelTransfer:
-            transfer?.cancel()
-            gate.open()
-        case .complete(let error):
-            // Never started: complete at once, without a transfer.
-            Task { await complete(error: error, result: nil, metrics: nil) }
-        default:
-            break
-        }
+        backend.cancel(self, produceResumeData: produceResumeData)
     }
 
     /// Returns when the task has completed and its completion has been delivered. Do not await it from
@@ -260,7 +213,7 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
         case handedOver(DownloadTask, Downloader.Result)
     }
 
-    private func run(context: TransferContext) async {
+    func run(context: TransferContext) async {
         var result: TransferResult?
         var failure: FerryError?
         do {

@@ -98,7 +98,8 @@ import Glibc
                         session,
                         server: server,
                         path: "/bytes/\(size)",
-                        sent: Int64(run) * 2_500_000
+                        sent: Int64(run) * 2_500_000,
+                        past: before
                     )
                     #expect(recorded > before, "run \(run) recorded no progress")
                     unrecorded += held - recorded

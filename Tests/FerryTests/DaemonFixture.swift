@@ -59,20 +59,26 @@ final class DaemonFixture: @unchecked Sendable {
 
     /// Creates a download in the daemon directly (as `ferry get --background` does).
     /// Waits until `server` has sent `sent` body bytes of `path` in all (the response is then held by a
-    /// `gate=` fault), gives a checkpoint whose sync was running a moment to land, SIGKILLs the daemon and
-    /// returns the bytes its store recorded for the session's first task: what the kill keeps.
+    /// `gate=` fault) and the store has recorded a checkpoint past `recorded` (a loaded machine may take
+    /// a while to write what arrived), gives a checkpoint whose sync was running a moment to land,
+    /// SIGKILLs the daemon and returns the bytes its store recorded for the session's first task: what
+    /// the kill keeps.
     func killWhileHeld(
         _ session: String,
         server: TestServer,
         path: String,
-        sent: Int64
+        sent: Int64,
+        past recorded: Int64 = 0
     ) async throws -> Int64 {
         try await eventually("the server sent \(sent) bytes of \(path)", within: 60) {
             server.counters.bodyBytesSent(path: path) >= sent
         }
+        let store = try FerryStore(path: client.paths.database)
+        try await eventually("a checkpoint past \(recorded) bytes", within: 30) {
+            ((try? store.tasks(session: session).first?.bytesReceived) ?? 0) > recorded
+        }
         try await Task.sleep(for: .milliseconds(300))
         try await stop(signal: SIGKILL)
-        let store = try FerryStore(path: client.paths.database)
         return try #require(try store.tasks(session: session).first).bytesReceived
     }
 
