@@ -18,50 +18,55 @@ struct ControlRoutes: Sendable {
     let configuration: DaemonConfiguration
     let logger: Logger
 
-    func router() -> Router<BasicRequestContext> {
-        let router = Router(context: BasicRequestContext.self)
+    /// The routes, on Hummingbird's codable plumbing: each handler decodes its body (``ControlBodyDecoder``),
+    /// asks the ``Scheduler`` or the store, and returns a value Hummingbird encodes; whatever it throws
+    /// becomes a ``ControlError`` answer.
+    func router() -> Router<ControlContext> {
+        let router = Router(context: ControlContext.self)
+        router.add(middleware: ControlErrorMiddleware(logger: logger))
         let v1 = router.group(RouterPath(ControlAPI.prefix))
         var routes = RouteTable(group: v1)
-        routes.on("daemon", .get) { _, _ in try await self.handle { try await self.status() } }
-        routes.on("tasks", .get) { _, _ in try await self.handle { try await self.allTasks() } }
-        routes.on("sessions/:session/attach", .post) { request, context in
-            do {
-                return try self.attach(request, context)
-            } catch {
-                return self.errorResponse(error)
-            }
-        }
-        routes.on("sessions/:session/tasks", .get) { _, context in
-            try await self.handle { try await self.tasks(try self.session(context)) }
-        }
+        routes.on("daemon", .get) { _, _ in try await self.status() }
+        routes.on("tasks", .get) { _, _ in try await self.allTasks() }
+        routes.on("sessions/:session/attach", .post) { request, context in try self.attach(request, context) }
+        routes.on("sessions/:session/tasks", .get) { _, context in try await self.tasks(try self.session(context)) }
         routes.on("sessions/:session/tasks", .post) { request, context in
-            try await self.handle(status: .created) { try await self.create(request, context) }
+            EditedResponse(status: .created, response: try await self.create(request, context))
         }
         routes.on("sessions/:session/tasks/batch", .post) { request, context in
-            try await self.handle(status: .created) { try await self.createBatch(request, context) }
+            EditedResponse(status: .created, response: try await self.createBatch(request, context))
         }
-        for action in ["resume", "suspend", "cancel"] {
-            routes.on("sessions/:session/tasks/:task/\(action)", .post) { request, context in
-                try await self.handle { try await self.act(action, request, context) }
-            }
+        routes.on("sessions/:session/tasks/:task/resume", .post) { request, context in
+            try await self.resume(request, context)
+        }
+        routes.on("sessions/:session/tasks/:task/suspend", .post) { _, context in try await self.suspend(context) }
+        routes.on("sessions/:session/tasks/:task/cancel", .post) { request, context in
+            try await self.cancel(request, context)
         }
         routes.on("sessions/:session/events", .get) { _, context in
-            try await self.handle { try self.pendingEvents(try self.session(context)) }
+            try self.pendingEvents(try self.session(context))
         }
         routes.on("sessions/:session/ack", .post) { request, context in
-            try await self.handleNoContent { try await self.acknowledge(request, context) }
+            try await self.acknowledge(request, context)
+            return HTTPResponse.Status.noContent
         }
         routes.on("sessions/:session/launch", .put) { request, context in
-            try await self.handleNoContent { try await self.registerLaunch(request, context) }
+            try await self.registerLaunch(request, context)
+            return HTTPResponse.Status.noContent
         }
         routes.on("sessions/:session/invalidate", .post) { request, context in
-            try await self.handleNoContent { try await self.invalidate(request, context) }
+            try await self.invalidate(request, context)
+            return HTTPResponse.Status.noContent
         }
         routes.refuseOtherMethods { allowed in
             var headers = HTTPFields()
             headers[.allow] = allowed.map(\.rawValue).joined(separator: ", ")
-            return self.errorResponse(
-                MethodNotAllowed(message: "this route answers \(allowed.map(\.rawValue).joined(separator: " and ")) only"),
+            return ControlError(
+                .methodNotAllowed,
+                FerryError(
+                    .invalidOperation,
+                    "this route answers \(allowed.map(\.rawValue).joined(separator: " and ")) only"
+                ),
                 headers: headers
             )
         }
@@ -89,9 +94,9 @@ struct ControlRoutes: Sendable {
         await scheduler.withLiveProgress(try store.tasks(session: session).map(\.info))
     }
 
-    private func create(_ request: Request, _ context: BasicRequestContext) async throws -> BackgroundTaskInfo {
+    private func create(_ request: Request, _ context: ControlContext) async throws -> BackgroundTaskInfo {
         let session = try session(context)
-        let creation = try await decode(ControlAPI.TaskCreation.self, from: request)
+        let creation = try await request.decode(as: ControlAPI.TaskCreation.self, context: context)
         return try await scheduler.create(session: session, [try newTask(creation, in: session)])[0].info
     }
 
@@ -132,7 +137,7 @@ struct ControlRoutes: Sendable {
             guard let file = creation.uploadFile, !file.isEmpty else {
                 throw FerryError(.fileDoesNotExist, "a background upload needs uploadFile, the path of the file to send")
             }
-            try Conflict.onFailure { try Self.checkReadableFile(file) }
+            try ControlError.conflict { try Self.checkReadableFile(file) }
         case .download:
             guard creation.uploadFile == nil else {
                 throw FerryError(.invalidOperation, "a download has no upload file; use kind \"upload\"")
@@ -144,7 +149,7 @@ struct ControlRoutes: Sendable {
                         "the destination must be an absolute file path, not '\(destination)'"
                     )
                 }
-                try Conflict.onFailure { try Self.checkDestinationDirectory(destination) }
+                try ControlError.conflict { try Self.checkDestinationDirectory(destination) }
             }
             if let mode = creation.destinationMode, !(0...0o777).contains(mode) {
                 throw FerryError(.invalidOperation, "destinationMode holds permission bits, 0 to 0o777 (511)")
@@ -176,9 +181,9 @@ struct ControlRoutes: Sendable {
 
     /// `POST …/tasks/batch`: many tasks in one transaction (all or none), each checked as a single
     /// creation is.
-    private func createBatch(_ request: Request, _ context: BasicRequestContext) async throws -> [BackgroundTaskInfo] {
+    private func createBatch(_ request: Request, _ context: ControlContext) async throws -> [BackgroundTaskInfo] {
         let session = try session(context)
-        let batch = try await decode(ControlAPI.TaskBatch.self, from: request)
+        let batch = try await request.decode(as: ControlAPI.TaskBatch.self, context: context)
         guard !batch.tasks.isEmpty, batch.tasks.count <= ControlAPI.TaskBatch.maximumCount else {
             throw FerryError(
                 .invalidOperation,
@@ -189,8 +194,11 @@ struct ControlRoutes: Sendable {
         for (index, creation) in batch.tasks.enumerated() {
             do {
                 tasks.append(try newTask(creation, in: session))
-            } catch let conflict as Conflict {
-                throw Conflict(error: FerryError(conflict.error.code, "task \(index) of the batch: \(conflict.error.message)"))
+            } catch let refusal as ControlError {
+                throw ControlError(
+                    refusal.status,
+                    FerryError(refusal.error.code, "task \(index) of the batch: \(refusal.error.message)")
+                )
             } catch let error as FerryError {
                 throw FerryError(error.code, "task \(index) of the batch: \(error.message)")
             }
@@ -198,43 +206,51 @@ struct ControlRoutes: Sendable {
         return try await scheduler.create(session: session, tasks).map(\.info)
     }
 
-    private func act(_ action: String, _ request: Request, _ context: BasicRequestContext) async throws -> Data {
+    /// The task a route names.
+    private func task(_ context: ControlContext) throws -> StoredTask {
         let session = try session(context)
         guard let identifier = context.parameters.get("task", as: Int.self) else {
             throw FerryError(.invalidOperation, "the task identifier must be a whole number from 1 to 2^63-1")
         }
         guard let task = try? store.task(session: session, identifier: identifier) else {
-            throw NotFound("no task \(identifier) in session '\(session)'")
+            throw ControlError.notFound("no task \(identifier) in session '\(session)'")
         }
-        let encoder = JSONEncoder()
-        switch action {
-        case "resume":
-            let update = try await decodeIfPresent(ControlAPI.TaskUpdate.self, from: request)
-            if let priority = update?.priority, !(0...1).contains(priority) {
-                throw FerryError(.invalidOperation, "priority must be between 0 and 1")
-            }
-            return try encoder.encode(try await scheduler.resume(task.key, update: update).info)
-        case "suspend":
-            return try encoder.encode(try await scheduler.suspend(task.key).info)
-        default:
-            let cancellation =
-                try await decodeIfPresent(ControlAPI.Cancellation.self, from: request) ?? ControlAPI.Cancellation()
-            let (after, resumeData) = try await scheduler.cancel(
-                task.key,
-                produceResumeData: cancellation.produceResumeData,
-                reason: cancellation.reason
-            )
-            return try encoder.encode(ControlAPI.CancelResult(task: after.info, resumeData: resumeData))
+        return task
+    }
+
+    private func resume(_ request: Request, _ context: ControlContext) async throws -> BackgroundTaskInfo {
+        let task = try task(context)
+        let update = try await ControlBodyDecoder.decodeIfPresent(ControlAPI.TaskUpdate.self, from: request)
+        if let priority = update?.priority, !(0...1).contains(priority) {
+            throw FerryError(.invalidOperation, "priority must be between 0 and 1")
         }
+        return try await scheduler.resume(task.key, update: update).info
+    }
+
+    private func suspend(_ context: ControlContext) async throws -> BackgroundTaskInfo {
+        try await scheduler.suspend(try task(context).key).info
+    }
+
+    private func cancel(_ request: Request, _ context: ControlContext) async throws -> ControlAPI.CancelResult {
+        let task = try task(context)
+        let cancellation =
+            try await ControlBodyDecoder.decodeIfPresent(ControlAPI.Cancellation.self, from: request)
+            ?? ControlAPI.Cancellation()
+        let (after, resumeData) = try await scheduler.cancel(
+            task.key,
+            produceResumeData: cancellation.produceResumeData,
+            reason: cancellation.reason
+        )
+        return ControlAPI.CancelResult(task: after.info, resumeData: resumeData)
     }
 
     private func pendingEvents(_ session: String) throws -> [BackgroundEvent] {
         try store.events(session: session).map { try backgroundEvent($0) }
     }
 
-    private func acknowledge(_ request: Request, _ context: BasicRequestContext) async throws {
+    private func acknowledge(_ request: Request, _ context: ControlContext) async throws {
         let session = try session(context)
-        let acknowledgement = try await decode(ControlAPI.Acknowledgement.self, from: request)
+        let acknowledgement = try await request.decode(as: ControlAPI.Acknowledgement.self, context: context)
         guard acknowledgement.through >= 0 else {
             throw FerryError(.invalidOperation, "through is an event sequence number, 0 or more")
         }
@@ -246,9 +262,9 @@ struct ControlRoutes: Sendable {
         try store.acknowledge(session: session, through: acknowledgement.through)
     }
 
-    private func registerLaunch(_ request: Request, _ context: BasicRequestContext) async throws {
+    private func registerLaunch(_ request: Request, _ context: ControlContext) async throws {
         let session = try session(context)
-        let registration = try await decode(ControlAPI.LaunchRegistration.self, from: request)
+        let registration = try await request.decode(as: ControlAPI.LaunchRegistration.self, context: context)
         guard registration.command.unicodeScalars.contains(where: { (0x21...0x7E).contains($0.value) }),
             !registration.command.contains("\0")
         else {
@@ -261,9 +277,9 @@ struct ControlRoutes: Sendable {
         try store.setLaunchCommand(session: session, command: registration.command)
     }
 
-    private func invalidate(_ request: Request, _ context: BasicRequestContext) async throws {
+    private func invalidate(_ request: Request, _ context: ControlContext) async throws {
         let session = try session(context)
-        let invalidation = try await decode(ControlAPI.Invalidation.self, from: request)
+        let invalidation = try await request.decode(as: ControlAPI.Invalidation.self, context: context)
         guard invalidation.cancelTasks else { return }
         if let reason = invalidation.reason {
             // A force quit (S6.4 scenario 5): cancelled, no launch; the next attach hears of it.
@@ -278,7 +294,7 @@ struct ControlRoutes: Sendable {
 
     // MARK: Attach
 
-    private func attach(_ request: Request, _ context: BasicRequestContext) throws -> Response {
+    private func attach(_ request: Request, _ context: ControlContext) throws -> Response {
         let session = try session(context)
         let pid = request.uri.queryParameters.get("pid").flatMap { Int32($0) }
         try store.registerSession(session)
@@ -357,57 +373,11 @@ struct ControlRoutes: Sendable {
 
     // MARK: Plumbing
 
-    /// A 404 with a message.
-    struct NotFound: Error {
-        let message: String
-        init(_ message: String) { self.message = message }
-    }
-
-    private func session(_ context: BasicRequestContext) throws -> String {
+    private func session(_ context: ControlContext) throws -> String {
         let raw = context.parameters.get("session") ?? ""
         let session = raw.removingPercentEncoding ?? raw
         try ControlAPI.validateIdentifier(session)
         return session
-    }
-
-    private func decode<Value: Decodable>(_ type: Value.Type, from request: Request) async throws -> Value {
-        guard let value = try await decodeIfPresent(type, from: request) else {
-            throw FerryError(.invalidOperation, "the request needs a JSON body (\(Value.self))")
-        }
-        return value
-    }
-
-    private func decodeIfPresent<Value: Decodable>(_ type: Value.Type, from request: Request) async throws -> Value? {
-        var request = request
-        let buffer: ByteBuffer
-        do {
-            buffer = try await request.collectBody(upTo: ControlAPI.maximumBodySize)
-        } catch {
-            throw PayloadTooLarge()
-        }
-        guard buffer.readableBytes > 0 else { return nil }
-        do {
-            return try JSONDecoder().decode(Value.self, from: Data(buffer.readableBytesView))
-        } catch {
-            throw FerryError(.invalidOperation, "the JSON body is not a valid \(Value.self): \(Self.describe(error))")
-        }
-    }
-
-    struct PayloadTooLarge: Error {}
-
-    /// A well-formed request that the daemon's files contradict (a missing upload file, a destination
-    /// directory that does not exist or cannot be written): 409, with the reason.
-    struct Conflict: Error {
-        let error: FerryError
-
-        static func onFailure(_ check: () throws -> Void) throws {
-            do { try check() } catch let error as FerryError { throw Conflict(error: error) }
-        }
-    }
-
-    /// A method the route does not answer (405, with Allow).
-    struct MethodNotAllowed: Error {
-        let message: String
     }
 
     /// The daemon's files against an absolute destination path: its directory exists and can be written,
@@ -438,79 +408,5 @@ struct ControlRoutes: Sendable {
         guard FileManager.default.isReadableFile(atPath: path) else {
             throw FerryError(.noPermissionsToReadFile, "the daemon cannot read the upload file \(path)")
         }
-    }
-
-    private static func describe(_ error: any Error) -> String {
-        switch error {
-        case DecodingError.keyNotFound(let key, _): "the field '\(key.stringValue)' is missing"
-        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context),
-            DecodingError.dataCorrupted(let context):
-            context.codingPath.isEmpty
-                ? context.debugDescription
-                : "\(context.codingPath.map(\.stringValue).joined(separator: ".")): \(context.debugDescription)"
-        default: "\(error)"
-        }
-    }
-
-    /// Runs a handler and answers with its value as JSON, or with the error it threw.
-    private func handle<Value: Encodable & Sendable>(
-        status: HTTPResponse.Status = .ok,
-        _ body: () async throws -> Value
-    ) async throws -> Response {
-        do {
-            let value = try await body()
-            let data: Data
-            if let raw = value as? Data { data = raw } else { data = try JSONEncoder().encode(value) }
-            var headers = HTTPFields()
-            headers[.contentType] = "application/json"
-            return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
-        } catch {
-            return errorResponse(error)
-        }
-    }
-
-    /// Runs a handler and answers 204, or with the error it threw.
-    private func handleNoContent(_ body: () async throws -> Void) async throws -> Response {
-        do {
-            try await body()
-            return Response(status: .noContent)
-        } catch {
-            return errorResponse(error)
-        }
-    }
-
-    private func errorResponse(_ error: any Error, headers extra: HTTPFields = [:]) -> Response {
-        let (status, ferryError): (HTTPResponse.Status, FerryError)
-        switch error {
-        case let error as FerryError:
-            switch error.code {
-            case .backgroundSessionInUseByAnotherProcess: status = .conflict
-            case .cannotWriteToFile, .cannotCreateFile, .cannotMoveFile, .unknown: status = .internalServerError
-            default: status = .badRequest
-            }
-            ferryError = error
-        case let error as NotFound:
-            (status, ferryError) = (.notFound, FerryError(.invalidOperation, error.message))
-        case let conflict as Conflict:
-            (status, ferryError) = (.conflict, conflict.error)
-        case let error as MethodNotAllowed:
-            (status, ferryError) = (.methodNotAllowed, FerryError(.invalidOperation, error.message))
-        case is PayloadTooLarge:
-            (status, ferryError) = (
-                .contentTooLarge,
-                FerryError(.invalidOperation, "the request body is larger than \(ControlAPI.maximumBodySize) bytes")
-            )
-        case let error as FerryStoreError where error.isConflict:
-            (status, ferryError) = (.conflict, FerryError(.invalidOperation, error.message))
-        case let error as FerryStoreError:
-            (status, ferryError) = (.internalServerError, FerryError(.unknown, error.message))
-        default:
-            (status, ferryError) = (.internalServerError, FerryError(.unknown, "\(error)"))
-        }
-        if status == .internalServerError { logger.error("control API: \(ferryError)") }
-        var headers = extra
-        headers[.contentType] = "application/json"
-        let data = (try? JSONEncoder().encode(ControlAPI.ErrorBody(error: ferryError))) ?? Data()
-        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
     }
 }

@@ -81,6 +81,38 @@ import Testing
         }
     }
 
+    @Test func aChosenIdentifierIsKeptAndATakenOneIsAConflict() async throws {
+        try await withRoutes { fixture, client in
+            var creation = Self.creation(start: false)
+            creation.taskIdentifier = 28_000_000_000
+            let made = try await client.execute(uri: Self.tasks, method: .post, body: try Self.json(creation))
+            #expect(made.status == .created)
+            #expect(try JSONDecoder().decode(BackgroundTaskInfo.self, from: Data(buffer: made.body)).taskIdentifier == 28_000_000_000)
+            let again = try await client.execute(uri: Self.tasks, method: .post, body: try Self.json(creation))
+            #expect(again.status == .conflict)
+            let error = try JSONDecoder().decode(ControlAPI.ErrorBody.self, from: Data(buffer: again.body))
+            #expect(error.error.message.contains("has a task 28000000000 already"))
+            // The session's own numbering continues past it.
+            let next = try await client.execute(uri: Self.tasks, method: .post, body: try Self.json(Self.creation(start: false)))
+            #expect(try JSONDecoder().decode(BackgroundTaskInfo.self, from: Data(buffer: next.body)).taskIdentifier == 28_000_000_001)
+            creation.taskIdentifier = 0
+            let zero = try await client.execute(uri: Self.tasks, method: .post, body: try Self.json(creation))
+            #expect(zero.status == .badRequest)
+            #expect(try fixture.store.tasks(session: "s").count == 2)
+        }
+    }
+
+    @Test func aBodyOverTheLimitIsA413() async throws {
+        try await withRoutes { fixture, client in
+            let huge = ByteBuffer(repeating: UInt8(ascii: " "), count: ControlAPI.maximumBodySize + 1)
+            let answer = try await client.execute(uri: Self.tasks, method: .post, body: huge)
+            #expect(answer.status == .contentTooLarge)
+            let error = try JSONDecoder().decode(ControlAPI.ErrorBody.self, from: Data(buffer: answer.body))
+            #expect(error.error.message.contains("larger than"))
+            #expect(try fixture.store.sessions().isEmpty)
+        }
+    }
+
     @Test func cancelAnswersWithTheCompletedTask() async throws {
         try await withRoutes { fixture, client in
             let created = try await client.execute(uri: Self.tasks, method: .post, body: try Self.json(Self.creation(start: true)))
