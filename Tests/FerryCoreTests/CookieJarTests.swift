@@ -1,0 +1,103 @@
+import FerryCore
+import Foundation
+import Testing
+
+@Suite struct CookieJarTests {
+    let now = Date(timeIntervalSince1970: 1_800_000_000)
+    let suffixes = PublicSuffixList("com\nco.uk\n*.ck\n!www.ck\ngithub.io")
+
+    func url(_ text: String) -> URL { URL(string: text)! }
+
+    @Test func hostOnlyAndDomainCookiesReachWhatTheyShould() {
+        var jar = CookieJar(publicSuffixes: suffixes)
+        jar.receive("a=1", from: url("http://www.example.com/x/y"), now: now)
+        jar.receive("b=2; Domain=example.com; Path=/", from: url("http://www.example.com/"), now: now)
+        #expect(jar.cookieHeader(for: url("http://www.example.com/x/z"), now: now) == "a=1; b=2")
+        #expect(jar.cookieHeader(for: url("http://api.example.com/x/z"), now: now) == "b=2", "a is host-only")
+        #expect(jar.cookieHeader(for: url("http://www.example.com/other"), now: now) == "b=2", "a's default path is /x")
+        #expect(jar.cookieHeader(for: url("http://example.org/"), now: now) == nil)
+    }
+
+    @Test func publicSuffixesAreRefusedExceptForTheirOwnHost() {
+        var jar = CookieJar(publicSuffixes: suffixes)
+        #expect(jar.receive("a=1; Domain=com", from: url("http://example.com/"), now: now) == nil)
+        #expect(jar.receive("a=1; Domain=co.uk", from: url("http://shop.co.uk/"), now: now) == nil)
+        #expect(jar.receive("a=1; Domain=anything.ck", from: url("http://x.anything.ck/"), now: now) == nil, "*.ck")
+        #expect(jar.receive("a=1; Domain=www.ck", from: url("http://a.www.ck/"), now: now) != nil, "!www.ck")
+        let own = jar.receive("b=2; Domain=github.io", from: url("http://github.io/"), now: now)
+        #expect(own?.isHostOnly == true)
+        #expect(jar.receive("c=3; Domain=other.com", from: url("http://example.com/"), now: now) == nil)
+        #expect(PublicSuffixList.fallback.isPublicSuffix("org"), "single labels are suffixes")
+    }
+
+    @Test func secureHttpOnlyAndPrefixes() {
+        var jar = CookieJar(publicSuffixes: suffixes)
+        #expect(jar.receive("s=1; Secure", from: url("http://example.com/"), now: now) == nil, "Secure needs https")
+        #expect(jar.receive("s=1; Secure", from: url("https://example.com/"), now: now) != nil)
+        #expect(jar.receive("s=2", from: url("http://example.com/"), now: now) == nil, "http cannot replace a secure cookie")
+        #expect(jar.cookieHeader(for: url("http://example.com/"), now: now) == nil)
+        #expect(jar.cookieHeader(for: url("https://example.com/"), now: now) == "s=1")
+        #expect(jar.receive("h=1; HttpOnly", from: url("https://example.com/"), now: now, fromHTTP: false) == nil)
+        jar.receive("h=1; HttpOnly", from: url("https://example.com/"), now: now)
+        #expect(jar.cookies(for: url("https://example.com/"), now: now, forHTTP: false).map(\.name) == ["s"])
+        #expect(jar.receive("__Secure-a=1", from: url("https://example.com/"), now: now) == nil)
+        #expect(jar.receive("__Host-a=1; Secure; Domain=example.com", from: url("https://example.com/"), now: now) == nil)
+        #expect(jar.receive("__Host-a=1; Secure; Path=/", from: url("https://example.com/x"), now: now) != nil)
+    }
+
+    @Test func lifetimes() {
+        var jar = CookieJar(publicSuffixes: suffixes)
+        let site = url("http://example.com/")
+        let both = jar.receive("a=1; Expires=Wed, 01 Jan 2100 00:00:00 GMT; Max-Age=60", from: site, now: now)
+        #expect(both?.expires == now.addingTimeInterval(60), "Max-Age wins over Expires")
+        let capped = jar.receive("b=1; Max-Age=999999999", from: site, now: now)
+        #expect(capped?.expires == now.addingTimeInterval(CookieJar.maximumLifetime), "400 days at most")
+        #expect(jar.receive("c=1", from: site, now: now)?.isSessionOnly == true)
+        #expect(jar.cookieHeader(for: site, now: now.addingTimeInterval(61)) == "b=1; c=1")
+        jar.receive("b=gone; Max-Age=0", from: site, now: now)
+        #expect(jar.cookieHeader(for: site, now: now) == "a=1; c=1", "Max-Age=0 removes it")
+        jar.removeExpired(now: now, endingSession: true)
+        #expect(jar.all.map(\.name) == ["a"])
+    }
+
+    @Test func acceptPoliciesAndLimits() {
+        var never = CookieJar(acceptPolicy: .never, publicSuffixes: suffixes)
+        #expect(never.receive("a=1", from: url("http://example.com/"), now: now) == nil)
+        var main = CookieJar(acceptPolicy: .onlyFromMainDocumentDomain, publicSuffixes: suffixes)
+        let document = url("http://example.com/")
+        #expect(main.receive("a=1", from: url("http://ads.tracker.com/"), now: now, mainDocument: document) == nil)
+        #expect(main.receive("a=1", from: url("http://cdn.example.com/"), now: now, mainDocument: document) != nil)
+
+        var jar = CookieJar(publicSuffixes: suffixes)
+        for index in 0..<(CookieJar.maximumPerDomain + 5) {
+            jar.receive("c\(index)=v", from: url("http://example.com/"), now: now.addingTimeInterval(Double(index)))
+        }
+        #expect(jar.all.count == CookieJar.maximumPerDomain)
+        #expect(!jar.all.contains { $0.name == "c0" }, "the least recently used went first")
+        #expect(jar.all.contains { $0.name == "c\(CookieJar.maximumPerDomain + 4)" })
+    }
+
+    @Test func replacingKeepsTheFirstCreationAndOrder() {
+        var jar = CookieJar(publicSuffixes: suffixes)
+        let site = url("http://example.com/")
+        jar.receive("a=1", from: site, now: now)
+        jar.receive("b=1", from: site, now: now)
+        jar.receive("a=2", from: site, now: now.addingTimeInterval(5))
+        #expect(jar.cookieHeader(for: site, now: now) == "a=2; b=1")
+        #expect(jar.all.first?.created == now)
+    }
+
+    @Test func setCookieParsingIgnoresWhatItMust() {
+        #expect(SetCookie("a=b\u{01}c") == nil)
+        #expect(SetCookie("novalue") == nil)
+        #expect(SetCookie("=v") == nil)
+        #expect(SetCookie(String(repeating: "x", count: 4097) + "=") == nil)
+        let parsed = SetCookie(" a = b ; Path=/x; Secure;;Domain = .E.com ")
+        #expect(parsed?.name == "a")
+        #expect(parsed?.value == "b")
+        #expect(parsed?.attributes.map(\.name) == ["Path", "Secure", "", "Domain"])
+        #expect(CookieDate.parse("Feb 30 2020 00:00:00") == nil)
+        #expect(CookieDate.parse("1 Jan 1600 00:00:00") == nil)
+        #expect(CookieDate.parse("01 Jan 70 00:00:00").map { Int($0.timeIntervalSince1970) } == 0)
+    }
+}
