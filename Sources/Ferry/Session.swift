@@ -75,7 +75,8 @@ public final class Session: Sendable {
         self.configurationError = Self.check(configuration)
         self.transport = SessionTransport(
             transport,
-            maximumConnectionsPerHost: configuration.httpMaximumConnectionsPerHost
+            maximumConnectionsPerHost: configuration.httpMaximumConnectionsPerHost,
+            cookies: Self.cookieStore(for: configuration)
         )
         self.locked = Mutex(State(delegate: delegate))
         self.downloadDirectory = Self.makeDownloadDirectory()
@@ -125,7 +126,11 @@ public final class Session: Sendable {
         }
         self.background = link
         self.configurationError = configurationError
-        self.transport = SessionTransport(base, maximumConnectionsPerHost: configuration.httpMaximumConnectionsPerHost)
+        self.transport = SessionTransport(
+            base,
+            maximumConnectionsPerHost: configuration.httpMaximumConnectionsPerHost,
+            cookies: Self.cookieStore(for: configuration)
+        )
         self.locked = Mutex(State(delegate: delegate))
         self.downloadDirectory = Self.makeDownloadDirectory()
         trust.attach(self)
@@ -156,6 +161,23 @@ public final class Session: Sendable {
     }
 
     /// The delegate, until the session is invalid.
+    /// The cookies this session sends and keeps (HTTPCookieStorage's role): ``CookieStore/shared`` for
+    /// default sessions, a store of its own for ephemeral ones; nil when it uses none
+    /// (`httpShouldSetCookies` false, `httpCookieStorage` `.none`). Background sessions have none yet:
+    /// ferryd does not apply cookies (docs/CONFIGURATION.md).
+    public var cookies: CookieStore? { transport.cookies }
+
+    /// The store a session with `configuration` uses.
+    private static func cookieStore(for configuration: SessionConfiguration) -> CookieStore? {
+        guard configuration.httpShouldSetCookies, configuration.identifier == nil else { return nil }
+        switch configuration.httpCookieStorage {
+        case .shared: return CookieStore.shared
+        case .sessionPrivate:
+            return CookieStore(acceptPolicy: CookieJar.AcceptPolicy(rawValue: configuration.httpCookieAcceptPolicy.rawValue) ?? .always)
+        case .none: return nil
+        }
+    }
+
     public var delegate: (any SessionDelegate)? { locked.withLock { $0.delegate } }
 
     /// A description for your own use.

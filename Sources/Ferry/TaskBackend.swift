@@ -21,7 +21,10 @@ struct InProcessBackend: TaskBackend {
             let action = state.machine.resume()
             if case .startTransfer = action {
                 state.startDate = Date()
-                let context = TransferContext(priority: state.priority)
+                let context = TransferContext(
+                    priority: state.priority,
+                    handlesCookies: task.originalRequest?.httpShouldHandleCookies ?? true
+                )
                 state.transfer = Task {
                     await TransferContext.$current.withValue(context) { await task.run(context: context) }
                 }

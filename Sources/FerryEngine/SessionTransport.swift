@@ -5,17 +5,23 @@ import Synchronization
 
 /// The transport a session uses: another transport behind a hard per-origin limit
 /// (HTTPMaximumConnectionsPerHost, taken in priority order), recording each exchange into the
-/// ``TransferContext`` of the task that sends it (metrics).
+/// ``TransferContext`` of the task that sends it (metrics), and applying the session's ``CookieStore``
+/// to every exchange — so each hop of a redirect sends the cookies for its URL and keeps those it
+/// is given.
 ///
 /// Counting happens inside the body sequences the engine already iterates: no extra task or hop per chunk.
 public final class SessionTransport: HTTPTransport {
     private let base: any HTTPTransport
     private let limiter: HostConnectionLimiter
+    /// The session's cookies; nil: none sent or kept.
+    public let cookies: CookieStore?
 
-    /// Wraps `base`, allowing `maximumConnectionsPerHost` exchanges per origin at once.
-    public init(_ base: any HTTPTransport, maximumConnectionsPerHost: Int) {
+    /// Wraps `base`, allowing `maximumConnectionsPerHost` exchanges per origin at once, with `cookies`
+    /// (nil: none).
+    public init(_ base: any HTTPTransport, maximumConnectionsPerHost: Int, cookies: CookieStore? = nil) {
         self.base = base
         self.limiter = HostConnectionLimiter(limit: maximumConnectionsPerHost)
+        self.cookies = cookies
     }
 
     /// Exchanges in progress for the origin of `url` (scheme, host and port).
@@ -25,6 +31,12 @@ public final class SessionTransport: HTTPTransport {
 
     public func send(_ request: TransportRequest, deadline: NIODeadline) async throws -> TransportResponse {
         let context = TransferContext.current
+        let cookies = context?.handlesCookies == false ? nil : self.cookies
+        var request = request
+        // A Cookie header the caller set stays as it is; otherwise the store's for this URL.
+        if let cookies, request.headers["cookie"] == nil, let header = cookies.cookieHeader(for: request.url) {
+            request.headers.add(name: "Cookie", value: header)
+        }
         var sent = Request(url: request.url)
         sent.method = request.method
         sent.headers = request.headers
@@ -51,6 +63,7 @@ public final class SessionTransport: HTTPTransport {
             permit.release()
             throw error
         }
+        cookies?.receive(response.headers, from: request.url)
         let head = Response(url: request.url, statusCode: response.status, headers: response.headers)
         if let context, let index {
             context.update(index) { metrics in

@@ -12,11 +12,15 @@ public final class TransferContext: Sendable {
 
     /// The task's priority, 0...1 (URLSessionTask.priority); higher gets a connection slot first.
     public let priority: Float
+    /// Whether the session's cookies go with the task's requests and its responses' cookies are kept
+    /// (``Request/httpShouldHandleCookies``).
+    public let handlesCookies: Bool
     private let transactions = Mutex<[TransactionMetrics]>([])
 
     /// A context for a task with `priority`.
-    public init(priority: Float = 0.5) {
+    public init(priority: Float = 0.5, handlesCookies: Bool = true) {
         self.priority = priority
+        self.handlesCookies = handlesCookies
     }
 
     /// The transactions so far, in the order their requests were sent.

@@ -1,0 +1,80 @@
+import Ferry
+import FerryTestServer
+import Foundation
+import Synchronization
+import Testing
+
+/// Cookies in in-process sessions: every hop of a redirect sends and keeps them (issue 17's login flow).
+/// Ephemeral sessions throughout: the default sessions of this test process share one store.
+@Suite struct SessionCookieTests {
+    struct Echo: Decodable {
+        var cookies: [String: String]
+    }
+
+    func sent(_ session: Session, _ url: String, handling: Bool = true) async throws -> [String: String] {
+        var request = request(url)
+        request.httpShouldHandleCookies = handling
+        let (data, _) = try await session.data(for: request)
+        return try JSONDecoder().decode(Echo.self, from: data).cookies
+    }
+
+    @Test func aLoginFlowGetsThroughItsRedirect() async throws {
+        try await withSession(.ephemeral) { server, session in
+            // Set-Cookie on the redirect, then the page that needs it: the cookie goes with the next hop.
+            let login = server.url("/redirect/1?to=/cookies&set_cookie=session%3Dabc%3B%20Path%3D%2F")
+            let v1 = try await sent(session, login)
+            #expect(v1 == ["session": "abc"])
+            let v2 = try await sent(session, server.url("/cookies"))
+            #expect(v2 == ["session": "abc"])
+            #expect(session.cookies?.cookies.map(\.name) == ["session"])
+        }
+    }
+
+    @Test func cookiesAreSetDeletedAndKeptPerSession() async throws {
+        try await withSession(.ephemeral) { server, session in
+            let changes = Counter()
+            _ = session.cookies?.addObserver { changes.add() }
+            _ = try await session.data(for: request(server.url("/cookies/set?a=1&b=2")))
+            let v3 = try await sent(session, server.url("/cookies"))
+            #expect(v3 == ["a": "1", "b": "2"])
+            _ = try await session.data(for: request(server.url("/cookies/delete?a")))
+            let v4 = try await sent(session, server.url("/cookies"))
+            #expect(v4 == ["b": "2"])
+            #expect(changes.value == 2)
+
+            // Another ephemeral session has a store of its own.
+            let other = try makeSession(.ephemeral, trusting: server)
+            defer { other.invalidateAndCancel() }
+            let v5 = try await sent(other, server.url("/cookies"))
+            #expect(v5 == [:])
+        }
+    }
+
+    @Test func cookiesCanBeTurnedOffPerSessionAndPerRequest() async throws {
+        var off = SessionConfiguration.ephemeral
+        off.httpShouldSetCookies = false
+        try await withSession(off) { server, session in
+            #expect(session.cookies == nil)
+            _ = try await session.data(for: request(server.url("/cookies/set?a=1")))
+            let v6 = try await sent(session, server.url("/cookies"))
+            #expect(v6 == [:])
+        }
+        try await withSession(.ephemeral) { server, session in
+            _ = try await session.data(for: request(server.url("/cookies/set?a=1")))
+            let v7 = try await sent(session, server.url("/cookies"), handling: false)
+            #expect(v7 == [:])
+            // A Cookie header the request sets is sent as it is.
+            var own = request(server.url("/cookies"))
+            own.headers["Cookie"] = "mine=1"
+            let (data, _) = try await session.data(for: own)
+            let echoed = try JSONDecoder().decode(Echo.self, from: data).cookies
+            #expect(echoed == ["mine": "1"])
+        }
+    }
+
+    final class Counter: Sendable {
+        private let count = Mutex(0)
+        func add() { count.withLock { $0 += 1 } }
+        var value: Int { count.withLock { $0 } }
+    }
+}
