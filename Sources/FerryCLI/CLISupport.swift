@@ -35,9 +35,17 @@ public enum CLI {
         return url
     }
 
-    /// Header fields from `-H 'Name: value'` arguments; CR, LF and NUL are refused.
+    /// What `ferry` sends unless `-H` says otherwise: `User-Agent: ferry/VERSION` and `Accept: */*`.
+    public static let defaultHeaders: [(name: String, value: String)] = [
+        ("User-Agent", "ferry/\(FerryVersion.current)"), ("Accept", "*/*"),
+    ]
+
+    /// Header fields from `-H 'Name: value'` arguments, then ``defaultHeaders`` for the names they do not
+    /// give. As with curl, `-H 'Name:'` (nothing after the colon) sends no such field, a default
+    /// included. CR, LF and NUL are refused.
     public static func headers(_ lines: [String]) throws -> Headers {
         var headers = Headers()
+        var named = Set<String>()
         for line in lines {
             guard let colon = line.firstIndex(of: ":") else {
                 throw CLIFailure("a header must look like 'Name: value', not '\(line)'", status: .usage)
@@ -49,7 +57,11 @@ public enum CLI {
             } catch let error as FerryError {
                 throw CLIFailure(error)
             }
-            headers.add(name: name, value: value)
+            named.insert(name.lowercased())
+            if !value.isEmpty { headers.add(name: name, value: value) }
+        }
+        for field in defaultHeaders where !named.contains(field.name.lowercased()) {
+            headers.add(name: field.name, value: field.value)
         }
         return headers
     }

@@ -253,13 +253,27 @@ public struct SessionConfiguration: Sendable, Hashable, Codable {
     }
 
     /// The headers of `request` completed with ``httpAdditionalHeaders`` where the request lacks a field
-    /// of the same name (the request's own fields win).
+    /// of the same name (the request's own fields win), then with ``defaultHeaders`` where neither has
+    /// one (some servers refuse a request without a User-Agent).
     public func applyingAdditionalHeaders(to request: Request) -> Request {
         var request = request
-        let present = Set(request.headers.fields.map { $0.name.lowercased() })
+        var present = Set(request.headers.fields.map { $0.name.lowercased() })
         for field in httpAdditionalHeaders where !present.contains(field.name.lowercased()) {
+            request.headers.add(name: field.name, value: field.value)
+        }
+        present.formUnion(httpAdditionalHeaders.fields.map { $0.name.lowercased() })
+        for field in Self.defaultHeaders where !present.contains(field.name.lowercased()) {
             request.headers.add(name: field.name, value: field.value)
         }
         return request
     }
+
+    /// What the library sends when neither the request nor ``httpAdditionalHeaders`` says otherwise:
+    /// `User-Agent: Ferry/VERSION` and `Accept: */*`.
+    public static let defaultHeaders: Headers = {
+        var headers = Headers()
+        headers.add(name: "User-Agent", value: "Ferry/\(FerryVersion.current)")
+        headers.add(name: "Accept", value: "*/*")
+        return headers
+    }()
 }

@@ -42,6 +42,28 @@ import Glibc
         }
     }
 
+    @Test func getSaysWhoItIsAndCurlsEmptyHeaderRemovesIt() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let cli = CLIRunner(directory: directory)
+            func sent(_ extra: [String]) async throws -> [String: String] {
+                let run = try await cli.run(["get", server.url("/echo"), "-o", "echo.json"] + extra)
+                #expect(run.status == 0, "\(run.stderr)")
+                let echo = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory + "/echo.json")))
+                let fields = ((echo as? [String: Any])?["headers"] as? [[String]]) ?? []
+                return Dictionary(fields.map { ($0[0].lowercased(), $0[1]) }, uniquingKeysWith: { first, _ in first })
+            }
+            let plain = try await sent([])
+            #expect(plain["user-agent"] == "ferry/\(FerryVersion.current)")
+            #expect(plain["accept"] == "*/*")
+            let own = try await sent(["-H", "User-Agent: script/1"])
+            #expect(own["user-agent"] == "script/1")
+            let none = try await sent(["-H", "User-Agent:"])
+            #expect(none["user-agent"] == nil)
+        }
+    }
+
     @Test func putSendsTheFile() async throws {
         try await TestServer.withServer { server in
             let directory = try makeDirectory()

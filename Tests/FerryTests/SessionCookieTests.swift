@@ -78,3 +78,32 @@ import Testing
         var value: Int { count.withLock { $0 } }
     }
 }
+
+/// What servers expect (issue 17): a User-Agent and an Accept, overridable.
+@Suite struct DefaultHeaderTests {
+    struct Echo: Decodable {
+        var headers: [[String]]
+        func value(_ name: String) -> String? {
+            headers.first { $0.first?.lowercased() == name.lowercased() }?.last
+        }
+    }
+
+    @Test func theLibrarySaysWhoItIsUnlessToldOtherwise() async throws {
+        var configured = SessionConfiguration.ephemeral
+        configured.httpAdditionalHeaders["User-Agent"] = "app/2"
+        try await withSession(.ephemeral) { server, session in
+            let (data, _) = try await session.data(for: request(server.url("/echo")))
+            let echo = try JSONDecoder().decode(Echo.self, from: data)
+            #expect(echo.value("user-agent") == "Ferry/\(FerryVersion.current)")
+            #expect(echo.value("accept") == "*/*")
+            var own = request(server.url("/echo"))
+            own.headers["Accept"] = "application/json"
+            let (mine, _) = try await session.data(for: own)
+            #expect(try JSONDecoder().decode(Echo.self, from: mine).value("accept") == "application/json")
+        }
+        try await withSession(configured) { server, session in
+            let (data, _) = try await session.data(for: request(server.url("/echo")))
+            #expect(try JSONDecoder().decode(Echo.self, from: data).value("user-agent") == "app/2")
+        }
+    }
+}
