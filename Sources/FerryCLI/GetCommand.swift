@@ -110,6 +110,9 @@ struct GetCommand: AsyncParsableCommand {
                 throw ValidationError("ferryd retries network errors itself; --retry is for foreground downloads")
             }
             if transfer.limitRate != nil { throw ValidationError("--limit-rate is for foreground downloads") }
+            if transfer.cookie != nil || transfer.cookieJar != nil {
+                throw ValidationError("-b and -c are for foreground downloads: ferryd does not keep cookies yet")
+            }
             if transfer.verbose {
                 throw ValidationError("-v is for foreground downloads; follow a background one with ferry watch")
             }
@@ -120,7 +123,8 @@ struct GetCommand: AsyncParsableCommand {
 
     func run() async throws {
         let parsed = try urls.map(CLI.url)
-        let headers = try CLI.headers(transfer.headers)
+        var headers = try CLI.headers(transfer.headers)
+        if let data = transfer.cookieData, headers["cookie"] == nil { headers.add(name: "Cookie", value: data) }
         if background {
             try await submit(parsed, headers: headers)
         } else {
@@ -163,7 +167,9 @@ struct GetCommand: AsyncParsableCommand {
                 if urls.count > 1 { Console.errorLine(failure.message) }
             }
         }
+        let saved = Result { try transfer.saveCookies(transport) }
         try? await transport.shutdown()
+        try saved.get()
         if outputOptions.json {
             CLI.printJSON(reports)
         } else if !transfer.quiet {

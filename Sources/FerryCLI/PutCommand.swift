@@ -72,11 +72,15 @@ struct PutCommand: AsyncParsableCommand {
         if background, transfer.verbose {
             throw ValidationError("-v is for foreground uploads; follow a background one with ferry watch")
         }
+        if background, transfer.cookie != nil || transfer.cookieJar != nil {
+            throw ValidationError("-b and -c are for foreground uploads: ferryd does not keep cookies yet")
+        }
     }
 
     func run() async throws {
         let url = try CLI.url(arguments.last!)
-        let headers = try CLI.headers(transfer.headers)
+        var headers = try CLI.headers(transfer.headers)
+        if let data = transfer.cookieData, headers["cookie"] == nil { headers.add(name: "Cookie", value: data) }
         let verb = (method ?? (form.isEmpty ? "PUT" : "POST")).uppercased()
         if background {
             try await submit(url: url, headers: headers, method: verb)
@@ -99,7 +103,9 @@ struct PutCommand: AsyncParsableCommand {
         } catch {
             outcome = .failure(error)
         }
+        let saved = Result { try transfer.saveCookies(transport) }
         try? await transport.shutdown()
+        try saved.get()
         let (report, body) = try outcome.get()
         if outputOptions.json {
             CLI.printJSON(report)

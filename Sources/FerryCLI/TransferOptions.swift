@@ -95,6 +95,24 @@ struct TransferOptions: ParsableArguments {
     )
     var noProxy: String?
 
+    @Option(
+        name: [.customShort("b"), .customLong("cookie")],
+        help: ArgumentHelp(
+            "Cookies to send: 'name=value; name2=value2', or a cookie file (Netscape format, as curl -c and wget write) whose cookies go where they match. Either way, cookies the server sets are sent on its redirects.",
+            valueName: "data|file"
+        )
+    )
+    var cookie: String?
+
+    @Option(
+        name: [.customShort("c"), .customLong("cookie-jar")],
+        help: ArgumentHelp(
+            "Write every cookie to this file when done (Netscape format, as curl -b and wget --load-cookies read).",
+            valueName: "file"
+        )
+    )
+    var cookieJar: String?
+
     @Flag(
         name: [.customShort("v"), .customLong("verbose")],
         help: "Show connections, TLS, and request and response heads on stderr."
@@ -206,7 +224,7 @@ struct TransferOptions: ParsableArguments {
     }
 
     /// A transport for this command's transfers, allowing `connectionsPerHost` connections to one
-    /// origin at once.
+    /// origin at once, with a cookie store when `-b FILE` or `-c` asks for one.
     func makeTransport(connectionsPerHost: Int = 6) throws -> SessionTransport {
         var options = try transportOptions()
         options.maximumConnectionsPerHost = connectionsPerHost
@@ -214,10 +232,46 @@ struct TransferOptions: ParsableArguments {
             let standard: any HTTPTransport = try StandardTransport(options: options)
             return SessionTransport(
                 verbose ? VerboseTransport(standard) : standard,
-                maximumConnectionsPerHost: connectionsPerHost
+                maximumConnectionsPerHost: connectionsPerHost,
+                cookies: try cookieStore()
             )
         } catch let error as FerryError {
             throw CLIFailure(error)
+        }
+    }
+
+    /// `-b`'s value when it is cookie data (it holds `=`), as curl tells data from a file name.
+    var cookieData: String? {
+        guard let cookie, cookie.contains("=") else { return nil }
+        return cookie
+    }
+
+    /// The cookie store `-b FILE` or `-c` asks for (`-b ""` turns cookies on with none), loaded with the
+    /// file's cookies; nil without either.
+    func cookieStore() throws -> CookieStore? {
+        let file = cookieData == nil ? cookie : nil
+        guard file != nil || cookieJar != nil else { return nil }
+        let store = CookieStore()
+        if let file, !file.isEmpty {
+            let text: String
+            do {
+                text = try String(contentsOfFile: CLI.absolute(file), encoding: .utf8)
+            } catch {
+                throw CLIFailure("cannot read the cookie file \(file): \(error.localizedDescription)", status: .localFile)
+            }
+            for cookie in NetscapeCookieFile.parse(text, now: Date()) { store.setCookie(cookie) }
+        }
+        return store
+    }
+
+    /// Writes the store's cookies to `-c`'s file, if asked (session cookies included, as curl does).
+    func saveCookies(_ transport: SessionTransport) throws {
+        guard let cookieJar, let store = transport.cookies else { return }
+        let path = CLI.absolute(cookieJar)
+        do {
+            try NetscapeCookieFile.serialize(store.cookies).write(toFile: path, atomically: true, encoding: .utf8)
+        } catch {
+            throw CLIFailure("cannot write the cookie jar \(cookieJar): \(error.localizedDescription)", status: .localFile)
         }
     }
 

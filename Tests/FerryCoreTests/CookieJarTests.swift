@@ -101,3 +101,30 @@ import Testing
         #expect(CookieDate.parse("01 Jan 70 00:00:00").map { Int($0.timeIntervalSince1970) } == 0)
     }
 }
+
+@Suite struct NetscapeCookieFileTests {
+    let now = Date(timeIntervalSince1970: 1_800_000_000)
+
+    @Test func curlsFormatRoundTrips() {
+        let text = """
+            # Netscape HTTP Cookie File
+            # https://curl.se/docs/http-cookies.html
+
+            .example.com\tTRUE\t/\tFALSE\t1900000000\tdomain\td
+            www.example.com\tFALSE\t/x\tTRUE\t0\tsession\ts
+            #HttpOnly_www.example.com\tFALSE\t/\tFALSE\t0\thidden\th
+            old.example.com\tFALSE\t/\tFALSE\t1000\texpired\te
+            not a cookie line
+            """
+        let cookies = NetscapeCookieFile.parse(text, now: now)
+        #expect(cookies.map(\.name) == ["domain", "session", "hidden"])
+        #expect(cookies[0].isHostOnly == false && cookies[0].domain == "example.com")
+        #expect(cookies[0].expires == Date(timeIntervalSince1970: 1_900_000_000))
+        #expect(cookies[1].isSecure && cookies[1].isSessionOnly && cookies[1].path == "/x")
+        #expect(cookies[2].isHTTPOnly)
+        let again = NetscapeCookieFile.parse(NetscapeCookieFile.serialize(cookies), now: now)
+        #expect(again.map { [$0.name, $0.value, $0.domain, $0.path] } == cookies.map { [$0.name, $0.value, $0.domain, $0.path] })
+        #expect(again.map(\.isHostOnly) == cookies.map(\.isHostOnly))
+        #expect(again.map(\.isHTTPOnly) == cookies.map(\.isHTTPOnly))
+    }
+}

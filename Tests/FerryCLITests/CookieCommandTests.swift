@@ -1,0 +1,76 @@
+import FerryCore
+import FerryTestServer
+import Foundation
+import Testing
+
+/// `-b` and `-c`, and cookie files that the real curl reads and writes (.ci/run installs curl).
+@Suite struct CookieCommandTests {
+    static let curl: String? = ["/usr/bin/curl", "/usr/local/bin/curl"].first { FileManager.default.isExecutableFile(atPath: $0) }
+
+    /// The cookies `/cookies` echoed into `file`.
+    func echoed(_ file: String) throws -> [String: String] {
+        let json = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: file))) as? [String: Any]
+        return json?["cookies"] as? [String: String] ?? [:]
+    }
+
+    func runCurl(_ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try #require(Self.curl))
+        process.arguments = ["-s"] + arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    @Test func dataAndTheLoginRedirect() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let cli = CLIRunner(directory: directory)
+            let literal = try await cli.run(["get", "-b", "x=9; y=8", server.url("/cookies"), "-o", "a.json"])
+            #expect(literal.status == 0, "\(literal.stderr)")
+            #expect(try echoed(directory + "/a.json") == ["x": "9", "y": "8"])
+            // -b "" turns cookies on: the one set on the redirect goes to the page behind it.
+            let login = server.url("/redirect/1?to=/cookies&set_cookie=session%3Dabc%3B%20Path%3D%2F")
+            let run = try await cli.run(["get", "-b", "", login, "-o", "b.json", "-c", "jar.txt"])
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(try echoed(directory + "/b.json") == ["session": "abc"])
+            let jar = try String(contentsOfFile: directory + "/jar.txt", encoding: .utf8)
+            #expect(jar.hasPrefix(NetscapeCookieFile.header))
+            #expect(jar.contains("127.0.0.1\tFALSE\t/\tFALSE\t0\tsession\tabc"))
+            let missing = try await cli.run(["get", "-b", "no-such-file", server.url("/cookies"), "-o", "c.json"])
+            #expect(missing.status == 4)
+            #expect(missing.stderr.contains("cannot read the cookie file no-such-file"))
+        }
+    }
+
+    @Test(.enabled(if: curl != nil, "curl is not installed (.ci/run installs it)"))
+    func curlAndFerryReadEachOthersJars() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let cli = CLIRunner(directory: directory)
+            // curl writes, ferry reads.
+            _ = try runCurl(["-c", directory + "/curl.jar", server.url("/cookies/set?a=1&b=2")])
+            let read = try await cli.run(["get", "-b", "curl.jar", server.url("/cookies"), "-o", "from-curl.json"])
+            #expect(read.status == 0, "\(read.stderr)")
+            #expect(try echoed(directory + "/from-curl.json") == ["a": "1", "b": "2"])
+            // ferry writes, curl reads.
+            let wrote = try await cli.run(["get", "-c", "ferry.jar", server.url("/cookies/set?c=3"), "-o", "set.json"])
+            #expect(wrote.status == 0, "\(wrote.stderr)")
+            let echoed = try runCurl(["-b", directory + "/ferry.jar", server.url("/cookies")])
+            let cookies = (try JSONSerialization.jsonObject(with: Data(echoed.utf8)) as? [String: Any])?["cookies"] as? [String: String]
+            #expect(cookies == ["c": "3"], "curl sent \(echoed)")
+        }
+    }
+
+    @Test func backgroundTransfersRefuseCookiesClearly() async throws {
+        let cli = CLIRunner(directory: "/tmp")
+        let run = try await cli.run(["get", "--background", "-b", "a=1", "http://127.0.0.1:1/x"])
+        #expect(run.status == 2)
+        #expect(run.stderr.contains("ferryd does not keep cookies yet"))
+    }
+}
