@@ -187,6 +187,17 @@ public struct CookieJar: Sendable, Hashable {
         evict(now: now, keeping: cookie.key)
     }
 
+    /// Replaces the persistent cookies (those with an expiry) with `cookies` — what a shared file holds
+    /// now — keeping the session cookies; expired ones are left out.
+    public mutating func replacePersistent(with cookies: [Cookie], now: Date) {
+        for (key, cookie) in cookiesByKey where !cookie.isSessionOnly { forget(key) }
+        for cookie in cookies {
+            guard let expires = cookie.expires, expires > now else { continue }
+            if let session = cookiesByKey[cookie.key], session.isSessionOnly { continue }
+            store(cookie)
+        }
+    }
+
     /// Removes the cookie with `cookie`'s name, domain and path.
     public mutating func remove(_ cookie: Cookie) {
         forget(cookie.key)
