@@ -146,7 +146,7 @@ struct GetCommand: AsyncParsableCommand {
         for url in urls {
             let job = ForegroundDownload(
                 url: url,
-                headers: headers,
+                headers: try transfer.headers(headers, for: url),
                 target: target(for: url),
                 resume: resume,
                 retries: retry,
@@ -196,14 +196,14 @@ struct GetCommand: AsyncParsableCommand {
         }
         // The connection settings travel with each task: its CA's contents, this shell's proxy.
         let connection = try transfer.connectionSettings()
-        let creations = urls.map { url -> ControlAPI.TaskCreation in
+        let creations = try urls.map { url -> ControlAPI.TaskCreation in
             let destination: String
             switch target(for: url) {
             case .file(let file): destination = CLI.absolute(file)
             case .directory(let directory): destination = CLI.absolute(directory) + "/" + RemoteName.fromURL(url)
             }
             var request = Request(url: url)
-            request.headers = headers
+            request.headers = try transfer.headers(headers, for: url)
             request.connections = connections
             request.expectedDigest = checksum.flatMap(ContentDigest.init)
             return ControlAPI.TaskCreation(

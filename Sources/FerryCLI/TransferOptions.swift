@@ -96,6 +96,21 @@ struct TransferOptions: ParsableArguments {
     var noProxy: String?
 
     @Option(
+        name: [.customShort("u"), .customLong("user")],
+        help: ArgumentHelp("The server's user name and password, sent with Basic authentication.", valueName: "user:password")
+    )
+    var user: String?
+
+    @Flag(name: .customLong("netrc"), help: "Take the server's user name and password from ~/.netrc ($NETRC), as curl.")
+    var netrc = false
+
+    @Option(
+        name: .customLong("netrc-file"),
+        help: ArgumentHelp("Take the server's user name and password from this .netrc file.", valueName: "file")
+    )
+    var netrcFile: String?
+
+    @Option(
         name: [.customShort("b"), .customLong("cookie")],
         help: ArgumentHelp(
             "Cookies to send: 'name=value; name2=value2', or a cookie file (Netscape format, as curl -c and wget write) whose cookies go where they match. Either way, cookies the server sets are sent on its redirects.",
@@ -238,6 +253,36 @@ struct TransferOptions: ParsableArguments {
         } catch let error as FerryError {
             throw CLIFailure(error)
         }
+    }
+
+    /// The credential for `url`: `-u`'s, else the .netrc entry for its host (`--netrc`, `--netrc-file`),
+    /// else none (a user and password in the URL answer the server's challenge themselves).
+    func credential(for url: URL) throws -> Credential? {
+        if let user {
+            guard let colon = user.firstIndex(of: ":") else {
+                throw CLIFailure("-u takes user:password (ferry does not prompt for a password)", status: .usage)
+            }
+            return Credential(user: String(user[..<colon]), password: String(user[user.index(after: colon)...]))
+        }
+        guard netrc || netrcFile != nil else { return nil }
+        let path = netrcFile.map(CLI.absolute) ?? Netrc.defaultPath(ProcessInfo.processInfo.environment)
+        guard let path else { return nil }
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+            // --netrc with no file is no error (curl's way); a file named with --netrc-file must exist.
+            if netrcFile != nil { throw CLIFailure("cannot read the netrc file \(path)", status: .localFile) }
+            return nil
+        }
+        return Netrc(text).credential(for: url.host ?? "")
+    }
+
+    /// `headers` with an Authorization for `url` from ``credential(for:)`` (Basic, sent at once as curl
+    /// does), unless `-H` gave one.
+    func headers(_ headers: Headers, for url: URL) throws -> Headers {
+        guard headers["authorization"] == nil, let credential = try credential(for: url) else { return headers }
+        var headers = headers
+        let token = Data("\(credential.user):\(credential.password)".utf8).base64EncodedString()
+        headers.add(name: "Authorization", value: "Basic " + token)
+        return headers
     }
 
     /// `-b`'s value when it is cookie data (it holds `=`), as curl tells data from a file name.

@@ -73,7 +73,8 @@ public struct Credential: Sendable, Hashable {
 public enum ChallengeDisposition: Sendable, Hashable {
     /// Send the request again with this credential.
     case useCredential(Credential)
-    /// What Ferry does without a delegate: no stored credentials yet, so the 401 is the response.
+    /// What Ferry does without a delegate: the URL's own credential (`https://user:password@host/`)
+    /// answers the first challenge; otherwise the 401 is the response.
     case performDefaultHandling
     /// Fail the task with ``FerryError/Code/userCancelledAuthentication``.
     case cancelAuthenticationChallenge

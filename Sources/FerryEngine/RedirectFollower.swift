@@ -1,4 +1,5 @@
 import FerryCore
+import Foundation
 import NIOCore
 
 /// Sends a request and follows its redirects, asking first (URLSession's willPerformHTTPRedirection).
@@ -49,7 +50,8 @@ struct RedirectFollower: Sendable {
             for header in extraHeaders { sent.headers[header.name] = header.value }
             if let authorization { sent.headers["Authorization"] = authorization }
             let response = try await transport.send(TransportRequest(sent, body: currentBody), deadline: deadline)
-            if response.status == 401, let didReceiveChallenge, failures < Self.maximumChallenges,
+            if response.status == 401, didReceiveChallenge != nil || Self.urlCredential(sent.url) != nil,
+                failures < Self.maximumChallenges,
                 let answer = try await answer(
                     response,
                     to: sent,
@@ -99,7 +101,7 @@ struct RedirectFollower: Sendable {
         _ response: TransportResponse,
         to request: Request,
         failures: Int,
-        _ didReceiveChallenge: ChallengeAnswer
+        _ didReceiveChallenge: ChallengeAnswer?
     ) async throws -> String? {
         let url = request.url
         let port = url.port ?? (url.scheme?.lowercased() == "https" ? 443 : 80)
@@ -112,12 +114,16 @@ struct RedirectFollower: Sendable {
         else { return nil }
         challenge.previousFailureCount = failures
         challenge.failureResponse = Response(url: url, statusCode: response.status, headers: response.headers)
-        switch await didReceiveChallenge(challenge) {
+        var target = url.path.isEmpty ? "/" : url.path
+        if let query = url.query { target += "?" + query }
+        switch await didReceiveChallenge?(challenge) ?? .performDefaultHandling {
         case .useCredential(let credential):
-            var target = url.path.isEmpty ? "/" : url.path
-            if let query = url.query { target += "?" + query }
             return HTTPAuthorization.value(for: challenge, credential: credential, method: request.method, uri: target)
-        case .performDefaultHandling, .rejectProtectionSpace:
+        case .performDefaultHandling:
+            // The URL's own credential (`https://user:password@host/`), once: a second 401 is the answer.
+            guard failures == 0, let credential = Self.urlCredential(url) else { return nil }
+            return HTTPAuthorization.value(for: challenge, credential: credential, method: request.method, uri: target)
+        case .rejectProtectionSpace:
             return nil
         case .cancelAuthenticationChallenge:
             for try await _ in response.body {}
@@ -127,6 +133,14 @@ struct RedirectFollower: Sendable {
                 failingURL: url.absoluteString
             )
         }
+    }
+}
+
+extension RedirectFollower {
+    /// The user and password a URL carries (percent-decoded), if it has a user.
+    static func urlCredential(_ url: URL) -> Credential? {
+        guard let user = url.user(percentEncoded: false), !user.isEmpty else { return nil }
+        return Credential(user: user, password: url.password(percentEncoded: false) ?? "")
     }
 }
 

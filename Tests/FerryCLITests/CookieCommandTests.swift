@@ -67,6 +67,25 @@ import Testing
         }
     }
 
+    @Test func userAndNetrcAnswerTheServer() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let cli = CLIRunner(directory: directory)
+            let url = server.url("/basic-auth/alice/pw")
+            let refused = try await cli.run(["get", url, "-o", "no.txt"])
+            #expect(refused.status != 0)
+            let user = try await cli.run(["get", "-u", "alice:pw", url, "-o", "u.txt"])
+            #expect(user.status == 0, "\(user.stderr)")
+            try "machine 127.0.0.1 login alice password pw\n".write(toFile: directory + "/netrc", atomically: true, encoding: .utf8)
+            let netrc = try await cli.run(["get", "--netrc-file", "netrc", url, "-o", "n.txt"])
+            #expect(netrc.status == 0, "\(netrc.stderr)")
+            let prompt = try await cli.run(["get", "-u", "alice", url, "-o", "p.txt"])
+            #expect(prompt.status == 2)
+            #expect(prompt.stderr.contains("does not prompt"))
+        }
+    }
+
     @Test func backgroundTransfersRefuseCookiesClearly() async throws {
         let cli = CLIRunner(directory: "/tmp")
         let run = try await cli.run(["get", "--background", "-b", "a=1", "http://127.0.0.1:1/x"])

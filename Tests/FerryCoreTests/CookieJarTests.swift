@@ -128,3 +128,29 @@ import Testing
         #expect(again.map(\.isHTTPOnly) == cookies.map(\.isHTTPOnly))
     }
 }
+
+@Suite struct NetrcTests {
+    @Test func machinesDefaultQuotesAndMacros() {
+        let netrc = Netrc(
+            """
+            machine example.com login alice password "s3cret with space"
+            macdef init
+            machine evil.com login mallory password x
+
+            machine Other.Example.com
+              login bob
+              account ignored
+              password "quo\\"te"
+            machine example.com login second password no
+            default login anonymous password guest
+            """
+        )
+        #expect(netrc.credential(for: "example.com") == Credential(user: "alice", password: "s3cret with space"))
+        #expect(netrc.credential(for: "other.example.com") == Credential(user: "bob", password: "quo\"te"))
+        #expect(netrc.credential(for: "evil.com") == Credential(user: "anonymous", password: "guest"), "a macro's words are no entry")
+        #expect(netrc.credential(for: "unknown.org") == Credential(user: "anonymous", password: "guest"))
+        #expect(Netrc("machine a.b password p").credential(for: "a.b") == nil, "no login")
+        #expect(Netrc.defaultPath(["NETRC": "/x/netrc", "HOME": "/h"]) == "/x/netrc")
+        #expect(Netrc.defaultPath(["HOME": "/h"]) == "/h/.netrc")
+    }
+}

@@ -107,3 +107,22 @@ import Testing
         }
     }
 }
+
+/// A user and password in the URL answer the server's challenge (issue 17: they were ignored).
+@Suite struct URLCredentialTests {
+    @Test func theURLsCredentialAnswersOnceWithoutADelegate() async throws {
+        try await withSession(.ephemeral) { server, session in
+            let port = URL(string: server.url("/"))!.port!
+            let good = try await session.data(for: request("http://alice:s%3Acret@127.0.0.1:\(port)/basic-auth/alice/s:cret"))
+            #expect(good.1.statusCode == 200)
+            let digest = try await session.data(
+                for: request("http://alice:pw@127.0.0.1:\(port)/digest-auth/auth/alice/pw?algorithm=SHA-256")
+            )
+            #expect(digest.1.statusCode == 200)
+            let wrong = try await session.data(for: request("http://alice:nope@127.0.0.1:\(port)/basic-auth/alice/pw"))
+            #expect(wrong.1.statusCode == 401, "a wrong credential is tried once, then the 401 is the answer")
+            let none = try await session.data(for: request("http://127.0.0.1:\(port)/basic-auth/alice/pw"))
+            #expect(none.1.statusCode == 401)
+        }
+    }
+}
