@@ -47,6 +47,7 @@ let package = Package(
         .target(
             name: "FerryEngine",
             dependencies: [
+                "CFerryZlib",
                 "FerryCore",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

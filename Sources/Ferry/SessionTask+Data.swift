@@ -8,12 +8,18 @@ extension SessionTask {
     /// collected for an async call), and the delegate may turn it into a download.
     func transferData(_ request: Request, deadline: NIODeadline) async throws -> TransferResult {
         let session = self.session
+        var request = request
+        // Compressed bodies are welcome and decoded, as URLSession's data tasks do.
+        if request.headers["accept-encoding"] == nil {
+            request.headers.add(name: "Accept-Encoding", value: ContentDecoder.acceptEncoding)
+        }
         if let resumable = try await transferResumableUpload(request, deadline: deadline) { return resumable }
         let body = try await uploadBody()
         let dataDelegate = dataDelegate()
         let becameDownload = Mutex<DownloadTask?>(nil)
 
         var hooks = DataLoader.Hooks()
+        hooks.decodesContent = true
         hooks.gate = gate
         hooks.willRedirect = redirectDecision()
         hooks.didReceiveChallenge = challengeAnswer()

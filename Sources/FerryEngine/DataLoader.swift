@@ -58,6 +58,9 @@ public struct DataLoader: Sendable {
         public var didReceive: @Sendable (ByteBuffer) async -> Void = { _ in }
         /// Whether to keep the body in ``Result/body`` (a delegate that sees every chunk may not need it).
         public var collect = true
+        /// Whether a gzip or deflate Content-Encoding is undone before the body is handed on (data tasks,
+        /// as URLSession's); the length checked against Content-Length is the bytes as sent.
+        public var decodesContent = false
         /// Closed while the task is suspended.
         public var gate: TransferGate?
 
@@ -150,17 +153,23 @@ public struct DataLoader: Sendable {
                 )
             }
             var collected = ByteBufferAllocator().buffer(capacity: hooks.collect ? min(declared ?? 0, 16 << 20) : 0)
+            // Content-Length counts the bytes as sent; the limit, what is kept.
             var length = 0
-            for try await chunk in response.body {
+            var kept = 0
+            let decoder = hooks.decodesContent ? ContentDecoder(headers: response.headers) : nil
+            for try await sent in response.body {
                 if let gate = hooks.gate, !gate.isOpen { try await gate.passThrough() }
-                guard length + chunk.readableBytes <= limit else {
+                length += sent.readableBytes
+                let chunk = try decoder?.decode(sent) ?? sent
+                guard kept + chunk.readableBytes <= limit else {
                     throw FerryError(
                         .dataLengthExceedsMaximum,
                         "the body is larger than the \(limit) bytes allowed",
                         failingURL: url
                     )
                 }
-                length += chunk.readableBytes
+                kept += chunk.readableBytes
+                guard chunk.readableBytes > 0 else { continue }
                 await hooks.didReceive(chunk)
                 if hooks.collect {
                     var chunk = chunk
@@ -174,7 +183,13 @@ public struct DataLoader: Sendable {
                     failingURL: url
                 )
             }
-            return (collected, length)
+            do {
+                try decoder?.finish()
+            } catch var error as FerryError {
+                error.failingURL = url
+                throw error
+            }
+            return (collected, kept)
         }
         return .loaded(
             Result(

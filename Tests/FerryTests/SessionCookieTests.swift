@@ -126,3 +126,16 @@ import Testing
         }
     }
 }
+
+/// Data tasks ask for and decode compressed bodies, as URLSession's do.
+@Suite struct ContentEncodingTests {
+    @Test func aGzipBodyArrivesDecoded() async throws {
+        try await withSession(.ephemeral) { server, session in
+            let (data, response) = try await session.data(for: request(server.url("/bytes/200000?seed=4&gzip=1")))
+            #expect(response.headers["content-encoding"] == "gzip")
+            #expect(sha256(data) == expectedSHA256(200_000, seed: 4))
+            let (echo, _) = try await session.data(for: request(server.url("/echo")))
+            #expect(String(decoding: echo, as: UTF8.self).contains("gzip, deflate"))
+        }
+    }
+}
