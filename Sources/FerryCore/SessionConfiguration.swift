@@ -250,6 +250,14 @@ public struct SessionConfiguration: Sendable, Hashable, Codable {
             throw FerryError(.invalidOperation, "cache capacities cannot be negative")
         }
         try httpAdditionalHeaders.validate()
+        guard !httpShouldUsePipelining else {
+            // Refused rather than ignored: HTTP/1.1 pipelining is broken in too many servers and proxies to
+            // turn on, and HTTP/2 (which Ferry speaks over TLS) multiplexes instead.
+            throw FerryError(
+                .invalidOperation,
+                "HTTP/1.1 pipelining is not supported (HTTP/2 multiplexes requests instead); leave httpShouldUsePipelining false"
+            )
+        }
     }
 
     /// The headers of `request` completed with ``httpAdditionalHeaders`` where the request lacks a field

@@ -43,6 +43,8 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         var deadlineTask: Scheduled<Void>?
         var idleTask: Scheduled<Void>?
         var lastActivity = NIODeadline.now()
+        /// This exchange's idle timeout: the connection's, or the request's when shorter.
+        var idle: TimeAmount
     }
 
     private let idleTimeout: TimeAmount
@@ -80,7 +82,8 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         source: Producer.Source,
         shared: HTTP1ExchangeState,
         keepAlive: Bool,
-        deadline: NIODeadline
+        deadline: NIODeadline,
+        idleTimeout requested: TimeAmount? = nil
     ) -> Bool {
         guard let context, context.channel.isActive, exchange == nil else {
             head.fail(HTTP1ConnectionError.closedBeforeResponse)
@@ -89,7 +92,8 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         }
         idleCloseTask?.cancel()
         idleCloseTask = nil
-        var exchange = Exchange(id: id, head: head, source: source, shared: shared, keepAlive: keepAlive)
+        let idle = min(idleTimeout, requested ?? idleTimeout)
+        var exchange = Exchange(id: id, head: head, source: source, shared: shared, keepAlive: keepAlive, idle: idle)
         let loop = context.eventLoop
         if deadline < .distantFuture {
             exchange.deadlineTask = loop.assumeIsolated().scheduleTask(deadline: deadline) { [self] in
@@ -99,7 +103,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
                 )
             }
         }
-        exchange.idleTask = loop.assumeIsolated().scheduleTask(in: idleTimeout) { [self] in checkIdle(id: id) }
+        exchange.idleTask = loop.assumeIsolated().scheduleTask(in: idle) { [self] in checkIdle(id: id) }
         self.exchange = exchange
         return true
     }
@@ -264,6 +268,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
     private func checkIdle(id: Int) {
         guard let exchange, exchange.id == id, let context else { return }
         let quietSince = exchange.lastActivity
+        let idleTimeout = exchange.idle
         if paused || quietSince + idleTimeout > .now() {
             // The reader holds the body back, or bytes moved lately: look again later.
             let next: NIODeadline = paused ? .now() + idleTimeout : quietSince + idleTimeout

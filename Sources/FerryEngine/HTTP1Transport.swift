@@ -521,6 +521,7 @@ public final class HTTP1Transport: HTTPTransport {
         // A stream carries one exchange.
         let keepAlive = keepsAlive && protocolName != "h2"
         let body = request.body
+        let idle = request.idleTimeout.map { TimeAmount.milliseconds(Int64($0 * 1000)) }
         let source = made.source
         // On the loop: begins the exchange on its handler and writes the request.
         let start: @Sendable (any Channel, NIOLoopBound<HTTP1ConnectionHandler>) -> Void = { channel, handler in
@@ -531,7 +532,8 @@ public final class HTTP1Transport: HTTPTransport {
                     source: source,
                     shared: shared,
                     keepAlive: keepAlive,
-                    deadline: deadline
+                    deadline: deadline,
+                    idleTimeout: idle
                 )
             else { return }
             shared.timing.withLockedValue { $0.requestStart = Date() }

@@ -41,6 +41,9 @@ public struct TransportRequest: Sendable {
     public var headers: Headers
     /// The body, if any.
     public var body: TransportRequestBody?
+    /// Seconds without a byte after which this exchange fails with `timedOut` (``Request/timeoutInterval``);
+    /// the shorter of this and the transport's own idle timeout applies. Nil: the transport's.
+    public var idleTimeout: Double?
 
     /// Creates a request.
     public init(method: String, url: URL, headers: Headers, body: TransportRequestBody? = nil) {
@@ -53,6 +56,7 @@ public struct TransportRequest: Sendable {
     /// The transport request for a Ferry request.
     public init(_ request: Request, body: TransportRequestBody? = nil) {
         self.init(method: request.method, url: request.url, headers: request.headers, body: body)
+        idleTimeout = request.timeoutInterval
     }
 }
 

@@ -139,3 +139,29 @@ import Testing
         }
     }
 }
+
+/// Configuration values honoured or refused (issue 17).
+@Suite struct ConfigurationValueTests {
+    @Test func aRequestsShorterTimeoutWins() async throws {
+        try await withSession(.ephemeral) { server, session in
+            var slow = request(server.url("/bytes/100000?stall_after=1000&gate=never"))
+            slow.timeoutInterval = 0.5
+            let started = ContinuousClock.now
+            await #expect(throws: FerryError.self) { try await session.data(for: slow) }
+            #expect(ContinuousClock.now - started < .seconds(10), "the request's 0.5 s, not the session's 60 s")
+        }
+    }
+
+    @Test func pipeliningIsRefusedClearly() async throws {
+        var configuration = SessionConfiguration.ephemeral
+        configuration.httpShouldUsePipelining = true
+        try await withSession(configuration) { server, session in
+            do {
+                _ = try await session.data(for: request(server.url("/bytes/10")))
+                Issue.record("a session asking for pipelining ran")
+            } catch let error as FerryError {
+                #expect(error.message.contains("pipelining is not supported"))
+            }
+        }
+    }
+}
