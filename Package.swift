@@ -89,6 +89,7 @@ let package = Package(
         .target(
             name: "FerryCLI",
             dependencies: [
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 "Ferry",
                 "FerryEngine",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -111,6 +111,12 @@ struct TransferOptions: ParsableArguments {
     var netrcFile: String?
 
     @Option(
+        name: [.customShort("D"), .customLong("dump-header")],
+        help: ArgumentHelp("Write every response head (redirects too) to this file, - for stdout, as curl.", valueName: "file")
+    )
+    var dumpHeader: String?
+
+    @Option(
         name: [.customShort("b"), .customLong("cookie")],
         help: ArgumentHelp(
             "Cookies to send: 'name=value; name2=value2', or a cookie file (Netscape format, as curl -c and wget write) whose cookies go where they match. Either way, cookies the server sets are sent on its redirects.",
@@ -244,9 +250,11 @@ struct TransferOptions: ParsableArguments {
         var options = try transportOptions()
         options.maximumConnectionsPerHost = connectionsPerHost
         do {
-            let standard: any HTTPTransport = try StandardTransport(options: options)
+            var base: any HTTPTransport = try StandardTransport(options: options)
+            if verbose { base = VerboseTransport(base) }
+            if let dumpHeader { base = try HeaderDumpTransport(base, path: dumpHeader) }
             return SessionTransport(
-                verbose ? VerboseTransport(standard) : standard,
+                base,
                 maximumConnectionsPerHost: connectionsPerHost,
                 cookies: try cookieStore()
             )

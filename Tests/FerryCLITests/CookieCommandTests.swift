@@ -86,6 +86,24 @@ import Testing
         }
     }
 
+    @Test func dumpHeaderWritesEveryResponseHead() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let run = try await CLIRunner(directory: directory).run([
+                "get", "-D", "heads.txt", server.url("/redirect/1?to=/bytes/10"), "-o", "body.bin",
+            ])
+            #expect(run.status == 0, "\(run.stderr)")
+            let heads = try String(contentsOfFile: directory + "/heads.txt", encoding: .utf8)
+            #expect(heads.hasPrefix("HTTP/1.1 302 Found\r\n"))
+            #expect(heads.contains("\r\n\r\nHTTP/1.1 200 OK\r\n"), "the redirect's head, then the file's")
+            #expect(heads.lowercased().contains("content-length: 10\r\n"))
+            #expect(heads.hasSuffix("\r\n\r\n"))
+            let toStdout = try await CLIRunner(directory: directory).run(["get", "-D", "-", server.url("/bytes/10"), "-o", "b2.bin", "-q"])
+            #expect(toStdout.stdout.hasPrefix("HTTP/1.1 200 OK\r\n"))
+        }
+    }
+
     @Test func backgroundTransfersRefuseCookiesClearly() async throws {
         let cli = CLIRunner(directory: "/tmp")
         let run = try await cli.run(["get", "--background", "-b", "a=1", "http://127.0.0.1:1/x"])

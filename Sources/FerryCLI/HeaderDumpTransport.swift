@@ -1,0 +1,63 @@
+import FerryCore
+import FerryEngine
+import Foundation
+import NIOCore
+import NIOHTTP1
+import Synchronization
+
+/// `-D FILE` (curl's `--dump-header`): the head of every response, redirects included, written to FILE
+/// (`-` for stdout) as it arrives: the status line, the fields, an empty line, with CRLF as on the wire.
+final class HeaderDumpTransport: HTTPTransport {
+    private let base: any HTTPTransport
+    private let sink: Mutex<FileHandle?>
+    private let toStandardOutput: Bool
+
+    /// Dumps into `path` (created or emptied now), or stdout for `-`.
+    init(_ base: any HTTPTransport, path: String) throws {
+        self.base = base
+        if path == "-" {
+            toStandardOutput = true
+            sink = Mutex(nil)
+        } else {
+            toStandardOutput = false
+            let absolute = CLI.absolute(path)
+            guard FileManager.default.createFile(atPath: absolute, contents: nil),
+                let handle = FileHandle(forWritingAtPath: absolute)
+            else {
+                throw CLIFailure("cannot write the header file \(path)", status: .localFile)
+            }
+            sink = Mutex(handle)
+        }
+    }
+
+    deinit {
+        sink.withLock { try? $0?.close() }
+    }
+
+    func send(_ request: TransportRequest, deadline: NIODeadline) async throws -> TransportResponse {
+        let response = try await base.send(request, deadline: deadline)
+        let text = Self.render(response)
+        if toStandardOutput {
+            Console.out(bytes: Array(text.utf8))
+        } else {
+            sink.withLock { handle in try? handle?.write(contentsOf: Data(text.utf8)) }
+        }
+        return response
+    }
+
+    var enforcesDeadlineOverBody: Bool { base.enforcesDeadlineOverBody }
+
+    func multiplexes(_ url: URL) -> Bool { base.multiplexes(url) }
+
+    func shutdown() async throws { try await base.shutdown() }
+
+    /// A response head as curl writes it with `-D`.
+    static func render(_ response: TransportResponse) -> String {
+        let version = response.protocolName == "h2" ? "HTTP/2" : "HTTP/1.1"
+        // The transport keeps the status, not the server's phrase: the standard one for it.
+        let reason = HTTPResponseStatus(statusCode: response.status).reasonPhrase
+        var text = "\(version) \(response.status)\(reason.isEmpty || version == "HTTP/2" ? "" : " " + reason)\r\n"
+        for field in response.headers { text += "\(field.name): \(field.value)\r\n" }
+        return text + "\r\n"
+    }
+}
