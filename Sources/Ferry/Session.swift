@@ -81,6 +81,7 @@ public final class Session: Sendable {
         self.locked = Mutex(State(delegate: delegate))
         self.downloadDirectory = Self.makeDownloadDirectory()
         self.background = nil
+        self.credentials = Self.credentialStore(for: configuration)
     }
 
     private init(
@@ -125,6 +126,7 @@ public final class Session: Sendable {
             }
         }
         self.background = link
+        self.credentials = Self.credentialStore(for: configuration)
         self.configurationError = configurationError
         self.transport = SessionTransport(
             base,
@@ -161,6 +163,20 @@ public final class Session: Sendable {
     }
 
     /// The delegate, until the session is invalid.
+    /// The credentials that answer this session's challenges before its delegate is asked
+    /// (URLCredentialStorage): ``CredentialStore/shared`` for default sessions, a store of its own for
+    /// ephemeral ones, nil for `urlCredentialStorage` `.none`.
+    public let credentials: CredentialStore?
+
+    /// The store a session with `configuration` uses.
+    private static func credentialStore(for configuration: SessionConfiguration) -> CredentialStore? {
+        switch configuration.urlCredentialStorage {
+        case .shared: CredentialStore.shared
+        case .sessionPrivate: CredentialStore()
+        case .none: nil
+        }
+    }
+
     /// The cookies this session sends and keeps (HTTPCookieStorage's role): ``CookieStore/shared`` for
     /// default sessions, a store of its own for ephemeral ones; nil when it uses none
     /// (`httpShouldSetCookies` false, `httpCookieStorage` `.none`). Background sessions have none yet:

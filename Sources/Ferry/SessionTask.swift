@@ -399,10 +399,18 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// The challenge answer, asked of the delegate in turn; nil without a delegate.
+    /// Answers a challenge: the session's stored credential for its protection space first (once), then
+    /// the delegate, else default handling (the URL's own credential).
     func challengeAnswer() -> (@Sendable (AuthenticationChallenge) async -> ChallengeDisposition)? {
-        guard let delegate = taskDelegateForEvents() else { return nil }
+        let delegate = taskDelegateForEvents()
+        let store = session.credentials
+        guard delegate != nil || store != nil else { return nil }
         return { [self] challenge in
-            await session.queue.perform { [self] in
+            if challenge.previousFailureCount == 0, let credential = store?.credential(for: ProtectionSpace(challenge)) {
+                return .useCredential(credential)
+            }
+            guard let delegate else { return .performDefaultHandling }
+            return await session.queue.perform { [self] in
                 await delegate.session(session, task: self, didReceive: challenge)
             }
         }

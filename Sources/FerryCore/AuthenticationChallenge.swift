@@ -56,7 +56,7 @@ public struct AuthenticationChallenge: Sendable, Hashable {
 }
 
 /// A user name and password for a challenge (URLCredential).
-public struct Credential: Sendable, Hashable {
+public struct Credential: Sendable, Hashable, Codable {
     /// The user.
     public var user: String
     /// The password.

@@ -32,12 +32,12 @@ public final class CookieStore: Sendable {
         var observers: [UInt64: @Sendable () -> Void] = [:]
         var nextObserver: UInt64 = 0
         /// The file's identity when it was last read: a change by another process shows in it.
-        var seen: CookieFile.Stamp?
+        var seen: LockedJSONFile<Cookie>.Stamp?
     }
 
     private let state: Mutex<State>
     private let clock: @Sendable () -> Date
-    private let file: CookieFile?
+    private let file: LockedJSONFile<Cookie>?
 
     /// An empty store in memory.
     public init(
@@ -60,7 +60,7 @@ public final class CookieStore: Sendable {
     ) {
         state = Mutex(State(jar: CookieJar(acceptPolicy: acceptPolicy, publicSuffixes: publicSuffixes)))
         self.clock = clock
-        self.file = CookieFile(path: file)
+        self.file = LockedJSONFile(path: file)
     }
 
     /// The file persistent cookies live in, if any.

@@ -165,3 +165,55 @@ import Testing
         }
     }
 }
+
+/// The credential store answers before the delegate (issue 17).
+@Suite struct CredentialStoreTests {
+    final class Answering: SessionDelegate, TaskDelegate, @unchecked Sendable {
+        let asked = Mutex(0)
+        func session(_ session: Session, task: SessionTask, didReceive challenge: AuthenticationChallenge) async -> ChallengeDisposition {
+            asked.withLock { $0 += 1 }
+            return .useCredential(Credential(user: "alice", password: "pw"))
+        }
+    }
+
+    @Test func aStoredCredentialAnswersFirstThenTheDelegate() async throws {
+        try await TestServer.withServer { server in
+            let port = URL(string: server.url("/"))!.port!
+            let space = ProtectionSpace(host: "127.0.0.1", port: port, scheme: "basic", realm: "ferry-testserver")
+            let plain = try makeSession(.ephemeral, trusting: server)
+            defer { plain.invalidateAndCancel() }
+            plain.credentials?.set(Credential(user: "alice", password: "pw"), for: space, persistence: .forSession)
+            let (_, answered) = try await plain.data(for: request(server.url("/basic-auth/alice/pw")))
+            #expect(answered.statusCode == 200, "no delegate: the stored credential answered")
+
+            let delegate = Answering()
+            let asking = try makeSession(.ephemeral, trusting: server)
+            defer { asking.invalidateAndCancel() }
+            asking.credentials?.set(Credential(user: "alice", password: "wrong"), for: space, persistence: .forSession)
+            let (_, second) = try await asking.data(for: request(server.url("/basic-auth/alice/pw")), delegate: delegate)
+            #expect(second.statusCode == 200)
+            #expect(delegate.asked.withLock { $0 } == 1, "the delegate was asked after the stored one failed")
+
+            var none = SessionConfiguration.ephemeral
+            none.urlCredentialStorage = .none
+            let without = try makeSession(none, trusting: server)
+            defer { without.invalidateAndCancel() }
+            #expect(without.credentials == nil)
+        }
+    }
+
+    @Test func permanentCredentialsAreSharedThroughTheirFile() throws {
+        let path = try temporaryDirectory().appendingPathComponent("credentials.json").path
+        let space = ProtectionSpace(host: "Example.org", port: 443, scheme: "Basic", realm: nil)
+        CredentialStore(file: path).set(Credential(user: "u", password: "p"), for: space, persistence: .permanent)
+        let other = CredentialStore(file: path)
+        #expect(other.credential(for: ProtectionSpace(host: "example.org", port: 443, scheme: "basic", realm: "any")) == Credential(user: "u", password: "p"))
+        let mode = (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)?.intValue
+        #expect(mode == 0o600)
+        other.remove(for: space)
+        #expect(CredentialStore(file: path).credential(for: space) == nil)
+        let memory = CredentialStore()
+        memory.set(Credential(user: "x", password: "y"), for: space, persistence: .none)
+        #expect(memory.credential(for: space) == nil, "persistence none keeps nothing")
+    }
+}

@@ -5,10 +5,11 @@ import Foundation
 import Glibc
 #endif
 
-/// The file a persistent ``CookieStore`` shares with other processes: JSON, mode 0600, replaced
-/// atomically (a reader never sees half a file), written under an exclusive `flock` on a lock file
-/// beside it so that concurrent writers apply their changes one after another.
-struct CookieFile: Sendable {
+/// A list of values in a file that several processes share (the persistent ``CookieStore`` and
+/// ``CredentialStore``): JSON, mode 0600, replaced atomically (a reader never sees half a file), written
+/// under an exclusive `flock` on a lock file beside it so that concurrent writers apply their changes
+/// one after another.
+struct LockedJSONFile<Element: Codable>: Sendable {
     let path: String
 
     /// What identifies one version of the file: a change (another process's write) changes it.
@@ -29,16 +30,16 @@ struct CookieFile: Sendable {
         )
     }
 
-    /// The cookies the file holds (none when it does not exist).
-    func read() throws -> [Cookie] {
+    /// The values the file holds (none when it does not exist).
+    func read() throws -> [Element] {
         guard let data = FileManager.default.contents(atPath: path) else { return [] }
-        return try JSONDecoder().decode([Cookie].self, from: data)
+        return try JSONDecoder().decode([Element].self, from: data)
     }
 
-    /// Under the lock: reads the file, lets `change` turn its cookies into the ones to keep, writes them.
+    /// Under the lock: reads the file, lets `change` turn its values into the ones to keep, writes them.
     /// `written` gets the new file's stamp. A file that cannot be decoded is taken as empty (it is
     /// rewritten whole).
-    func update(_ change: ([Cookie], Stamp?) throws -> [Cookie], written: (Stamp?) -> Void) throws {
+    func update(_ change: ([Element], Stamp?) throws -> [Element], written: (Stamp?) -> Void) throws {
         let directory = (path as NSString).deletingLastPathComponent
         try FileManager.default.createDirectory(
             atPath: directory,

@@ -1,0 +1,80 @@
+public import FerryCore
+public import Foundation
+import Synchronization
+
+/// Credentials by protection space (URLCredentialStorage): the one set for a space answers its server's
+/// challenge before the delegate is asked. ``Persistence/forSession`` keeps it in memory;
+/// ``Persistence/permanent`` in a 0600 file in the user's data directory, shared by processes, for a
+/// store made with a file (``shared``).
+public final class CredentialStore: Sendable {
+    /// How long a credential is kept (URLCredential.Persistence).
+    public enum Persistence: Sendable {
+        /// Not kept.
+        case none
+        /// As long as the store.
+        case forSession
+        /// In the store's file, across processes (in memory for a store without one).
+        case permanent
+    }
+
+    struct Entry: Codable, Sendable {
+        var space: ProtectionSpace
+        var credential: Credential
+    }
+
+    /// The store default sessions share: permanent credentials in `$XDG_DATA_HOME/ferry/credentials.json`.
+    public static let shared: CredentialStore = {
+        let environment = ProcessInfo.processInfo.environment
+        guard let cookies = CookieStore.defaultFile(environment) else { return CredentialStore() }
+        return CredentialStore(file: (cookies as NSString).deletingLastPathComponent + "/credentials.json")
+    }()
+
+    private let session = Mutex<[ProtectionSpace: Credential]>([:])
+    private let file: LockedJSONFile<Entry>?
+
+    /// A store in memory.
+    public init() {
+        file = nil
+    }
+
+    /// A store whose permanent credentials live in `file`.
+    public init(file: String) {
+        self.file = LockedJSONFile(path: file)
+    }
+
+    /// Sets the credential for `space`.
+    public func set(_ credential: Credential, for space: ProtectionSpace, persistence: Persistence) {
+        switch persistence {
+        case .none:
+            return
+        case .forSession:
+            session.withLock { $0[space] = credential }
+        case .permanent:
+            guard let file else {
+                session.withLock { $0[space] = credential }
+                return
+            }
+            try? file.update({ entries, _ in
+                entries.filter { $0.space != space } + [Entry(space: space, credential: credential)]
+            }, written: { _ in })
+        }
+    }
+
+    /// Removes the credential for `space`, wherever it is kept.
+    public func remove(for space: ProtectionSpace) {
+        session.withLock { $0[space] = nil }
+        try? file?.update({ entries, _ in entries.filter { $0.space != space } }, written: { _ in })
+    }
+
+    /// The credential for `space`: a session one first, else a permanent one; a space with no realm
+    /// matches a stored one for the same host, port and scheme.
+    public func credential(for space: ProtectionSpace) -> Credential? {
+        let entries = session.withLock { $0.map { Entry(space: $0.key, credential: $0.value) } }
+            + ((try? file?.read()) ?? [])
+        if let exact = entries.first(where: { $0.space == space }) { return exact.credential }
+        return entries.first { entry in
+            entry.space.host == space.host && entry.space.port == space.port && entry.space.scheme == space.scheme
+                && (entry.space.realm == nil || space.realm == nil)
+        }?.credential
+    }
+}
