@@ -57,6 +57,8 @@ struct ForegroundDownload {
     let quiet: Bool
     let transport: any HTTPTransport
     let interruption: Interruption
+    /// `--compressed`: ask for gzip or deflate and write the body decoded.
+    var decodesContent = false
 
     func run() async throws -> Report {
         let (directory, initialName, fixedName) = try place()
@@ -148,7 +150,9 @@ struct ForegroundDownload {
         let context = TransferContext()
         do {
             let outcome = try await TransferContext.$current.withValue(context) {
-                try await DownloadDriver(transport: transport).run(plan)
+                var driver = DownloadDriver(transport: transport)
+                driver.downloader.decodesContent = decodesContent
+                return try await driver.run(plan)
             }
             switch outcome {
             case .finished(let finished):

@@ -26,6 +26,12 @@ struct GetCommand: AsyncParsableCommand {
     @Flag(name: .customShort("O"), help: "Save under the remote name (the default).")
     var remoteName = false
 
+    @Flag(
+        name: .customLong("compressed"),
+        help: "Ask for a gzip or deflate body and save it decoded, as curl (one connection; it cannot be continued)."
+    )
+    var compressed = false
+
     @Option(name: .long, help: ArgumentHelp("Save into this directory under the remote names.", valueName: "directory"))
     var dir: String?
 
@@ -104,7 +110,11 @@ struct GetCommand: AsyncParsableCommand {
             )
         }
         if checksum != nil, urls.count > 1 { throw ValidationError("--checksum is for one URL") }
+        if compressed, resume {
+            throw ValidationError("--compressed cannot be continued with -C: a decoded file's offsets are not the server's")
+        }
         if background {
+            if compressed { throw ValidationError("--compressed is for foreground downloads") }
             if resume { throw ValidationError("-C is for foreground downloads; ferryd continues its own") }
             if retry > 0 {
                 throw ValidationError("ferryd retries network errors itself; --retry is for foreground downloads")
@@ -144,9 +154,13 @@ struct GetCommand: AsyncParsableCommand {
         var reports: [ForegroundDownload.Report] = []
         var firstFailure: CLIFailure?
         for url in urls {
-            let job = ForegroundDownload(
+            var requestHeaders = try transfer.headers(headers, for: url)
+            if compressed, requestHeaders["accept-encoding"] == nil {
+                requestHeaders.add(name: "Accept-Encoding", value: ContentDecoder.acceptEncoding)
+            }
+            var job = ForegroundDownload(
                 url: url,
-                headers: try transfer.headers(headers, for: url),
+                headers: requestHeaders,
                 target: target(for: url),
                 resume: resume,
                 retries: retry,
@@ -157,7 +171,9 @@ struct GetCommand: AsyncParsableCommand {
                 transport: transport,
                 interruption: interruption
             )
-            let work = Task { try await job.run() }
+            job.decodesContent = compressed
+            let finalJob = job
+            let work = Task { try await finalJob.run() }
             interruption.onSignal { work.cancel() }
             do {
                 reports.append(try await work.value)

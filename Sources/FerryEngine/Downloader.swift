@@ -98,6 +98,11 @@ public struct Downloader: Sendable {
     /// The most redirects followed before failing with ``FerryError/Code/httpTooManyRedirects``.
     public var maximumRedirects = 16
 
+    /// Whether a gzip or deflate Content-Encoding is undone before the bytes are written (curl's
+    /// `--compressed`). A decoded body is fetched over one connection and cannot be continued: its
+    /// offsets are not the server's.
+    public var decodesContent = false
+
     let transport: any HTTPTransport
 
     /// A downloader sending through `transport`.
@@ -134,7 +139,7 @@ public struct Downloader: Sendable {
             )
         }
         let segmented =
-            !special
+            !special && !decodesContent
             && (resumeData?.segments != nil
                 || (original.connections > 1 && original.method == "GET" && original.headers["range"] == nil))
         let result =
@@ -285,12 +290,16 @@ public struct Downloader: Sendable {
     /// Writes the body at `writeOffset` and checks that it is complete.
     private func writeBody(_ job: BodyJob, events: Events) async throws -> Result {
         let (response, request, path, writeOffset) = (job.response, job.request, job.path, job.writeOffset)
-        let sink = try FileSink(path: path, keepingFirst: writeOffset)
+        let decoder = decodesContent ? ContentDecoder(headers: response.headers) : nil
+        let sink = try FileSink(path: path, keepingFirst: decoder == nil ? writeOffset : 0)
         let declared = response.headers.contentLength
-        let expectedTotal = declared.map { writeOffset + $0 }
+        // A decoded body is checked against Content-Length by the bytes as sent.
+        let expectedTotal = decoder == nil ? declared.map { writeOffset + $0 } : nil
+        var encodedLength: Int64 = 0
         func resumeData() -> ResumeData? {
-            // Only a successful response with a validator can be continued safely.
-            guard let validators = job.validators, !sink.isSequential, response.status == 200 || response.status == 206,
+            // Only a successful response with a validator can be continued safely; a decoded one never.
+            guard decoder == nil, let validators = job.validators, !sink.isSequential,
+                response.status == 200 || response.status == 206,
                 RangeResumption.validator(entityTag: validators.etag, lastModified: validators.lastModified) != nil,
                 sink.length > 0
             else { return nil }
@@ -315,8 +324,10 @@ public struct Downloader: Sendable {
             let checkpoint = events.checkpoint
             var lastCheckpoint = (bytes: sink.bytesAccepted, time: NIODeadline.now())
             var lastDurable = NIODeadline.now()
-            for try await chunk in response.body {
+            for try await sent in response.body {
                 if let gate, !gate.isOpen { try await gate.passThrough() }
+                encodedLength += Int64(sent.readableBytes)
+                let chunk = try decoder?.decode(sent) ?? sent
                 try sink.append(chunk)
                 events.didWrite(Int64(chunk.readableBytes), sink.bytesAccepted, expectedTotal)
                 if let checkpoint {
@@ -360,6 +371,14 @@ public struct Downloader: Sendable {
             }
             try await syncing?.value
             try sink.flush()
+            try decoder?.finish()
+            if decoder != nil, let declared, encodedLength != declared {
+                throw FerryError(
+                    .networkConnectionLost,
+                    "the server announced \(declared) bytes but sent \(encodedLength)",
+                    failingURL: request.url.absoluteString
+                )
+            }
         } catch var error as FerryError {
             _ = try? await syncing?.value
             try? sink.flush()

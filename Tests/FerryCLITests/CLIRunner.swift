@@ -80,9 +80,9 @@ func fileSHA256(_ path: String) throws -> String {
     SHA256.hash(data: try Data(contentsOf: URL(fileURLWithPath: path))).map { String(format: "%02x", $0) }.joined()
 }
 
-/// SHA-256 of the test server's `/bytes/{count}` (seed 0).
-func bytesSHA256(_ count: Int) -> String {
-    SHA256.hash(data: DeterministicBytes(seed: 0).bytes(offset: 0, count: count)).map { String(format: "%02x", $0) }
+/// SHA-256 of the test server's `/bytes/{count}` (`?seed=`, default 0).
+func bytesSHA256(_ count: Int, seed: UInt64 = 0) -> String {
+    SHA256.hash(data: DeterministicBytes(seed: seed).bytes(offset: 0, count: count)).map { String(format: "%02x", $0) }
         .joined()
 }
 

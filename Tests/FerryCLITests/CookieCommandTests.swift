@@ -104,6 +104,25 @@ import Testing
         }
     }
 
+    @Test func compressedSavesTheDecodedBody() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let cli = CLIRunner(directory: directory)
+            let url = server.url("/bytes/300000?seed=4&gzip=1")
+            let decoded = try await cli.run(["get", "--compressed", url, "-o", "plain.bin"])
+            #expect(decoded.status == 0, "\(decoded.stderr)")
+            #expect(try fileSHA256(directory + "/plain.bin") == bytesSHA256(300_000, seed: 4))
+            // Without it the bytes are kept as sent, as curl does.
+            let raw = try await cli.run(["get", url, "-o", "raw.gz"])
+            #expect(raw.status == 0, "\(raw.stderr)")
+            let head = try FileHandle(forReadingFrom: URL(fileURLWithPath: directory + "/raw.gz")).read(upToCount: 2)
+            #expect(head == Data([0x1F, 0x8B]), "a gzip member")
+            let both = try await cli.run(["get", "--compressed", "-C", url, "-o", "x.bin"])
+            #expect(both.status == 2)
+        }
+    }
+
     @Test func backgroundTransfersRefuseCookiesClearly() async throws {
         let cli = CLIRunner(directory: "/tmp")
         let run = try await cli.run(["get", "--background", "-b", "a=1", "http://127.0.0.1:1/x"])
