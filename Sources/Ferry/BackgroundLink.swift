@@ -18,9 +18,6 @@ final class BackgroundLink: Sendable {
         var stream: DaemonClient.EventStream?
         var lastHandled: Int64 = 0
         var closed = false
-        /// Why the link cannot reach the daemon for good (another process holds the identifier, or ferryd
-        /// cannot be started); every request fails with it.
-        var failure: FerryError?
         /// The last task identifier given out.
         var lastIdentifier = 0
     }
@@ -199,6 +196,18 @@ final class BackgroundLink: Sendable {
 
     private var isClosed: Bool { state.withLock { $0.closed } }
 
+    /// Starts ferryd unless one answers and attaches; the stream is kept unless the link closed meanwhile.
+    private func attach() async throws {
+        try await client.ensureRunning()
+        let stream = try await client.attach(session: identifier)
+        let keep = state.withLock { state -> Bool in
+            guard !state.closed else { return false }
+            state.stream = stream
+            return true
+        }
+        if !keep { stream.cancel() }
+    }
+
     // MARK: Events
 
     /// Reaches the daemon (starting it when none answers) and attaches, then sends the queued requests
@@ -206,22 +215,15 @@ final class BackgroundLink: Sendable {
     /// When the daemon cannot be reached at first, or another process holds the identifier, every
     /// request fails with that error (its task completes with it).
     func run(session: Session) async {
+        // Why the link cannot reach the daemon for good (another process holds the identifier, or ferryd
+        // cannot be started); every request fails with it.
+        let failure: FerryError?
         do {
-            try await client.ensureRunning()
-            let stream = try await client.attach(session: identifier)
-            let keep = state.withLock { state -> Bool in
-                guard !state.closed else { return false }
-                state.stream = stream
-                return true
-            }
-            if !keep {
-                stream.cancel()
-            }
+            try await attach()
+            failure = nil
         } catch {
-            let failure = error as? FerryError ?? FerryError(.backgroundSessionWasDisconnected, "\(error)")
-            state.withLock { $0.failure = failure }
+            failure = error as? FerryError ?? FerryError(.backgroundSessionWasDisconnected, "\(error)")
         }
-        let failure = state.withLock { $0.failure }
         // Tasks an earlier process made (S6.8), so that getAllTasks knows them and new identifiers pass
         // them; then whatever was asked meanwhile, in order.
         if failure == nil, let known: [BackgroundTaskInfo] = try? await client.call("GET", "\(sessionPath)/tasks") {
@@ -251,14 +253,7 @@ final class BackgroundLink: Sendable {
                 try? await Task.sleep(for: .milliseconds(min(2000, 100 * (1 << min(failures, 5)))))
                 if isClosed { return }
                 do {
-                    try await client.ensureRunning()
-                    let fresh = try await client.attach(session: identifier)
-                    let keep = state.withLock { state -> Bool in
-                        guard !state.closed else { return false }
-                        state.stream = fresh
-                        return true
-                    }
-                    if !keep { fresh.cancel() }
+                    try await attach()
                     break
                 } catch {
                     continue

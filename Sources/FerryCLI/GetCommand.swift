@@ -133,8 +133,7 @@ struct GetCommand: AsyncParsableCommand {
 
     func run() async throws {
         let parsed = try urls.map(CLI.url)
-        var headers = try CLI.headers(transfer.headers)
-        if let data = transfer.cookieData, headers["cookie"] == nil { headers.add(name: "Cookie", value: data) }
+        let headers = try CLI.headers(transfer.headers)
         if background {
             try await submit(parsed, headers: headers)
         } else {

@@ -79,8 +79,7 @@ struct PutCommand: AsyncParsableCommand {
 
     func run() async throws {
         let url = try CLI.url(arguments.last!)
-        var headers = try transfer.headers(try CLI.headers(transfer.headers), for: url)
-        if let data = transfer.cookieData, headers["cookie"] == nil { headers.add(name: "Cookie", value: data) }
+        let headers = try transfer.headers(try CLI.headers(transfer.headers), for: url)
         let verb = (method ?? (form.isEmpty ? "PUT" : "POST")).uppercased()
         if background {
             try await submit(url: url, headers: headers, method: verb)

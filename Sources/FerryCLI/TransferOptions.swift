@@ -283,13 +283,16 @@ struct TransferOptions: ParsableArguments {
         return Netrc(text).credential(for: url.host ?? "")
     }
 
-    /// `headers` with an Authorization for `url` from ``credential(for:)`` (Basic, sent at once as curl
-    /// does), unless `-H` gave one.
+    /// `headers` completed for a request to `url`: `-b`'s cookie data as a Cookie field, and an
+    /// Authorization from ``credential(for:)`` (Basic, sent at once as curl does), each unless `-H` gave
+    /// one.
     func headers(_ headers: Headers, for url: URL) throws -> Headers {
-        guard headers["authorization"] == nil, let credential = try credential(for: url) else { return headers }
         var headers = headers
-        let token = Data("\(credential.user):\(credential.password)".utf8).base64EncodedString()
-        headers.add(name: "Authorization", value: "Basic " + token)
+        if let cookieData, headers["cookie"] == nil { headers.add(name: "Cookie", value: cookieData) }
+        if headers["authorization"] == nil, let credential = try credential(for: url) {
+            let token = Data("\(credential.user):\(credential.password)".utf8).base64EncodedString()
+            headers.add(name: "Authorization", value: "Basic " + token)
+        }
         return headers
     }
 

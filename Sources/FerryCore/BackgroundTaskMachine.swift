@@ -167,23 +167,24 @@ public struct BackgroundTaskMachine: Sendable, Hashable {
 
     /// A client's cancel: a completed task stays as it is.
     public mutating func cancel(produceResumeData: Bool, reason: String?) -> Action {
-        stopOrComplete(.cancel(produceResumeData: produceResumeData, reason: reason))
+        cancelling(produceResumeData: produceResumeData, reason: reason)
     }
 
     /// A force quit of the session's app (seed 000 §7.3.2): as a cancel, except that a suspended
     /// download keeps its partial data and completes with resume data.
     public mutating func forceQuit(reason: String) -> Action {
         let keep = isDownload && phase == .suspended
-        return stopOrComplete(.cancel(produceResumeData: keep, reason: reason))
+        return cancelling(produceResumeData: keep, reason: reason)
     }
 
     /// The session is invalidated and cancelled: as a cancel without resume data.
     public mutating func invalidate(reason: String) -> Action {
-        stopOrComplete(.cancel(produceResumeData: false, reason: reason))
+        cancelling(produceResumeData: false, reason: reason)
     }
 
-    private mutating func stopOrComplete(_ stop: Stop) -> Action {
-        guard case .cancel(let produceResumeData, let reason) = stop else { preconditionFailure("a cancel") }
+    /// A cancel of any kind: a running transfer is stopped, a task that does not run completes now.
+    private mutating func cancelling(produceResumeData: Bool, reason: String?) -> Action {
+        let stop = Stop.cancel(produceResumeData: produceResumeData, reason: reason)
         switch phase {
         case .completed:
             return .none

@@ -161,19 +161,19 @@ actor Scheduler {
         for task in try store.tasks(session: session) where task.state != .completed {
             var machine = entries[task.key]?.machine ?? machine(for: task)
             let action = forceQuit ? machine.forceQuit(reason: reason) : machine.invalidate(reason: reason)
+            // Kept in memory until the end: a completed machine keeps a task that is completed below from
+            // taking a slot a stopped one frees.
+            entries[task.key, default: Entry(machine: machine)].machine = machine
             switch action {
             case .complete(.cancelled(let produceResumeData, let reason)):
-                // Those not running complete together below, in one transaction however many there are;
-                // meanwhile their machine (completed) keeps them from taking a slot a stopped one frees.
-                entries[task.key, default: Entry(machine: machine)].machine = machine
+                // Those not running complete together below, in one transaction however many there are.
                 cancelled.append(
                     (task.taskIdentifier, cancellation(of: task, produceResumeData: produceResumeData, reason: reason))
                 )
             case .stopTransfer:
-                entries[task.key]?.machine = machine
                 entries[task.key]?.transfer?.handle.cancel()
             default:
-                entries[task.key]?.machine = machine
+                break
             }
             if entries[task.key]?.transfer != nil { stopped.append(task.key) }
         }
@@ -292,8 +292,10 @@ actor Scheduler {
         let now = clock.now()
         do {
             let task = try store.task(session: key.session, identifier: key.identifier)
-            if case .failed(let error) = outcome { logger.debug("\(key) stopped: \(error)") }
-            if case .retryLater(_, let error) = outcome { logger.debug("\(key) stopped: \(error)") }
+            switch outcome {
+            case .failed(let error), .retryLater(_, let error): logger.debug("\(key) stopped: \(error)")
+            case .downloaded, .uploaded: break
+            }
             try feed(key, task) { machine in
                 switch outcome {
                 case .downloaded(let location): try machine.transferFinished(.downloaded(location: location))

@@ -55,15 +55,16 @@ public final class ContentDecoder {
         try input.withUnsafeMutableBufferPointer { source in
             stream.next_in = source.baseAddress
             stream.avail_in = uInt(source.count)
-            var buffer = [UInt8](repeating: 0, count: min(64 * 1024, max(4096, source.count * 8)))
+            let step = min(64 * 1024, max(4096, source.count * 8))
             while true {
-                let (status, produced) = buffer.withUnsafeMutableBufferPointer { target -> (Int32, Int) in
-                    stream.next_out = target.baseAddress
+                // zlib writes straight into the output buffer's free space.
+                var status: Int32 = Z_OK
+                output.writeWithUnsafeMutableBytes(minimumWritableBytes: step) { target in
+                    stream.next_out = target.baseAddress?.assumingMemoryBound(to: UInt8.self)
                     stream.avail_out = uInt(target.count)
-                    let status = inflate(&stream, Z_NO_FLUSH)
-                    return (status, target.count - Int(stream.avail_out))
+                    status = inflate(&stream, Z_NO_FLUSH)
+                    return target.count - Int(stream.avail_out)
                 }
-                output.writeBytes(buffer[..<produced])
                 switch status {
                 case Z_STREAM_END:
                     finished = true

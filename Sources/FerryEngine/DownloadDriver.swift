@@ -238,24 +238,28 @@ public struct DownloadDriver: Sendable {
                 if after != nil || !plan.retries.onlyWithRetryAfter {
                     failedTries += 1
                     let delay = after ?? plan.retries.backoff(failedTries)
-                    let busy = FerryError(
-                        .badServerResponse,
-                        "the server answered \(result.status) and asked to try again in \(Int(delay.rounded(.up))) s",
-                        failingURL: result.finalRequest.url.absoluteString
-                    )
-                    if failedTries <= plan.retries.extraTries, plan.mayRetry() {
-                        // The body was the server's excuse, not the file: start over.
+                    let again = failedTries <= plan.retries.extraTries && plan.mayRetry()
+                    let handBack = !again && plan.retries.handsBack && after != nil && !special
+                    if again || handBack {
+                        // The body was the server's excuse, not the file.
                         Self.discard(plan.path, special: special)
                         plan.didDiscard?()
+                    }
+                    if again {
                         resumeData = nil
                         plan.willRetry?(failedTries + 1, delay, "the server answered \(result.status)")
                         try await plan.sleep(delay)
                         continue
                     }
-                    if plan.retries.handsBack, after != nil, !special {
-                        Self.discard(plan.path, special: special)
-                        plan.didDiscard?()
-                        return .tryLater(after: delay, busy)
+                    if handBack {
+                        return .tryLater(
+                            after: delay,
+                            FerryError(
+                                .badServerResponse,
+                                "the server answered \(result.status) and asked to try again in \(Int(delay.rounded(.up))) s",
+                                failingURL: result.finalRequest.url.absoluteString
+                            )
+                        )
                     }
                 }
             }

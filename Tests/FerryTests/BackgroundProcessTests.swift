@@ -387,14 +387,8 @@ import Glibc
         -> ChildProcess
     {
         let test = role == "createAndHang" ? "childCreatesADownloadAndHangs" : "childAttachesAndStallsInACallback"
-        var environment = ProcessInfo.processInfo.environment
-        environment.merge(variables) { _, new in new }
+        var environment = variables
         environment[roleVariable] = role
-        return try ChildProcess.spawn(
-            URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path,
-            arguments: ["--testing-library", "swift-testing", "--filter", test],
-            environment: environment,
-            output: .discarded
-        )
+        return try spawnTestChild(test, variables: environment, output: .discarded)
     }
 }

@@ -15,26 +15,13 @@ import Testing
             let data = try temporaryDirectory()
             var children: [(ChildProcess, URL)] = []
             for prefix in ["left", "right"] {
-                var environment = ProcessInfo.processInfo.environment
-                environment["XDG_DATA_HOME"] = data.path
-                environment[Self.urlVariable] = server.url("/bytes/1")
-                environment[Self.prefixVariable] = prefix
                 let report = data.appendingPathComponent("\(prefix).log")
-                let child = try ChildProcess.spawn(
-                    URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path,
-                    arguments: ["--testing-library", "swift-testing", "--filter", "childSetsCookies"],
-                    environment: environment,
-                    output: .file(report.path)
-                )
-                children.append((child, report))
+                let variables = [
+                    "XDG_DATA_HOME": data.path, Self.urlVariable: server.url("/bytes/1"), Self.prefixVariable: prefix,
+                ]
+                children.append((try spawnTestChild("childSetsCookies", variables: variables, output: .file(report.path)), report))
             }
-            for (child, report) in children {
-                try await eventually("a child exits", within: 60) { !child.isRunning }
-                try #require(
-                    child.terminationStatus == 0,
-                    "a child failed: \(String(decoding: (try? Data(contentsOf: report)) ?? Data(), as: UTF8.self))"
-                )
-            }
+            for (child, report) in children { try await requireSuccess(of: child, report: report) }
             let file = data.appendingPathComponent("ferry/cookies.json").path
             let names = Set(CookieStore(file: file).cookies.map(\.name))
             #expect(names.count == 60, "\(names.count) of 60 cookies kept")

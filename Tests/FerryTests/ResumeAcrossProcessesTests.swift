@@ -16,22 +16,14 @@ import Testing
             // however slow the machine; the continuation here runs through.
             let url = server.url("/bytes/3000000?seed=50&stall_after=1000000&gate=never&only_first=1")
 
-            var environment = ProcessInfo.processInfo.environment
-            environment[Self.urlVariable] = url
-            environment[Self.outputVariable] = output.path
             // The child's own test report goes to a file, shown only when it failed.
             let report = output.deletingLastPathComponent().appendingPathComponent("child.log")
-            let child = try ChildProcess.spawn(
-                URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path,
-                arguments: ["--testing-library", "swift-testing", "--filter", "childWritesResumeData"],
-                environment: environment,
+            let child = try spawnTestChild(
+                "childWritesResumeData",
+                variables: [Self.urlVariable: url, Self.outputVariable: output.path],
                 output: .file(report.path)
             )
-            try await eventually("the child exits", within: 60) { !child.isRunning }
-            try #require(
-                child.terminationStatus == 0,
-                "the child failed: \(String(decoding: (try? Data(contentsOf: report)) ?? Data(), as: UTF8.self))"
-            )
+            try await requireSuccess(of: child, report: report)
 
             let stored = try Data(contentsOf: output)
             let resumeData = try ResumeData(encoded: stored)

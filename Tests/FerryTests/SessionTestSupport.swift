@@ -3,6 +3,7 @@ import Ferry
 import FerryEngine
 import FerryTestServer
 import Foundation
+import Testing
 import Synchronization
 
 /// Runs `body` with a test server and a session (with `delegate`) that trusts it; the session is
@@ -252,4 +253,25 @@ func collapsed(_ events: [Event]) -> [String] {
     events.map(\.kind).reduce(into: []) { kinds, kind in
         if kinds.last != kind { kinds.append(kind) }
     }
+}
+
+/// This test binary run again with only the test named `test` selected and `variables` added to its
+/// environment: a second process for tests about more than one.
+func spawnTestChild(_ test: String, variables: [String: String], output: ChildProcess.Output) throws -> ChildProcess {
+    try ChildProcess.spawn(
+        URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path,
+        arguments: ["--testing-library", "swift-testing", "--filter", test],
+        environment: ProcessInfo.processInfo.environment.merging(variables) { _, new in new },
+        output: output
+    )
+}
+
+/// Waits for a child from ``spawnTestChild(_:variables:output:)`` to exit, and fails with its report
+/// (written to `report`) unless it exited with 0.
+func requireSuccess(of child: ChildProcess, report: URL) async throws {
+    try await eventually("the child exits", within: 60) { !child.isRunning }
+    try #require(
+        child.terminationStatus == 0,
+        "the child failed: \(String(decoding: (try? Data(contentsOf: report)) ?? Data(), as: UTF8.self))"
+    )
 }
