@@ -7,3 +7,5 @@ public import FerryEngine
 public typealias CookieStore = FerryEngine.CookieStore
 /// The credential store a session uses (``Session/credentials``).
 public typealias CredentialStore = FerryEngine.CredentialStore
+/// The HTTP cache a session uses (``Session/cache``).
+public typealias ResponseCache = FerryEngine.ResponseCache

@@ -76,7 +76,8 @@ public final class Session: Sendable {
         self.transport = SessionTransport(
             transport,
             maximumConnectionsPerHost: configuration.httpMaximumConnectionsPerHost,
-            cookies: Self.cookieStore(for: configuration)
+            cookies: Self.cookieStore(for: configuration),
+            cache: Self.responseCache(for: configuration)
         )
         self.locked = Mutex(State(delegate: delegate))
         self.downloadDirectory = Self.makeDownloadDirectory()
@@ -131,7 +132,8 @@ public final class Session: Sendable {
         self.transport = SessionTransport(
             base,
             maximumConnectionsPerHost: configuration.httpMaximumConnectionsPerHost,
-            cookies: Self.cookieStore(for: configuration)
+            cookies: Self.cookieStore(for: configuration),
+            cache: Self.responseCache(for: configuration)
         )
         self.locked = Mutex(State(delegate: delegate))
         self.downloadDirectory = Self.makeDownloadDirectory()
@@ -182,6 +184,20 @@ public final class Session: Sendable {
     /// (`httpShouldSetCookies` false, `httpCookieStorage` `.none`). Background sessions have none yet:
     /// ferryd does not apply cookies (docs/CONFIGURATION.md).
     public var cookies: CookieStore? { transport.cookies }
+
+    /// The HTTP cache this session's data tasks read and fill (URLCache's role): for default sessions
+    /// the user's (`$XDG_CACHE_HOME/ferry/http` on disk, shared by sessions with the same `urlCache`),
+    /// for ephemeral ones memory only; nil when `urlCache` is nil and for background sessions.
+    public var cache: ResponseCache? { transport.cache }
+
+    private static func responseCache(for configuration: SessionConfiguration) -> ResponseCache? {
+        guard configuration.identifier == nil, let description = configuration.urlCache else { return nil }
+        if configuration.kind == .ephemeral {
+            // Ephemeral: nothing on disk, and private to the session.
+            return ResponseCache(memoryCapacity: description.memoryCapacity, diskCapacity: 0, directory: nil)
+        }
+        return ResponseCache.forConfiguration(description)
+    }
 
     /// The store a session with `configuration` uses.
     private static func cookieStore(for configuration: SessionConfiguration) -> CookieStore? {

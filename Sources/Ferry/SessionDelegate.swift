@@ -76,6 +76,12 @@ public protocol DataDelegate: TaskDelegate {
 
     /// Some of the body, in order. Pieces may be merged; every byte arrives once.
     func session(_ session: Session, dataTask: DataTask, didReceive data: Data) async
+
+    /// The whole body arrived and the session's HTTP cache is about to store the response
+    /// (willCacheResponse): return it to store it, changed (its `storagePolicy`, say) or as it is, or nil
+    /// to store nothing. Asked only for responses RFC 9111 lets the cache keep. Default: as proposed.
+    func session(_ session: Session, dataTask: DataTask, willCacheResponse proposed: CachedResponse) async
+        -> CachedResponse?
 }
 
 /// Events of download tasks (URLSessionDownloadDelegate).
@@ -165,6 +171,12 @@ extension DataDelegate {
     public func session(_ session: Session, dataTask: DataTask, didBecome downloadTask: DownloadTask) async {}
 
     public func session(_ session: Session, dataTask: DataTask, didReceive data: Data) async {}
+
+    public func session(
+        _ session: Session,
+        dataTask: DataTask,
+        willCacheResponse proposed: CachedResponse
+    ) async -> CachedResponse? { proposed }
 }
 
 extension DownloadDelegate {

@@ -4,6 +4,23 @@ import NIOCore
 import Synchronization
 
 extension SessionTask {
+    /// How this task uses the session's HTTP cache: a data task under its request's cache policy (the
+    /// configuration's `requestCachePolicy` when the request keeps the default), asking its delegate's
+    /// willCacheResponse before storing; other tasks do not read or fill the cache, as with URLSession.
+    func cacheUse() -> CacheUse? {
+        guard case .data = work, session.transport.cache != nil, let request = originalRequest else { return nil }
+        let policy =
+            request.cachePolicy == .useProtocolCachePolicy
+            ? session.configuration.requestCachePolicy : request.cachePolicy
+        guard let delegate = dataDelegate(), let dataTask = self as? DataTask else { return CacheUse(policy: policy) }
+        let session = self.session
+        return CacheUse(policy: policy) { proposed in
+            await session.queue.perform {
+                await delegate.session(session, dataTask: dataTask, willCacheResponse: proposed)
+            }
+        }
+    }
+
     /// A data or upload task's transfer: the body is sent, the response goes to the delegate (or is
     /// collected for an async call), and the delegate may turn it into a download.
     func transferData(_ request: Request, deadline: NIODeadline) async throws -> TransferResult {

@@ -17,13 +17,16 @@ protocol TaskBackend: Sendable {
 /// Runs tasks in this process, on the session's transport.
 struct InProcessBackend: TaskBackend {
     func resume(_ task: SessionTask) {
+        // Outside the task's lock: it reads the task's delegate, which takes the lock.
+        let cache = task.cacheUse()
         let action: TaskStateMachine.Action = task.locked.withLock { state in
             let action = state.machine.resume()
             if case .startTransfer = action {
                 state.startDate = Date()
                 let context = TransferContext(
                     priority: state.priority,
-                    handlesCookies: task.originalRequest?.httpShouldHandleCookies ?? true
+                    handlesCookies: task.originalRequest?.httpShouldHandleCookies ?? true,
+                    cache: cache
                 )
                 state.transfer = Task {
                     await TransferContext.$current.withValue(context) { await task.run(context: context) }

@@ -49,6 +49,9 @@ public struct FerryError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let userCancelledAuthentication = Code(-1012, "userCancelledAuthentication")
         /// Authentication is required and none that works was given, e.g. a proxy's 407 (URLError -1013).
         public static let userAuthenticationRequired = Code(-1013, "userAuthenticationRequired")
+        /// The request may only be answered from the cache, and nothing stored answers it
+        /// (`returnCacheDataDontLoad`, `only-if-cached`; URLError -1008).
+        public static let resourceUnavailable = Code(-1008, "resourceUnavailable")
         /// The content could not be decoded, e.g. broken gzip (URLError -1016).
         public static let cannotDecodeContentData = Code(-1016, "cannotDecodeContentData")
         /// The response could not be parsed (URLError -1017).

@@ -26,8 +26,10 @@ public struct TransactionMetrics: Sendable, Hashable {
     public enum FetchType: String, Sendable, Hashable {
         /// Fetched over the network.
         case networkLoad
-        /// Served from the cache.
+        /// Served from the cache without asking the server.
         case localCache
+        /// Served from the cache after the server said it was current (a 304 to a conditional request).
+        case revalidated
     }
 
     /// The request as sent.

@@ -15,13 +15,26 @@ public final class SessionTransport: HTTPTransport {
     private let limiter: HostConnectionLimiter
     /// The session's cookies; nil: none sent or kept.
     public let cookies: CookieStore?
+    /// The session's HTTP cache; nil: none. Tasks whose ``TransferContext`` has a ``CacheUse`` read and
+    /// fill it (SessionTransport+Cache.swift); unsafe requests of every task invalidate it.
+    public let cache: ResponseCache?
+    /// The clock cache freshness is judged by.
+    let now: @Sendable () -> Date
 
     /// Wraps `base`, allowing `maximumConnectionsPerHost` exchanges per origin at once, with `cookies`
-    /// (nil: none).
-    public init(_ base: any HTTPTransport, maximumConnectionsPerHost: Int, cookies: CookieStore? = nil) {
+    /// and `cache` (nil: none); `now` is the clock for freshness and metrics.
+    public init(
+        _ base: any HTTPTransport,
+        maximumConnectionsPerHost: Int,
+        cookies: CookieStore? = nil,
+        cache: ResponseCache? = nil,
+        now: @escaping @Sendable () -> Date = Date.init
+    ) {
         self.base = base
         self.limiter = HostConnectionLimiter(limit: maximumConnectionsPerHost)
         self.cookies = cookies
+        self.cache = cache
+        self.now = now
     }
 
     /// Exchanges in progress for the origin of `url` (scheme, host and port).
@@ -37,11 +50,23 @@ public final class SessionTransport: HTTPTransport {
         if let cookies, request.headers["cookie"] == nil, let header = cookies.cookieHeader(for: request.url) {
             request.headers.add(name: "Cookie", value: header)
         }
+        guard let cache else { return try await exchange(request, deadline: deadline, context: context).response }
+        return try await send(request, deadline: deadline, context: context, cache: cache)
+    }
+
+    /// Sends `request` over the network: a connection slot, metrics, and the cookies of the response.
+    /// Returns the response and the index of its transaction in `context`.
+    func exchange(
+        _ request: TransportRequest,
+        deadline: NIODeadline,
+        context: TransferContext?
+    ) async throws -> (response: TransportResponse, transaction: Int?) {
+        let cookies = context?.handlesCookies == false ? nil : self.cookies
         var sent = Request(url: request.url)
         sent.method = request.method
         sent.headers = request.headers
         var metrics = TransactionMetrics(request: sent)
-        metrics.fetchStartDate = Date()
+        metrics.fetchStartDate = now()
         let index = context?.begin(metrics)
         let origin = Self.origin(of: request.url)
         // HTTPMaximumConnectionsPerHost limits connections: streams of one shared HTTP/2 connection
@@ -93,7 +118,7 @@ public final class SessionTransport: HTTPTransport {
                 latestTiming: response.latestTiming
             )
         )
-        return measured
+        return (measured, index)
     }
 
     public func shutdown() async throws {

@@ -15,12 +15,16 @@ public final class TransferContext: Sendable {
     /// Whether the session's cookies go with the task's requests and its responses' cookies are kept
     /// (``Request/httpShouldHandleCookies``).
     public let handlesCookies: Bool
+    /// How the task uses the session's HTTP cache; nil: not at all (download and upload tasks, as with
+    /// URLSession; an unsafe request still invalidates what it changes).
+    public let cache: CacheUse?
     private let transactions = Mutex<[TransactionMetrics]>([])
 
     /// A context for a task with `priority`.
-    public init(priority: Float = 0.5, handlesCookies: Bool = true) {
+    public init(priority: Float = 0.5, handlesCookies: Bool = true, cache: CacheUse? = nil) {
         self.priority = priority
         self.handlesCookies = handlesCookies
+        self.cache = cache
     }
 
     /// The transactions so far, in the order their requests were sent.
@@ -40,5 +44,20 @@ public final class TransferContext: Sendable {
             guard list.indices.contains(index) else { return }
             change(&list[index])
         }
+    }
+}
+
+/// How one task uses the HTTP cache.
+public struct CacheUse: Sendable {
+    /// The request's cache policy.
+    public var policy: Request.CachePolicy
+    /// Asked before a response is stored (the willCacheResponse delegate): the entry to store, changed
+    /// or not, or nil to store nothing. Nil: store as it is.
+    public var willStore: (@Sendable (CachedResponse) async -> CachedResponse?)?
+
+    /// A use under `policy`.
+    public init(policy: Request.CachePolicy, willStore: (@Sendable (CachedResponse) async -> CachedResponse?)? = nil) {
+        self.policy = policy
+        self.willStore = willStore
     }
 }
