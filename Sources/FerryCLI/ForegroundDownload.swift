@@ -44,6 +44,9 @@ struct ForegroundDownload {
         var proxy: String?
         /// The address and port connected to (the last exchange's).
         var remoteAddress: String?
+        /// Where the body came from: `network`, `localCache` (`--cache`, fresh) or `revalidated`
+        /// (`--cache`, a 304 confirmed the stored one).
+        var fetchType: String
     }
 
     let url: URL
@@ -59,6 +62,8 @@ struct ForegroundDownload {
     let interruption: Interruption
     /// `--compressed`: ask for gzip or deflate and write the body decoded.
     var decodesContent = false
+    /// `--cache`: how the download uses the transport's HTTP cache.
+    var cache: CacheUse?
 
     func run() async throws -> Report {
         let (directory, initialName, fixedName) = try place()
@@ -147,7 +152,7 @@ struct ForegroundDownload {
         let started = ProgressDisplay.now()
         let result: Downloader.Result
         // Records the exchanges (SessionTransport), for --json's protocol, TLS version and address.
-        let context = TransferContext()
+        let context = TransferContext(cache: cache)
         do {
             let outcome = try await TransferContext.$current.withValue(context) {
                 var driver = DownloadDriver(transport: transport)
@@ -207,8 +212,18 @@ struct ForegroundDownload {
             protocol: result.protocolName,
             tlsVersion: last?.negotiatedTLSProtocolVersion,
             proxy: last?.proxy,
-            remoteAddress: last?.remoteAddress
+            remoteAddress: last?.remoteAddress,
+            fetchType: Self.fetchTypeName(last?.resourceFetchType ?? .networkLoad)
         )
+    }
+
+    /// `--json`'s name for a fetch type.
+    static func fetchTypeName(_ type: TransactionMetrics.FetchType) -> String {
+        switch type {
+        case .networkLoad: "network"
+        case .localCache: "localCache"
+        case .revalidated: "revalidated"
+        }
     }
 
     /// `1 s`, `0.5 s`: a wait as people read it.

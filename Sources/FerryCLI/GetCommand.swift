@@ -120,6 +120,11 @@ struct GetCommand: AsyncParsableCommand {
                 throw ValidationError("ferryd retries network errors itself; --retry is for foreground downloads")
             }
             if transfer.limitRate != nil { throw ValidationError("--limit-rate is for foreground downloads") }
+            if transfer.cache != nil {
+                throw ValidationError(
+                    "--cache is for foreground downloads: background downloads do not use the HTTP cache, as URLSession's do not"
+                )
+            }
             if transfer.cookie != nil || transfer.cookieJar != nil {
                 throw ValidationError("-b and -c are for foreground downloads: ferryd does not keep cookies yet")
             }
@@ -171,6 +176,7 @@ struct GetCommand: AsyncParsableCommand {
                 interruption: interruption
             )
             job.decodesContent = compressed
+            job.cache = transfer.cacheUse
             let finalJob = job
             let work = Task { try await finalJob.run() }
             interruption.onSignal { work.cancel() }

@@ -117,6 +117,15 @@ struct TransferOptions: ParsableArguments {
     var dumpHeader: String?
 
     @Option(
+        name: .customLong("cache"),
+        help: ArgumentHelp(
+            "Keep GET responses in this directory as an HTTP cache (RFC 9111, up to 1 GiB, 64 MiB per response): a fresh one is served without a request, a stale one is revalidated.",
+            valueName: "dir"
+        )
+    )
+    var cache: String?
+
+    @Option(
         name: [.customShort("b"), .customLong("cookie")],
         help: ArgumentHelp(
             "Cookies to send: 'name=value; name2=value2', or a cookie file (Netscape format, as curl -c and wget write) whose cookies go where they match. Either way, cookies the server sets are sent on its redirects.",
@@ -256,7 +265,8 @@ struct TransferOptions: ParsableArguments {
             return SessionTransport(
                 base,
                 maximumConnectionsPerHost: connectionsPerHost,
-                cookies: try cookieStore()
+                cookies: try cookieStore(),
+                cache: responseCache()
             )
         } catch let error as FerryError {
             throw CLIFailure(error)
@@ -295,6 +305,21 @@ struct TransferOptions: ParsableArguments {
         }
         return headers
     }
+
+    /// The HTTP cache `--cache DIR` asks for: on disk only (one command reads each entry once), 1 GiB,
+    /// entries up to 64 MiB (a body is held in memory until it is stored).
+    func responseCache() -> ResponseCache? {
+        guard let cache else { return nil }
+        return ResponseCache(
+            memoryCapacity: 0,
+            diskCapacity: 1 << 30,
+            directory: CLI.absolute(cache),
+            maximumEntrySize: 64 << 20
+        )
+    }
+
+    /// How this command's GETs use the cache: by the protocol's rules with `--cache`, not at all without.
+    var cacheUse: CacheUse? { cache == nil ? nil : CacheUse(policy: .useProtocolCachePolicy) }
 
     /// `-b`'s value when it is cookie data (it holds `=`), as curl tells data from a file name.
     var cookieData: String? {
