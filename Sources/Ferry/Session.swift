@@ -181,8 +181,8 @@ public final class Session: Sendable {
 
     /// The cookies this session sends and keeps (HTTPCookieStorage's role): ``CookieStore/shared`` for
     /// default sessions, a store of its own for ephemeral ones; nil when it uses none
-    /// (`httpShouldSetCookies` false, `httpCookieStorage` `.none`). Background sessions have none yet:
-    /// ferryd does not apply cookies (docs/CONFIGURATION.md).
+    /// (`httpShouldSetCookies` false, `httpCookieStorage` `.none`). A background session's is the shared
+    /// store, whose file ferryd applies to its tasks: cookies set by background responses show here.
     public var cookies: CookieStore? { transport.cookies }
 
     /// The HTTP cache this session's data tasks read and fill (URLCache's role): for default sessions
@@ -201,7 +201,7 @@ public final class Session: Sendable {
 
     /// The store a session with `configuration` uses.
     private static func cookieStore(for configuration: SessionConfiguration) -> CookieStore? {
-        guard configuration.httpShouldSetCookies, configuration.identifier == nil else { return nil }
+        guard configuration.httpShouldSetCookies else { return nil }
         switch configuration.httpCookieStorage {
         case .shared: return CookieStore.shared
         case .sessionPrivate:
@@ -480,8 +480,17 @@ public final class Session: Sendable {
         do {
             // How ferryd connects for this task: this session's TLS settings and proxy (explicit, or this
             // process's environment), never ferryd's own environment.
-            creation.connection = try TransportOptions(configuration)
+            var connection = try TransportOptions(configuration)
                 .connectionSettings(environment: ProcessInfo.processInfo.environment)
+            // Cookies: ferryd reads and writes the same file as this process's store, so the program
+            // sees what background responses set (session cookies stay in ferryd while it runs).
+            if creation.request.httpShouldHandleCookies, let file = cookies?.path {
+                connection.cookies = CookieSettings(
+                    file: file,
+                    acceptPolicy: CookieJar.AcceptPolicy(rawValue: configuration.httpCookieAcceptPolicy.rawValue) ?? .always
+                )
+            }
+            creation.connection = connection
             // Named here and created in the daemon after the link's earlier requests: the factory
             // never waits for ferryd.
             let task = make(background.nextIdentifier(), nil)

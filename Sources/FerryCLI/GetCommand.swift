@@ -125,9 +125,6 @@ struct GetCommand: AsyncParsableCommand {
                     "--cache is for foreground downloads: background downloads do not use the HTTP cache, as URLSession's do not"
                 )
             }
-            if transfer.cookie != nil || transfer.cookieJar != nil {
-                throw ValidationError("-b and -c are for foreground downloads: ferryd does not keep cookies yet")
-            }
             if transfer.verbose {
                 throw ValidationError("-v is for foreground downloads; follow a background one with ferry watch")
             }

@@ -72,9 +72,6 @@ struct PutCommand: AsyncParsableCommand {
         if background, transfer.verbose {
             throw ValidationError("-v is for foreground uploads; follow a background one with ferry watch")
         }
-        if background, transfer.cookie != nil || transfer.cookieJar != nil {
-            throw ValidationError("-b and -c are for foreground uploads: ferryd does not keep cookies yet")
-        }
     }
 
     func run() async throws {

@@ -244,13 +244,25 @@ struct TransferOptions: ParsableArguments {
     }
 
     /// What a background task records of these flags (and of this shell's proxy variables).
+    /// `-b FILE`, `-b ""` and `-c FILE` become a cookie store of this command's own in ferryd, loaded
+    /// from `-b`'s file; `-c`'s jar is written when each task's run ends.
     func connectionSettings() throws -> ConnectionSettings {
         let options = try transportOptions()
+        var settings: ConnectionSettings
         do {
-            return try options.connectionSettings(environment: ProcessInfo.processInfo.environment)
+            settings = try options.connectionSettings(environment: ProcessInfo.processInfo.environment)
         } catch let error as FerryError {
             throw CLIFailure(error.message, status: .usage)
         }
+        let file = cookieData == nil ? cookie : nil
+        if file != nil || cookieJar != nil {
+            let load = file.flatMap { $0.isEmpty ? nil : CLI.absolute($0) }
+            if let load, !FileManager.default.isReadableFile(atPath: load) {
+                throw CLIFailure("cannot read the cookie file \(file ?? load)", status: .localFile)
+            }
+            settings.cookies = CookieSettings(load: load, jar: cookieJar.map(CLI.absolute), scope: UUID().uuidString)
+        }
+        return settings
     }
 
     /// A transport for this command's transfers, allowing `connectionsPerHost` connections to one

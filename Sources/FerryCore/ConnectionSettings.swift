@@ -18,12 +18,14 @@ public struct ConnectionSettings: Sendable, Hashable, Codable {
     public var resolve: [String: String] = [:]
     /// Seconds a new connection may take; nil: the request timeout.
     public var connectTimeout: Double?
+    /// The cookies the task sends and keeps on every hop; nil: none.
+    public var cookies: CookieSettings?
 
     /// Direct connections, default TLS.
     public init() {}
 
     private enum CodingKeys: String, CodingKey {
-        case tls, minimumTLSVersion, maximumTLSVersion, httpVersion, proxies, resolve, connectTimeout
+        case tls, minimumTLSVersion, maximumTLSVersion, httpVersion, proxies, resolve, connectTimeout, cookies
     }
 
     /// Decodes, with the defaults for absent fields.
@@ -36,6 +38,7 @@ public struct ConnectionSettings: Sendable, Hashable, Codable {
         proxies = try container.decodeIfPresent(ProxySettings.self, forKey: .proxies) ?? ProxySettings()
         resolve = try container.decodeIfPresent([String: String].self, forKey: .resolve) ?? [:]
         connectTimeout = try container.decodeIfPresent(Double.self, forKey: .connectTimeout)
+        cookies = try container.decodeIfPresent(CookieSettings.self, forKey: .cookies)
     }
 
     /// Checks the values against each other.
@@ -52,6 +55,62 @@ public struct ConnectionSettings: Sendable, Hashable, Codable {
         }
         if tls.clientCertificatePEM != nil, tls.clientPrivateKeyPEM == nil {
             throw FerryError(.invalidOperation, "a client certificate needs its private key")
+        }
+        try cookies?.validate()
+    }
+}
+
+/// Where a background task's cookies live, recorded with the task (S1.3: the daemon has no session
+/// object). Tasks with equal settings share one store in ferryd.
+public struct CookieSettings: Sendable, Hashable, Codable {
+    /// A persistent cookie file shared with the client (CookieStore's JSON, e.g. the user's
+    /// `cookies.json`): cookies are read from it and written to it, so the client sees what background
+    /// responses set. Nil: a store in ferryd's memory.
+    public var file: String?
+    /// A Netscape cookie file (curl's `-b FILE`) whose cookies the store starts with.
+    public var load: String?
+    /// A Netscape cookie file (curl's `-c FILE`) written with every cookie when a run of the task ends.
+    public var jar: String?
+    /// Which cookies are kept.
+    public var acceptPolicy: CookieJar.AcceptPolicy
+    /// Tells stores in ferryd's memory apart: tasks share one only when every setting, this included,
+    /// is the same (the CLI gives each command a scope of its own, as each curl run has its own cookies).
+    public var scope: String?
+
+    /// Cookie settings; every path absolute.
+    public init(
+        file: String? = nil,
+        load: String? = nil,
+        jar: String? = nil,
+        acceptPolicy: CookieJar.AcceptPolicy = .always,
+        scope: String? = nil
+    ) {
+        self.file = file
+        self.load = load
+        self.jar = jar
+        self.acceptPolicy = acceptPolicy
+        self.scope = scope
+    }
+
+    private enum CodingKeys: String, CodingKey { case file, load, jar, acceptPolicy, scope }
+
+    /// Decodes, with `always` when no policy is given.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        file = try container.decodeIfPresent(String.self, forKey: .file)
+        load = try container.decodeIfPresent(String.self, forKey: .load)
+        jar = try container.decodeIfPresent(String.self, forKey: .jar)
+        acceptPolicy = try container.decodeIfPresent(CookieJar.AcceptPolicy.self, forKey: .acceptPolicy) ?? .always
+        scope = try container.decodeIfPresent(String.self, forKey: .scope)
+    }
+
+    /// Checks that every path is absolute and has no NUL.
+    public func validate() throws {
+        for (name, path) in [("file", file), ("load", load), ("jar", jar)] {
+            guard let path else { continue }
+            guard path.hasPrefix("/"), !path.utf8.contains(0) else {
+                throw FerryError(.invalidOperation, "cookies.\(name) must be an absolute path, not '\(path)'")
+            }
         }
     }
 }

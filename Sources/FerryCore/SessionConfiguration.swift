@@ -246,6 +246,13 @@ public struct SessionConfiguration: Sendable, Hashable, Codable {
         guard tlsMinimumSupportedProtocolVersion <= tlsMaximumSupportedProtocolVersion else {
             throw FerryError(.invalidOperation, "the minimum TLS version is above the maximum")
         }
+        if case .background = kind, httpShouldSetCookies, httpCookieStorage == .sessionPrivate {
+            // ferryd applies a cookie file; a store in this process's memory cannot travel there.
+            throw FerryError(
+                .invalidOperation,
+                "a background session keeps cookies in the shared store, whose file ferryd applies; set httpCookieStorage to .shared or .none"
+            )
+        }
         if let urlCache, urlCache.memoryCapacity < 0 || urlCache.diskCapacity < 0 {
             throw FerryError(.invalidOperation, "cache capacities cannot be negative")
         }

@@ -2,6 +2,7 @@ import FerryCore
 import FerryEngine
 import FerryStore
 import Foundation
+import Logging
 import NIOCore
 import Synchronization
 
@@ -34,6 +35,23 @@ struct TransferRunner: Sendable {
     let meter: ProgressMeter
 
     func run() async -> Outcome {
+        let outcome = await runOnce()
+        saveCookieJar()
+        return outcome
+    }
+
+    /// Writes the task's cookie jar (curl's `-c`), when it asked for one: every cookie of its store,
+    /// session cookies included, as curl does at exit.
+    private func saveCookieJar() {
+        guard let jar = task.connection?.cookies?.jar, let store = (transport as? SessionTransport)?.cookies else { return }
+        do {
+            try NetscapeCookieFile.serialize(store.cookies).write(toFile: jar, atomically: true, encoding: .utf8)
+        } catch {
+            Logger(label: "ferryd").warning("task \(task.taskIdentifier): cannot write the cookie jar \(jar): \(error.localizedDescription)")
+        }
+    }
+
+    private func runOnce() async -> Outcome {
         if secondsLeft <= 0 {
             return .failed(Self.resourceTimedOut(task))
         }

@@ -1,5 +1,6 @@
 import FerryCore
 import FerryEngine
+import Foundation
 import NIOCore
 import Synchronization
 
@@ -30,13 +31,30 @@ final class TransportCache: Sendable {
         specific.maximumConnectionsPerHost = options.maximumConnectionsPerHost
         let transport = SessionTransport(
             try StandardTransport(options: specific),
-            maximumConnectionsPerHost: options.maximumConnectionsPerHost
+            maximumConnectionsPerHost: options.maximumConnectionsPerHost,
+            cookies: try settings.cookies.map(Self.cookieStore)
         )
         return made.withLock { cache in
             if let raced = cache[settings] { return raced }
             cache[settings] = transport
             return transport
         }
+    }
+
+    /// The store cookie settings describe: the shared file's, or one in memory, loaded with the
+    /// Netscape file `load` names.
+    /// - Throws: ``FerryError`` when `load` cannot be read.
+    static func cookieStore(_ settings: CookieSettings) throws -> CookieStore {
+        let store =
+            settings.file.map { CookieStore(file: $0, acceptPolicy: settings.acceptPolicy) }
+            ?? CookieStore(acceptPolicy: settings.acceptPolicy)
+        if let load = settings.load {
+            guard let text = try? String(contentsOfFile: load, encoding: .utf8) else {
+                throw FerryError(.invalidOperation, "cannot read the cookie file \(load)")
+            }
+            for cookie in NetscapeCookieFile.parse(text, now: Date()) { store.setCookie(cookie) }
+        }
+        return store
     }
 
     /// Closes every transport.

@@ -123,10 +123,41 @@ import Testing
         }
     }
 
-    @Test func backgroundTransfersRefuseCookiesClearly() async throws {
-        let cli = CLIRunner(directory: "/tmp")
-        let run = try await cli.run(["get", "--background", "-b", "a=1", "http://127.0.0.1:1/x"])
-        #expect(run.status == 2)
-        #expect(run.stderr.contains("ferryd does not keep cookies yet"))
+    @Test func backgroundDownloadsKeepCookiesAndWriteTheJar() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            let home = "/tmp/ferry-k-\(UUID().uuidString.prefix(8))"
+            try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+            let cli = CLIRunner(environment: ["FERRY_HOME": home], directory: directory)
+            defer {
+                try? FileManager.default.removeItem(atPath: directory)
+                try? FileManager.default.removeItem(atPath: home)
+            }
+            do {
+                // -b FILE's cookies go out; the login's cookie reaches the page behind the redirect; -c's
+                // jar is written by ferryd when the task ends.
+                try (NetscapeCookieFile.header + "\n127.0.0.1\tFALSE\t/\tFALSE\t0\tfromfile\tyes\n")
+                    .write(toFile: directory + "/in.txt", atomically: true, encoding: .utf8)
+                let login = server.url("/redirect/1?to=/cookies&set_cookie=session%3Dabc%3B%20Path%3D%2F")
+                let submit = try await cli.run(["get", "--background", "-b", "in.txt", "-c", "jar.txt", login, "-o", "page.json"])
+                #expect(submit.status == 0, "\(submit.stderr)")
+                let wait = try await cli.run(["wait", submit.stdout.trimmingCharacters(in: .whitespacesAndNewlines)])
+                #expect(wait.status == 0, "\(wait.stderr)")
+                #expect(try echoed(directory + "/page.json") == ["session": "abc", "fromfile": "yes"])
+                let jar = try String(contentsOfFile: directory + "/jar.txt", encoding: .utf8)
+                #expect(jar.contains("\tsession\tabc"))
+                #expect(jar.contains("\tfromfile\tyes"))
+
+                // Each command has cookies of its own: a later one without -b sends none.
+                let later = try await cli.run(["get", "--background", "-b", "", server.url("/cookies"), "-o", "later.json"])
+                _ = try await cli.run(["wait", later.stdout.trimmingCharacters(in: .whitespacesAndNewlines)])
+                #expect(try echoed(directory + "/later.json") == [:])
+
+                let missing = try await cli.run(["get", "--background", "-b", "no-such-file", login, "-o", "x.json"])
+                #expect(missing.status == 4)
+                #expect(missing.stderr.contains("cannot read the cookie file no-such-file"))
+            }
+            _ = try? await cli.run(["daemon", "stop"])
+        }
     }
 }

@@ -52,6 +52,15 @@ import Testing
         configuration = .default
         configuration.httpAdditionalHeaders["X-Bad"] = "a\nb"
         #expect(throws: FerryError.self) { try configuration.validate() }
+        configuration = .default
+        configuration.httpShouldUsePipelining = true
+        #expect(throws: FerryError.self) { try configuration.validate() }
+        // A background session's cookies must be in the file ferryd applies.
+        configuration = .background(identifier: "com.example.x")
+        configuration.httpCookieStorage = .sessionPrivate
+        #expect(throws: FerryError.self) { try configuration.validate() }
+        configuration.httpCookieStorage = .none
+        #expect(throws: Never.self) { try configuration.validate() }
     }
 
     @Test func additionalHeadersFillOnlyWhatIsMissing() {
