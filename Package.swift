@@ -156,6 +156,7 @@ let package = Package(
             name: "FerryCLITests",
             dependencies: [
                 "FerryCLI",
+                "Ferry",
                 "FerryTestServer",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),

@@ -98,10 +98,14 @@ public final class Session: Sendable {
         // The delegate's server-trust answers; the relay holds the session weakly (no cycle through the
         // transport it owns).
         let trust = ServerTrustRelay()
+        let credentials = Self.credentialStore(for: configuration)
         do {
             var options = TransportOptions(configuration)
             if delegate != nil {
                 options.serverTrustEvaluator = { challenge in await trust.evaluate(challenge) }
+            }
+            if let credentials {
+                options.proxyCredential = { server in credentials.credential(for: ProtectionSpace(proxy: server)) }
             }
             // A background session's transfers run in ferryd: no connections of its own.
             base =
@@ -127,7 +131,7 @@ public final class Session: Sendable {
             }
         }
         self.background = link
-        self.credentials = Self.credentialStore(for: configuration)
+        self.credentials = credentials
         self.configurationError = configurationError
         self.transport = SessionTransport(
             base,
@@ -489,6 +493,14 @@ public final class Session: Sendable {
                     file: file,
                     acceptPolicy: CookieJar.AcceptPolicy(rawValue: configuration.httpCookieAcceptPolicy.rawValue) ?? .always
                 )
+            }
+            // A proxy without credentials takes the store's now: ferryd has no credential store.
+            for server in [\ProxySettings.http, \ProxySettings.https] {
+                guard let proxy = connection.proxies[keyPath: server], proxy.username == nil,
+                    let credential = credentials?.credential(for: ProtectionSpace(proxy: proxy))
+                else { continue }
+                connection.proxies[keyPath: server]?.username = credential.user
+                connection.proxies[keyPath: server]?.password = credential.password
             }
             creation.connection = connection
             // Named here and created in the daemon after the link's earlier requests: the factory

@@ -74,7 +74,7 @@ public final class CredentialStore: Sendable {
         if let exact = entries.first(where: { $0.space == space }) { return exact.credential }
         return entries.first { entry in
             entry.space.host == space.host && entry.space.port == space.port && entry.space.scheme == space.scheme
-                && (entry.space.realm == nil || space.realm == nil)
+                && entry.space.isProxy == space.isProxy && (entry.space.realm == nil || space.realm == nil)
         }?.credential
     }
 }

@@ -71,7 +71,13 @@ public final class HTTP1Transport: HTTPTransport {
 
     public func send(_ request: TransportRequest, deadline: NIODeadline) async throws -> TransportResponse {
         let target = try HTTP1Target(request.url)
-        let proxy = try proxies.get().proxy(for: request.url)
+        var proxy = try proxies.get().proxy(for: request.url)
+        // A proxy given without credentials takes the store's, sent at once (Basic, or SOCKS5's user
+        // name and password) as curl sends --proxy-user's: a proxy that asks answers 407 otherwise.
+        if let server = proxy, server.username == nil, let credential = options.proxyCredential?(server) {
+            proxy?.username = credential.user
+            proxy?.password = credential.password
+        }
         let route = HTTP1Route(target: target, proxy: proxy)
         // A request goes out again on a new connection only when the server did not take it: a reused
         // connection turned out to be closed before a byte of the answer came back, or an HTTP/2 server

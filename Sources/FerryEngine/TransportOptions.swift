@@ -22,6 +22,9 @@ public struct TransportOptions: Sendable {
     /// Asked about each new TLS connection's certificate chain after Ferry's own evaluation (the
     /// session delegate's server-trust challenge); nil: the evaluation decides.
     public var serverTrustEvaluator: (@Sendable (ServerTrustChallenge) async -> ServerTrustDisposition)?
+    /// Credentials for a proxy that was given none (the session's credential store, URLSession's
+    /// proxy protection spaces): asked once per request; nil answers send none.
+    public var proxyCredential: (@Sendable (ProxyServer) -> Credential?)?
     /// Fixed addresses for `host:port` pairs, as curl's `--resolve HOST:PORT:ADDR` (the name is still
     /// sent in Host and SNI and checked against the certificate).
     public var resolve: [String: String] = [:]
