@@ -64,6 +64,8 @@ struct ForegroundDownload {
     var decodesContent = false
     /// `--cache`: how the download uses the transport's HTTP cache.
     var cache: CacheUse?
+    /// `-i`: the heads, redirects included, go into the file before the body.
+    var includesHeads = false
 
     func run() async throws -> Report {
         let (directory, initialName, fixedName) = try place()
@@ -72,6 +74,12 @@ struct ForegroundDownload {
         // a file is replaced once the download is complete.
         let destination = try DownloadDestination(inspecting: directory + "/" + initialName)
         let target = destination.path
+        if includesHeads, destination.isSpecial {
+            throw CLIFailure(
+                "-i writes the heads into the file before the body, and \(target) is not a regular file; use -D - to see the heads",
+                status: .usage
+            )
+        }
         let partial = destination.writePath
         let record = target + ".ferry-resume"
         let hadPart = !destination.isSpecial && FileManager.default.fileExists(atPath: partial)
@@ -198,6 +206,7 @@ struct ForegroundDownload {
         let seconds = ProgressDisplay.now() - started
         try? FileManager.default.removeItem(atPath: record)
         let final = result.path
+        if includesHeads { try Self.prependHeads(context.recordedTransactions, to: final) }
         let last = context.recordedTransactions.last
         return Report(
             url: url.absoluteString,
@@ -215,6 +224,40 @@ struct ForegroundDownload {
             remoteAddress: last?.remoteAddress,
             fetchType: Self.fetchTypeName(last?.resourceFetchType ?? .networkLoad)
         )
+    }
+
+    /// `-i`: the heads of the exchanges up to the first success (the redirects, then the answer), as
+    /// curl writes them, put before the body: written beside the file with the body copied after them,
+    /// then renamed over it.
+    static func prependHeads(_ transactions: [TransactionMetrics], to path: String) throws {
+        var heads = ""
+        for transaction in transactions {
+            guard let response = transaction.response else { continue }
+            heads += HeaderDumpTransport.render(
+                status: response.statusCode,
+                headers: response.headers,
+                protocolName: transaction.networkProtocolName ?? "http/1.1"
+            )
+            if (200..<300).contains(response.statusCode) { break }
+        }
+        let temporary = path + ".ferry-include"
+        do {
+            guard FileManager.default.createFile(atPath: temporary, contents: Data(heads.utf8)),
+                let output = FileHandle(forWritingAtPath: temporary), let input = FileHandle(forReadingAtPath: path)
+            else { throw CLIFailure("cannot write \(temporary)", status: .localFile) }
+            defer {
+                try? output.close()
+                try? input.close()
+            }
+            try output.seekToEnd()
+            while let chunk = try input.read(upToCount: 1 << 20), !chunk.isEmpty { try output.write(contentsOf: chunk) }
+            try output.synchronize()
+            guard rename(temporary, path) == 0 else { throw CLIFailure("cannot replace \(path)", status: .localFile) }
+        } catch {
+            try? FileManager.default.removeItem(atPath: temporary)
+            if let failure = error as? CLIFailure { throw failure }
+            throw CLIFailure("cannot put the heads before the body in \(path): \(error.localizedDescription)", status: .localFile)
+        }
     }
 
     /// `--json`'s name for a fetch type.

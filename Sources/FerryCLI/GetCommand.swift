@@ -32,6 +32,12 @@ struct GetCommand: AsyncParsableCommand {
     )
     var compressed = false
 
+    @Flag(
+        name: [.customShort("i"), .customLong("include")],
+        help: "Write the response heads (redirects too) into the file before the body, as curl."
+    )
+    var include = false
+
     @Option(name: .long, help: ArgumentHelp("Save into this directory under the remote names.", valueName: "directory"))
     var dir: String?
 
@@ -110,11 +116,17 @@ struct GetCommand: AsyncParsableCommand {
             )
         }
         if checksum != nil, urls.count > 1 { throw ValidationError("--checksum is for one URL") }
+        if include, resume {
+            throw ValidationError("-i cannot be continued with -C: the file starts with the heads, not the server's bytes")
+        }
         if compressed, resume {
             throw ValidationError("--compressed cannot be continued with -C: a decoded file's offsets are not the server's")
         }
         if background {
             if compressed { throw ValidationError("--compressed is for foreground downloads") }
+            if include {
+                throw ValidationError("-i is for foreground downloads: ferryd delivers the body as sent; see the head with ferry ls --json")
+            }
             if resume { throw ValidationError("-C is for foreground downloads; ferryd continues its own") }
             if retry > 0 {
                 throw ValidationError("ferryd retries network errors itself; --retry is for foreground downloads")
@@ -173,6 +185,7 @@ struct GetCommand: AsyncParsableCommand {
                 interruption: interruption
             )
             job.decodesContent = compressed
+            job.includesHeads = include
             job.cache = transfer.cacheUse
             let finalJob = job
             let work = Task { try await finalJob.run() }

@@ -53,11 +53,16 @@ final class HeaderDumpTransport: HTTPTransport {
 
     /// A response head as curl writes it with `-D`.
     static func render(_ response: TransportResponse) -> String {
-        let version = response.protocolName == "h2" ? "HTTP/2" : "HTTP/1.1"
+        render(status: response.status, headers: response.headers, protocolName: response.protocolName)
+    }
+
+    /// A head with `status` and `headers`, received over `protocolName`, as curl writes it.
+    static func render(status: Int, headers: Headers, protocolName: String) -> String {
+        let version = protocolName == "h2" ? "HTTP/2" : "HTTP/1.1"
         // The transport keeps the status, not the server's phrase: the standard one for it.
-        let reason = HTTPResponseStatus(statusCode: response.status).reasonPhrase
-        var text = "\(version) \(response.status)\(reason.isEmpty || version == "HTTP/2" ? "" : " " + reason)\r\n"
-        for field in response.headers { text += "\(field.name): \(field.value)\r\n" }
+        let reason = HTTPResponseStatus(statusCode: status).reasonPhrase
+        var text = "\(version) \(status)\(reason.isEmpty || version == "HTTP/2" ? "" : " " + reason)\r\n"
+        for field in headers { text += "\(field.name): \(field.value)\r\n" }
         return text + "\r\n"
     }
 }

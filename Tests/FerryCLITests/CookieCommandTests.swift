@@ -1,3 +1,4 @@
+import Crypto
 import FerryCore
 import FerryTestServer
 import Foundation
@@ -101,6 +102,28 @@ import Testing
             #expect(heads.hasSuffix("\r\n\r\n"))
             let toStdout = try await CLIRunner(directory: directory).run(["get", "-D", "-", server.url("/bytes/10"), "-o", "b2.bin", "-q"])
             #expect(toStdout.stdout.hasPrefix("HTTP/1.1 200 OK\r\n"))
+        }
+    }
+
+    @Test func includePutsTheHeadsBeforeTheBody() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let cli = CLIRunner(directory: directory)
+            let run = try await cli.run(["get", "-i", server.url("/redirect/1?to=/bytes/5000%3Fseed%3D3"), "-o", "out.bin", "-q"])
+            #expect(run.status == 0, "\(run.stderr)")
+            let data = try Data(contentsOf: URL(fileURLWithPath: directory + "/out.bin"))
+            let text = String(decoding: data, as: UTF8.self)
+            #expect(text.hasPrefix("HTTP/1.1 302 Found\r\n"))
+            let end = try #require(data.range(of: Data("\r\n\r\nHTTP/1.1 200 OK\r\n".utf8)))
+            let bodyStart = try #require(data.range(of: Data("\r\n\r\n".utf8), in: end.upperBound..<data.endIndex)).upperBound
+            #expect(SHA256.hash(data: data[bodyStart...]).map { String(format: "%02x", $0) }.joined() == bytesSHA256(5000, seed: 3))
+            #expect(!FileManager.default.fileExists(atPath: directory + "/out.bin.ferry-include"))
+
+            let resumed = try await cli.run(["get", "-i", "-C", server.url("/bytes/10"), "-o", "x.bin"])
+            #expect(resumed.status == 2 && resumed.stderr.contains("-i cannot be continued with -C"))
+            let background = try await cli.run(["get", "-i", "--background", server.url("/bytes/10"), "-o", "y.bin"])
+            #expect(background.status == 2 && background.stderr.contains("-i is for foreground downloads"))
         }
     }
 
