@@ -226,6 +226,10 @@ final class BackgroundLink: Sendable {
         }
         // Tasks an earlier process made (S6.8), so that getAllTasks knows them and new identifiers pass
         // them; then whatever was asked meanwhile, in order.
+        // sessionSendsLaunchEvents false: the daemon runs no launch command for this session's events.
+        if failure == nil, !session.configuration.sessionSendsLaunchEvents {
+            try? await client.perform("DELETE", "\(sessionPath)/launch")
+        }
         if failure == nil, let known: [BackgroundTaskInfo] = try? await client.call("GET", "\(sessionPath)/tasks") {
             for info in known {
                 noteIdentifier(info.taskIdentifier)

@@ -262,6 +262,9 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
         }
         request = session.configuration.applyingAdditionalHeaders(to: request)
         try request.validate()
+        if !request.allowsCellularAccess || !request.allowsExpensiveNetworkAccess || !request.allowsConstrainedNetworkAccess {
+            throw SessionConfiguration.networkPolicyRefusal
+        }
         let deadline = session.resourceDeadline()
         switch work {
         case .data, .upload:

@@ -246,6 +246,16 @@ public struct SessionConfiguration: Sendable, Hashable, Codable {
         guard tlsMinimumSupportedProtocolVersion <= tlsMaximumSupportedProtocolVersion else {
             throw FerryError(.invalidOperation, "the minimum TLS version is above the maximum")
         }
+        // Refused rather than ignored until Ferry reads the network's state (metered or not, online or not).
+        if !allowsCellularAccess || !allowsExpensiveNetworkAccess || !allowsConstrainedNetworkAccess {
+            throw Self.networkPolicyRefusal
+        }
+        if waitsForConnectivity, identifier == nil {
+            throw FerryError(
+                .invalidOperation,
+                "in-process sessions do not wait for connectivity yet (background sessions do: ferryd retries); leave waitsForConnectivity false"
+            )
+        }
         if case .background = kind, httpShouldSetCookies, httpCookieStorage == .sessionPrivate {
             // ferryd applies a cookie file; a store in this process's memory cannot travel there.
             throw FerryError(
@@ -266,6 +276,13 @@ public struct SessionConfiguration: Sendable, Hashable, Codable {
             )
         }
     }
+
+    /// Why a session or request that forbids metered, expensive or constrained networks is refused: Ferry
+    /// does not yet know whether the network is metered, so it cannot keep such a promise.
+    public static let networkPolicyRefusal = FerryError(
+        .invalidOperation,
+        "Ferry cannot yet tell metered or constrained networks apart, so it cannot keep allowsCellularAccess, allowsExpensiveNetworkAccess or allowsConstrainedNetworkAccess false; leave them true"
+    )
 
     /// The headers of `request` completed with ``httpAdditionalHeaders`` where the request lacks a field
     /// of the same name (the request's own fields win), then with ``defaultHeaders`` where neither has

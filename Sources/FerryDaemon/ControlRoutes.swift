@@ -54,6 +54,11 @@ struct ControlRoutes: Sendable {
             try await self.registerLaunch(request, context)
             return HTTPResponse.Status.noContent
         }
+        routes.on("sessions/:session/launch", .delete) { _, context in
+            // sessionSendsLaunchEvents false: no command runs for this session's events.
+            try store.removeLaunchCommand(session: try self.session(context))
+            return HTTPResponse.Status.noContent
+        }
         routes.on("sessions/:session/invalidate", .post) { request, context in
             try await self.invalidate(request, context)
             return HTTPResponse.Status.noContent
@@ -157,6 +162,15 @@ struct ControlRoutes: Sendable {
         }
         if let connection = creation.connection {
             try connection.validate()
+            // A cookie file to load that cannot be read: the daemon's file system contradicts a
+            // well-formed request (409, as for a missing upload file).
+            if let load = connection.cookies?.load {
+                try ControlError.conflict {
+                    guard (try? String(contentsOfFile: load, encoding: .utf8)) != nil else {
+                        throw FerryError(.invalidOperation, "cannot read the cookie file \(load)")
+                    }
+                }
+            }
             // Refused now, not when the transfer starts: CA and identity PEM, usable settings. The
             // transport made here is the one the task will use (one per distinct settings).
             _ = try scheduler.transports.transport(for: connection)

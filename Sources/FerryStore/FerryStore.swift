@@ -570,6 +570,13 @@ public final class FerryStore: Sendable {
         }
     }
 
+    /// Forgets the session's launch command, if any (the limiter's state goes with it).
+    public func removeLaunchCommand(session: String) throws {
+        try write { db in
+            try db.execute(sql: "DELETE FROM launch WHERE session = ?", arguments: [session])
+        }
+    }
+
     /// The session's launch command, if one is registered.
     public func launchCommand(session: String) throws -> String? {
         try pool.read { db in

@@ -61,6 +61,16 @@ import Testing
         #expect(throws: FerryError.self) { try configuration.validate() }
         configuration.httpCookieStorage = .none
         #expect(throws: Never.self) { try configuration.validate() }
+        // Network policy and waiting: refused in-process until Ferry reads the network's state.
+        for change: (inout SessionConfiguration) -> Void in [
+            { $0.allowsCellularAccess = false }, { $0.allowsExpensiveNetworkAccess = false },
+            { $0.allowsConstrainedNetworkAccess = false }, { $0.waitsForConnectivity = true },
+        ] {
+            configuration = .default
+            change(&configuration)
+            #expect(throws: FerryError.self) { try configuration.validate() }
+        }
+        #expect(throws: Never.self) { try SessionConfiguration.background(identifier: "a.b").validate() }
     }
 
     @Test func additionalHeadersFillOnlyWhatIsMissing() {

@@ -58,6 +58,20 @@ import Testing
         }
     }
 
+    @Test func aLaunchCommandIsRegisteredAndForgotten() async throws {
+        try await withRoutes { fixture, client in
+            let launch = "\(ControlAPI.prefix)/sessions/s/launch"
+            let put = try await client.execute(uri: launch, method: .put, body: try Self.json(ControlAPI.LaunchRegistration(command: "true")))
+            #expect(put.status == .noContent)
+            #expect(try fixture.store.launchCommand(session: "s") == "true")
+            let delete = try await client.execute(uri: launch, method: .delete)
+            #expect(delete.status == .noContent)
+            #expect(try fixture.store.launchCommand(session: "s") == nil)
+            // Forgetting what is not there is no error.
+            #expect(try await client.execute(uri: launch, method: .delete).status == .noContent)
+        }
+    }
+
     @Test func badRequestsChangeNothing() async throws {
         try await withRoutes { fixture, client in
             let garbage = try await client.execute(uri: Self.tasks, method: .post, body: ByteBuffer(string: "{\"kind\":"))

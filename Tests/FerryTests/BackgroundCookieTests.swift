@@ -1,4 +1,5 @@
 import Ferry
+import FerryStore
 import FerryTestServer
 import Foundation
 import Synchronization
@@ -61,6 +62,33 @@ import Testing
                 let bareData = try #require(files.delivered.withLock { $0[bare.taskIdentifier] })
                 #expect(try JSONDecoder().decode(Echo.self, from: bareData).cookies.isEmpty)
             }
+        }
+    }
+}
+
+/// sessionSendsLaunchEvents false: the session tells ferryd, when it attaches, to run no launch command
+/// for its events.
+@Suite struct BackgroundLaunchSettingTests {
+    @Test func aSessionThatWantsNoLaunchesRemovesTheCommand() async throws {
+        try await withDaemon { daemon in
+            let store = try FerryStore(path: daemon.client.paths.database)
+            for identifier in ["t.keep", "t.nolaunch"] {
+                let path = "\(ControlAPI.prefix)/sessions/\(identifier)/launch"
+                try await daemon.client.perform("PUT", path, body: ControlAPI.LaunchRegistration(command: "true"))
+                #expect(try store.launchCommand(session: identifier) == "true")
+            }
+            // The default keeps it.
+            let keeping = Session(configuration: .background(identifier: "t.keep"), delegate: BackgroundCookieTests.Files(), daemon: daemon.client)
+            defer { keeping.finishTasksAndInvalidate() }
+            _ = await keeping.allTasks
+            #expect(try store.launchCommand(session: "t.keep") == "true")
+
+            var configuration = SessionConfiguration.background(identifier: "t.nolaunch")
+            configuration.sessionSendsLaunchEvents = false
+            let session = Session(configuration: configuration, delegate: BackgroundCookieTests.Files(), daemon: daemon.client)
+            defer { session.finishTasksAndInvalidate() }
+            _ = await session.allTasks
+            #expect(try store.launchCommand(session: "t.nolaunch") == nil)
         }
     }
 }

@@ -243,6 +243,24 @@ import Testing
         }
     }
 
+    @Test func theConfigurationsPolicyAppliesToRequestsThatKeepTheDefault() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var configuration = configuration(directory)
+        configuration.requestCachePolicy = .returnCacheDataDontLoad
+        try await TestServer.withServer { server in
+            let session = try makeSession(configuration, trusting: server)
+            defer { session.invalidateAndCancel() }
+            let url = server.url("/bytes/90?cache_control=max-age%3D0")
+            #expect(await fetch(session, url).error?.code == .resourceUnavailable)
+            #expect(server.counters.requests(path: "/bytes/90") == 0)
+            // A request's own policy wins; what it stores the configuration's then serves, stale as it is.
+            #expect(await fetch(session, url, policy: .reloadIgnoringLocalCacheData).fetchTypes == [.networkLoad])
+            #expect(await fetch(session, url).fetchTypes == [.localCache])
+            #expect(server.counters.requests(path: "/bytes/90") == 1)
+        }
+    }
+
     @Test func willCacheResponseMayRefuseOrChangeTheEntry() async throws {
         try await withCachingSession { server, session, directory in
             let refused = server.url("/bytes/50?cache_control=max-age%3D60")

@@ -41,6 +41,6 @@ for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
 # attach is a stream that stays open while the client is attached: nothing for a fuzzer to wait for.
 # Strings are generated as UTF-8 can carry them (JSON between systems is UTF-8, RFC 8259 §8.1): no lone
 # surrogate escapes, which name no character and which the daemon's JSON decoder refuses.
-SCHEMATHESIS_HOOKS=contrib.openapi.hooks PYTHONPATH=. schemathesis run docs/openapi.json \
+SCHEMATHESIS_HOOKS=contrib.openapi.hooks PYTHONPATH=. schemathesis --config-file contrib/openapi/schemathesis.toml run docs/openapi.json \
     --url "http://127.0.0.1:$port" --checks all --exclude-path-regex 'attach$' --generation-codec utf-8 \
     --request-timeout 10 --seed "${SEED:-1}" "$@"
