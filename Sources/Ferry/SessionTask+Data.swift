@@ -144,31 +144,3 @@ extension SessionTask {
         return .stream(length: raw.length, TransportBodyStream(counted))
     }
 }
-
-/// `Data` handed to the transport in slices, so upload progress moves as it is sent.
-struct DataChunks: AsyncSequence, Sendable {
-    typealias Element = ByteBuffer
-    let data: Data
-    var sliceSize = 256 * 1024
-
-    func makeAsyncIterator() -> Iterator { Iterator(data: data, sliceSize: sliceSize) }
-
-    struct Iterator: AsyncIteratorProtocol {
-        let data: Data
-        let sliceSize: Int
-        var position = 0
-
-        init(data: Data, sliceSize: Int) {
-            self.data = data
-            self.sliceSize = sliceSize
-            self.position = data.startIndex
-        }
-
-        mutating func next() async throws -> ByteBuffer? {
-            guard position < data.endIndex else { return nil }
-            let end = Swift.min(data.endIndex, position + sliceSize)
-            defer { position = end }
-            return ByteBuffer(bytes: data[position..<end])
-        }
-    }
-}

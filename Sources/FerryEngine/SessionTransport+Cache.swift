@@ -100,7 +100,7 @@ extension SessionTransport {
             status: stored.statusCode,
             headers: stored.headers,
             protocolName: "http/1.1",
-            body: TransportBodyStream(StoredBody(data: stored.data))
+            body: TransportBodyStream(DataChunks(data: stored.data, sliceSize: 65_536))
         )
     }
 
@@ -148,31 +148,6 @@ extension SessionTransport {
             }
         )
         return stored
-    }
-}
-
-/// A stored body, handed over in slices of 64 KiB.
-private struct StoredBody: AsyncSequence, Sendable {
-    typealias Element = ByteBuffer
-    let data: Data
-
-    func makeAsyncIterator() -> Iterator { Iterator(data: data) }
-
-    struct Iterator: AsyncIteratorProtocol {
-        let data: Data
-        var position: Data.Index
-
-        init(data: Data) {
-            self.data = data
-            self.position = data.startIndex
-        }
-
-        mutating func next() async throws -> ByteBuffer? {
-            guard position < data.endIndex else { return nil }
-            let end = Swift.min(position + 65_536, data.endIndex)
-            defer { position = end }
-            return ByteBuffer(bytes: data[position..<end])
-        }
     }
 }
 

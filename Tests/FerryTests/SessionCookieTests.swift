@@ -177,6 +177,9 @@ import Testing
             }
             #expect(server.counters.requests(path: "/bytes/10") == 0)
         }
+    }
+
+    @Test func anInProcessSessionThatWouldWaitIsRefused() async throws {
         var waiting = SessionConfiguration.ephemeral
         waiting.waitsForConnectivity = true
         let session = Session(configuration: waiting)
