@@ -127,6 +127,9 @@ struct GetCommand: AsyncParsableCommand {
             if include {
                 throw ValidationError("-i is for foreground downloads: ferryd delivers the body as sent; see the head with ferry ls --json")
             }
+            if transfer.dumpHeader != nil {
+                throw ValidationError("-D is for foreground downloads: ferryd makes the requests; see the response head with ferry ls --json")
+            }
             if resume { throw ValidationError("-C is for foreground downloads; ferryd continues its own") }
             if retry > 0 {
                 throw ValidationError("ferryd retries network errors itself; --retry is for foreground downloads")
@@ -147,7 +150,7 @@ struct GetCommand: AsyncParsableCommand {
 
     func run() async throws {
         let parsed = try urls.map(CLI.url)
-        let headers = try CLI.headers(transfer.headers)
+        let headers = try CLI.headers(transfer.headerLines)
         if background {
             try await submit(parsed, headers: headers)
         } else {

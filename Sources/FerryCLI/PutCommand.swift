@@ -72,11 +72,17 @@ struct PutCommand: AsyncParsableCommand {
         if background, transfer.verbose {
             throw ValidationError("-v is for foreground uploads; follow a background one with ferry watch")
         }
+        if background, transfer.dumpHeader != nil {
+            throw ValidationError("-D is for foreground uploads: ferryd makes the requests; see the response head with ferry ls --json")
+        }
+        if background, transfer.cache != nil {
+            throw ValidationError("--cache is for foreground transfers: background uploads do not use the HTTP cache")
+        }
     }
 
     func run() async throws {
         let url = try CLI.url(arguments.last!)
-        let headers = try transfer.headers(try CLI.headers(transfer.headers), for: url)
+        let headers = try transfer.headers(try CLI.headers(transfer.headerLines), for: url)
         let verb = (method ?? (form.isEmpty ? "PUT" : "POST")).uppercased()
         if background {
             try await submit(url: url, headers: headers, method: verb)

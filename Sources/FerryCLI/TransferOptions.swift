@@ -12,6 +12,18 @@ struct TransferOptions: ParsableArguments {
     var headers: [String] = []
 
     @Option(
+        name: [.customShort("A"), .customLong("user-agent")],
+        help: ArgumentHelp("The User-Agent to send instead of ferry/VERSION ('' sends none), as curl.", valueName: "name")
+    )
+    var userAgent: String?
+
+    /// `-H`'s lines, with `-A`'s User-Agent unless `-H` names one (as with curl, `-H` wins).
+    var headerLines: [String] {
+        guard let userAgent, !headers.contains(where: { $0.lowercased().hasPrefix("user-agent:") }) else { return headers }
+        return headers + ["User-Agent: " + userAgent]
+    }
+
+    @Option(
         name: .customLong("limit-rate"),
         help: ArgumentHelp("At most this many bytes a second: 500K, 2M, 1G (powers of 1024).", valueName: "rate")
     )

@@ -61,6 +61,13 @@ import Glibc
             #expect(own["user-agent"] == "script/1")
             let none = try await sent(["-H", "User-Agent:"])
             #expect(none["user-agent"] == nil)
+            // -A, as curl's: replaces the default; -H wins over it; -A '' sends none.
+            #expect(try await sent(["-A", "agent/2"])["user-agent"] == "agent/2")
+            #expect(try await sent(["-A", "agent/2", "-H", "User-Agent: script/1"])["user-agent"] == "script/1")
+            #expect(try await sent(["-A", ""])["user-agent"] == nil)
+            // -D has nothing to show from ferryd, and says so.
+            let dumped = try await cli.run(["get", "--background", "-D", "h.txt", server.url("/echo")])
+            #expect(dumped.status == 2 && dumped.stderr.contains("-D is for foreground downloads"))
         }
     }
 
