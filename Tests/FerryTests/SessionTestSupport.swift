@@ -3,6 +3,9 @@ import Ferry
 import FerryEngine
 import FerryTestServer
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Testing
 import Synchronization
 
@@ -20,12 +23,29 @@ func withSession<Result>(
     }
 }
 
+/// Where default sessions made by ``makeSession(_:delegate:trusting:)`` keep their disk cache: a directory
+/// of this test process (removed with those of test processes that are gone), not the user's
+/// `~/.cache/ferry/http`, which would grow with every run and carry entries from one run to the next.
+let testCacheDirectory: String = {
+    let base = FileManager.default.temporaryDirectory.path
+    let prefix = "ferry-test-cache-"
+    for name in (try? FileManager.default.contentsOfDirectory(atPath: base)) ?? [] where name.hasPrefix(prefix) {
+        guard let pid = Int32(name.dropFirst(prefix.count)), kill(pid, 0) != 0 else { continue }
+        try? FileManager.default.removeItem(atPath: base + "/" + name)
+    }
+    return base + "/" + prefix + String(getpid())
+}()
+
 /// A session whose transport trusts `server`'s certificate.
 func makeSession(
     _ configuration: SessionConfiguration = .default,
     delegate: (any SessionDelegate)? = nil,
     trusting server: TestServer
 ) throws -> Session {
+    var configuration = configuration
+    if configuration.kind == .default, configuration.urlCache != nil, configuration.urlCache?.directory == nil {
+        configuration.urlCache?.directory = testCacheDirectory
+    }
     var options = StandardTransport.Options(configuration)
     options.additionalTrustRootsPEM = [server.certificates.trustRootPEM]
     return Session(
