@@ -64,10 +64,13 @@ struct FerryBench {
         )
     }
 
-    /// The sessions' configuration: ephemeral; `FERRY_BENCH_HTTP=1.1` in the environment keeps https on
-    /// HTTP/1.1 (as curl's `--http1.1`), for side-by-side rows.
+    /// The sessions' configuration: ephemeral, without an HTTP cache (the rows compare requests that reach
+    /// the server with curl's, which has no cache: with one, repeated GETs of one URL would be served from
+    /// memory); `FERRY_BENCH_HTTP=1.1` in the environment keeps https on HTTP/1.1 (as curl's
+    /// `--http1.1`), for side-by-side rows.
     static func configuration() -> SessionConfiguration {
         var configuration = SessionConfiguration.ephemeral
+        configuration.urlCache = nil
         if ProcessInfo.processInfo.environment["FERRY_BENCH_HTTP"] == "1.1" {
             configuration.httpVersionPreference = .http1Only
         }
