@@ -168,7 +168,6 @@ public final class Session: Sendable {
         return directory
     }
 
-    /// The delegate, until the session is invalid.
     /// The credentials that answer this session's challenges before its delegate is asked
     /// (URLCredentialStorage): ``CredentialStore/shared`` for default sessions, a store of its own for
     /// ephemeral ones, nil for `urlCredentialStorage` `.none`.
@@ -209,11 +208,12 @@ public final class Session: Sendable {
         switch configuration.httpCookieStorage {
         case .shared: return CookieStore.shared
         case .sessionPrivate:
-            return CookieStore(acceptPolicy: CookieJar.AcceptPolicy(rawValue: configuration.httpCookieAcceptPolicy.rawValue) ?? .always)
+            return CookieStore(acceptPolicy: configuration.cookieJarAcceptPolicy)
         case .none: return nil
         }
     }
 
+    /// The delegate, until the session is invalid.
     public var delegate: (any SessionDelegate)? { locked.withLock { $0.delegate } }
 
     /// A description for your own use.
@@ -489,10 +489,7 @@ public final class Session: Sendable {
             // Cookies: ferryd reads and writes the same file as this process's store, so the program
             // sees what background responses set (session cookies stay in ferryd while it runs).
             if creation.request.httpShouldHandleCookies, let file = cookies?.path {
-                connection.cookies = CookieSettings(
-                    file: file,
-                    acceptPolicy: CookieJar.AcceptPolicy(rawValue: configuration.httpCookieAcceptPolicy.rawValue) ?? .always
-                )
+                connection.cookies = CookieSettings(file: file, acceptPolicy: configuration.cookieJarAcceptPolicy)
             }
             // A proxy without credentials takes the store's now: ferryd has no credential store.
             for server in [\ProxySettings.http, \ProxySettings.https] {

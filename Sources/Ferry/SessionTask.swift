@@ -401,7 +401,6 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
         }
     }
 
-    /// The challenge answer, asked of the delegate in turn; nil without a delegate.
     /// Answers a challenge: the session's stored credential for its protection space first (once), then
     /// the delegate, else default handling (the URL's own credential).
     func challengeAnswer() -> (@Sendable (AuthenticationChallenge) async -> ChallengeDisposition)? {

@@ -266,11 +266,10 @@ struct TransferOptions: ParsableArguments {
         } catch let error as FerryError {
             throw CLIFailure(error.message, status: .usage)
         }
-        let file = cookieData == nil ? cookie : nil
-        if file != nil || cookieJar != nil {
-            let load = file.flatMap { $0.isEmpty ? nil : CLI.absolute($0) }
+        if cookieFile != nil || cookieJar != nil {
+            let load = cookieFile.flatMap { $0.isEmpty ? nil : CLI.absolute($0) }
             if let load, !FileManager.default.isReadableFile(atPath: load) {
-                throw CLIFailure("cannot read the cookie file \(file ?? load)", status: .localFile)
+                throw CLIFailure("cannot read the cookie file \(cookieFile ?? load)", status: .localFile)
             }
             settings.cookies = CookieSettings(load: load, jar: cookieJar.map(CLI.absolute), scope: UUID().uuidString)
         }
@@ -351,20 +350,20 @@ struct TransferOptions: ParsableArguments {
         return cookie
     }
 
+    /// `-b`'s value when it names a cookie file (`""`: cookies on, no file).
+    var cookieFile: String? { cookieData == nil ? cookie : nil }
+
     /// The cookie store `-b FILE` or `-c` asks for (`-b ""` turns cookies on with none), loaded with the
     /// file's cookies; nil without either.
     func cookieStore() throws -> CookieStore? {
-        let file = cookieData == nil ? cookie : nil
-        guard file != nil || cookieJar != nil else { return nil }
+        guard cookieFile != nil || cookieJar != nil else { return nil }
         let store = CookieStore()
-        if let file, !file.isEmpty {
-            let text: String
+        if let cookieFile, !cookieFile.isEmpty {
             do {
-                text = try String(contentsOfFile: CLI.absolute(file), encoding: .utf8)
+                try store.load(netscapeFile: CLI.absolute(cookieFile))
             } catch {
-                throw CLIFailure("cannot read the cookie file \(file): \(error.localizedDescription)", status: .localFile)
+                throw CLIFailure("cannot read the cookie file \(cookieFile)", status: .localFile)
             }
-            for cookie in NetscapeCookieFile.parse(text, now: Date()) { store.setCookie(cookie) }
         }
         return store
     }
@@ -372,11 +371,10 @@ struct TransferOptions: ParsableArguments {
     /// Writes the store's cookies to `-c`'s file, if asked (session cookies included, as curl does).
     func saveCookies(_ transport: SessionTransport) throws {
         guard let cookieJar, let store = transport.cookies else { return }
-        let path = CLI.absolute(cookieJar)
         do {
-            try NetscapeCookieFile.serialize(store.cookies).write(toFile: path, atomically: true, encoding: .utf8)
-        } catch {
-            throw CLIFailure("cannot write the cookie jar \(cookieJar): \(error.localizedDescription)", status: .localFile)
+            try store.write(netscapeFile: CLI.absolute(cookieJar))
+        } catch let error as FerryError {
+            throw CLIFailure(error.message, status: .localFile)
         }
     }
 

@@ -23,10 +23,15 @@ public struct CacheControl: Sendable, Hashable {
     /// The delta-seconds argument of `name` (RFC 9111 §1.2.2): nil when the directive is absent or its
     /// argument is not a number of seconds. Values beyond 2^31 count as 2^31, as the RFC says.
     public func seconds(_ name: String) -> Int? {
-        guard let argument = directives[name], let text = argument, !text.isEmpty,
-            text.utf8.allSatisfy({ (0x30...0x39).contains($0) })
-        else { return nil }
-        return Int(text.prefix(10)).map { min($0, 2_147_483_648) } ?? 2_147_483_648
+        guard let argument = directives[name], let text = argument else { return nil }
+        return Self.deltaSeconds(text)
+    }
+
+    /// A delta-seconds value (a directive's argument, or `Age`): digits only, at most 2^31.
+    static func deltaSeconds(_ text: String) -> Int? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        guard !trimmed.isEmpty, trimmed.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
+        return Int(trimmed.prefix(10)).map { min($0, 2_147_483_648) }
     }
 
     /// `no-store`: the message must not be stored.

@@ -80,13 +80,7 @@ public enum HTTPCacheRules {
 
     /// Whether `stored` was fetched with the same values, for the fields its `Vary` names, as `requestHeaders`.
     public static func varyMatches(_ stored: CachedResponse, requestHeaders: Headers) -> Bool {
-        guard let names = varyNames(stored.headers) else { return false }
-        for name in names {
-            let fields = requestHeaders.values(name)
-            let value = fields.isEmpty ? nil : normalized(fields.joined(separator: ", "))
-            if value != stored.varyValues[name] { return false }
-        }
-        return true
+        varyValues(requestHeaders: requestHeaders, responseHeaders: stored.headers) == stored.varyValues
     }
 
     /// How long `stored` stays fresh after it was generated (RFC 9111 §4.2.1): `max-age`, else `Expires`
@@ -236,14 +230,9 @@ public enum HTTPCacheRules {
         for name in ["location", "content-location"] {
             guard let value = responseHeaders[name], let target = URL(string: value, relativeTo: url)?.absoluteURL
             else { continue }
-            if origin(target) == origin(url) { urls.append(target) }
+            if target.httpOrigin == url.httpOrigin { urls.append(target) }
         }
         return urls
-    }
-
-    private static func origin(_ url: URL) -> String {
-        let scheme = url.scheme?.lowercased() ?? ""
-        return "\(scheme)://\(url.host?.lowercased() ?? ""):\(url.port ?? (scheme == "https" ? 443 : 80))"
     }
 
     /// The response's `Date`, or when it arrived when it has none (or an unparsable one).
@@ -253,14 +242,5 @@ public enum HTTPCacheRules {
 
     private static func normalized(_ value: String) -> String {
         value.split(whereSeparator: { $0 == " " || $0 == "\t" }).joined(separator: " ")
-    }
-}
-
-extension CacheControl {
-    /// A delta-seconds value (`Age`'s syntax): digits only.
-    static func deltaSeconds(_ text: String) -> Int? {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
-        guard !trimmed.isEmpty, trimmed.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
-        return Int(trimmed.prefix(10)).map { min($0, 2_147_483_648) }
     }
 }

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// The request that follows a redirect response (RFC 9110 §15.4), as URLSession builds it before asking
 /// the delegate's `willPerformHTTPRedirection`.
@@ -29,7 +29,7 @@ public enum Redirect {
                 next.headers[name] = nil
             }
         }
-        if !sameOrigin(request.url, target) {
+        if request.url.httpOrigin != target.httpOrigin {
             for name in ["Authorization", "Cookie", "Proxy-Authorization"] { next.headers[name] = nil }
         }
         return next
@@ -39,10 +39,14 @@ public enum Redirect {
     public static func keepsBody(status: Int, method: String) -> Bool {
         status == 307 || status == 308
     }
+}
 
-    private static func sameOrigin(_ a: URL, _ b: URL) -> Bool {
-        func port(_ url: URL) -> Int? { url.port ?? (url.scheme?.lowercased() == "https" ? 443 : 80) }
-        return a.scheme?.lowercased() == b.scheme?.lowercased() && a.host?.lowercased() == b.host?.lowercased()
-            && port(a) == port(b)
+extension URL {
+    /// The origin as one string, `scheme://host:port` with the scheme and host lower-cased and the
+    /// scheme's default port filled in (443 for https, else 80; no scheme counts as http): equal for
+    /// the same origin (RFC 6454).
+    public var httpOrigin: String {
+        let scheme = self.scheme?.lowercased() ?? "http"
+        return "\(scheme)://\(host?.lowercased() ?? ""):\(port ?? (scheme == "https" ? 443 : 80))"
     }
 }

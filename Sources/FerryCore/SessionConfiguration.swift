@@ -179,6 +179,14 @@ public struct SessionConfiguration: Sendable, Hashable, Codable {
     public var httpAdditionalHeaders = Headers()
     /// Connections to one host at a time; default 6.
     public var httpMaximumConnectionsPerHost = 6
+    /// ``httpCookieAcceptPolicy`` as a cookie jar takes it.
+    public var cookieJarAcceptPolicy: CookieJar.AcceptPolicy {
+        switch httpCookieAcceptPolicy {
+        case .always: .always
+        case .never: .never
+        case .onlyFromMainDocumentDomain: .onlyFromMainDocumentDomain
+        }
+    }
     /// Where cookies live: shared for default sessions, private for ephemeral ones.
     public var httpCookieStorage: CookieStorage
     /// Where credentials live: shared for default sessions, private for ephemeral ones.

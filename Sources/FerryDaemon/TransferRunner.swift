@@ -45,9 +45,9 @@ struct TransferRunner: Sendable {
     private func saveCookieJar() {
         guard let jar = task.connection?.cookies?.jar, let store = (transport as? SessionTransport)?.cookies else { return }
         do {
-            try NetscapeCookieFile.serialize(store.cookies).write(toFile: jar, atomically: true, encoding: .utf8)
+            try store.write(netscapeFile: jar)
         } catch {
-            Logger(label: "ferryd").warning("task \(task.taskIdentifier): cannot write the cookie jar \(jar): \(error.localizedDescription)")
+            Logger(label: "ferryd").warning("task \(task.taskIdentifier): \(error)")
         }
     }
 

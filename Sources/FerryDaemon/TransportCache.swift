@@ -48,12 +48,7 @@ final class TransportCache: Sendable {
         let store =
             settings.file.map { CookieStore(file: $0, acceptPolicy: settings.acceptPolicy) }
             ?? CookieStore(acceptPolicy: settings.acceptPolicy)
-        if let load = settings.load {
-            guard let text = try? String(contentsOfFile: load, encoding: .utf8) else {
-                throw FerryError(.invalidOperation, "cannot read the cookie file \(load)")
-            }
-            for cookie in NetscapeCookieFile.parse(text, now: Date()) { store.setCookie(cookie) }
-        }
+        if let load = settings.load { try store.load(netscapeFile: load) }
         return store
     }
 

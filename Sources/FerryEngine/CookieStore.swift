@@ -106,6 +106,26 @@ public final class CookieStore: Sendable {
         change(now: clock()) { $0.removeAll() }
     }
 
+    /// Adds the cookies of a Netscape cookie file (as `curl -c` and `wget --save-cookies` write), those
+    /// not expired.
+    /// - Throws: ``FerryError`` (``FerryError/Code/noPermissionsToReadFile``) when the file cannot be read.
+    public func load(netscapeFile path: String) throws {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+            throw FerryError(.noPermissionsToReadFile, "cannot read the cookie file \(path)")
+        }
+        for cookie in NetscapeCookieFile.parse(text, now: clock()) { setCookie(cookie) }
+    }
+
+    /// Writes every cookie, session cookies included (as curl does), to a Netscape cookie file.
+    /// - Throws: ``FerryError`` (``FerryError/Code/cannotWriteToFile``) saying why it could not.
+    public func write(netscapeFile path: String) throws {
+        do {
+            try NetscapeCookieFile.serialize(cookies).write(toFile: path, atomically: true, encoding: .utf8)
+        } catch {
+            throw FerryError(.cannotWriteToFile, "cannot write the cookie jar \(path): \(error.localizedDescription)")
+        }
+    }
+
     /// Calls `observer` after every change (cookies received, set or deleted), on the changing thread.
     /// - Returns: what ``removeObserver(_:)`` takes.
     public func addObserver(_ observer: @escaping @Sendable () -> Void) -> UInt64 {

@@ -31,6 +31,9 @@ public final class CredentialStore: Sendable {
 
     private let session = Mutex<[ProtectionSpace: Credential]>([:])
     private let file: LockedJSONFile<Entry>?
+    /// The file's entries as last read, with the stamp of the version read: a lookup (every request
+    /// through a proxy given without credentials asks) costs a `stat`, not a read and a decode.
+    private let permanent = Mutex<(stamp: LockedJSONFile<Entry>.Stamp?, entries: [Entry])>((nil, []))
 
     /// A store in memory.
     public init() {
@@ -69,12 +72,20 @@ public final class CredentialStore: Sendable {
     /// The credential for `space`: a session one first, else a permanent one; a space with no realm
     /// matches a stored one for the same host, port and scheme.
     public func credential(for space: ProtectionSpace) -> Credential? {
-        let entries = session.withLock { $0.map { Entry(space: $0.key, credential: $0.value) } }
-            + ((try? file?.read()) ?? [])
+        let entries = session.withLock { $0.map { Entry(space: $0.key, credential: $0.value) } } + permanentEntries()
         if let exact = entries.first(where: { $0.space == space }) { return exact.credential }
         return entries.first { entry in
             entry.space.host == space.host && entry.space.port == space.port && entry.space.scheme == space.scheme
                 && entry.space.isProxy == space.isProxy && (entry.space.realm == nil || space.realm == nil)
         }?.credential
+    }
+
+    /// The file's entries, read again only when the file changed since the last read.
+    private func permanentEntries() -> [Entry] {
+        guard let file, let stamp = file.stamp() else { return [] }
+        if let cached = permanent.withLock({ $0.stamp == stamp ? $0.entries : nil }) { return cached }
+        let entries = (try? file.read()) ?? []
+        permanent.withLock { $0 = (stamp, entries) }
+        return entries
     }
 }

@@ -60,6 +60,16 @@ public struct TransportRequest: Sendable {
     }
 }
 
+extension TransportRequest {
+    /// The request as metrics report it: URL, method and header fields as sent.
+    var sentRequest: Request {
+        var request = Request(url: url)
+        request.method = method
+        request.headers = headers
+        return request
+    }
+}
+
 /// A request body: bytes in memory, or a stream read as it is sent (constant memory whatever its size).
 public enum TransportRequestBody: Sendable {
     /// Bytes in memory.

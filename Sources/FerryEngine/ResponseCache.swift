@@ -96,7 +96,7 @@ public final class ResponseCache: Sendable {
         }
         guard let file = file(for: key), let variants = Self.readVariants(file), !variants.isEmpty else { return [] }
         touch(file)
-        keepInMemory(key: key, variants: variants.filter { $0.storagePolicy != .notAllowed })
+        keepInMemory(key: key, variants: variants)
         return variants
     }
 
@@ -113,7 +113,9 @@ public final class ResponseCache: Sendable {
     public func store(_ response: CachedResponse) {
         guard response.storagePolicy != .notAllowed, response.data.count <= maximumEntrySize else { return }
         let key = HTTPCacheRules.key(for: response.url)
-        var variants = cachedResponses(for: response.url).filter { $0.varyValues != response.varyValues }
+        // The variants kept now, read without counting as a use: the new set replaces them.
+        let kept = state.withLock { $0.memory[key]?.variants } ?? file(for: key).flatMap(Self.readVariants) ?? []
+        var variants = kept.filter { $0.varyValues != response.varyValues }
         variants.append(response)
         keepInMemory(key: key, variants: variants)
         let persistent = variants.filter { $0.storagePolicy == .allowed }

@@ -40,7 +40,7 @@ extension SessionTransport {
                 failingURL: request.url.absoluteString
             )
         case .useStored(let stored):
-            record(stored, request: request, fetchType: .localCache, context: context)
+            record(stored, request: request, context: context)
             return Self.response(from: stored)
         case .network:
             let requestDate = now()
@@ -73,18 +73,10 @@ extension SessionTransport {
         }
     }
 
-    /// A transaction for a response served from the cache.
-    private func record(
-        _ stored: CachedResponse,
-        request: TransportRequest,
-        fetchType: TransactionMetrics.FetchType,
-        context: TransferContext?
-    ) {
+    /// A transaction for a response served from the cache without asking the server.
+    private func record(_ stored: CachedResponse, request: TransportRequest, context: TransferContext?) {
         guard let context else { return }
-        var sent = Request(url: request.url)
-        sent.method = request.method
-        sent.headers = request.headers
-        var metrics = TransactionMetrics(request: sent, resourceFetchType: fetchType)
+        var metrics = TransactionMetrics(request: request.sentRequest, resourceFetchType: .localCache)
         let moment = now()
         metrics.fetchStartDate = moment
         metrics.responseStartDate = moment

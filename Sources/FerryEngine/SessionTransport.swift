@@ -39,15 +39,16 @@ public final class SessionTransport: HTTPTransport {
 
     /// Exchanges in progress for the origin of `url` (scheme, host and port).
     public func activeExchanges(for url: URL) -> Int {
-        limiter.active(for: Self.origin(of: url))
+        limiter.active(for: url.httpOrigin)
     }
 
     public func send(_ request: TransportRequest, deadline: NIODeadline) async throws -> TransportResponse {
         let context = TransferContext.current
-        let cookies = context?.handlesCookies == false ? nil : self.cookies
         var request = request
         // A Cookie header the caller set stays as it is; otherwise the store's for this URL.
-        if let cookies, request.headers["cookie"] == nil, let header = cookies.cookieHeader(for: request.url) {
+        if let cookies = cookies(for: context), request.headers["cookie"] == nil,
+            let header = cookies.cookieHeader(for: request.url)
+        {
             request.headers.add(name: "Cookie", value: header)
         }
         guard let cache else { return try await exchange(request, deadline: deadline, context: context).response }
@@ -61,14 +62,10 @@ public final class SessionTransport: HTTPTransport {
         deadline: NIODeadline,
         context: TransferContext?
     ) async throws -> (response: TransportResponse, transaction: Int?) {
-        let cookies = context?.handlesCookies == false ? nil : self.cookies
-        var sent = Request(url: request.url)
-        sent.method = request.method
-        sent.headers = request.headers
-        var metrics = TransactionMetrics(request: sent)
+        var metrics = TransactionMetrics(request: request.sentRequest)
         metrics.fetchStartDate = now()
         let index = context?.begin(metrics)
-        let origin = Self.origin(of: request.url)
+        let origin = request.url.httpOrigin
         // HTTPMaximumConnectionsPerHost limits connections: streams of one shared HTTP/2 connection
         // are not held back by it.
         let permit =
@@ -88,7 +85,7 @@ public final class SessionTransport: HTTPTransport {
             permit.release()
             throw error
         }
-        cookies?.receive(response.headers, from: request.url)
+        cookies(for: context)?.receive(response.headers, from: request.url)
         let head = Response(url: request.url, statusCode: response.status, headers: response.headers)
         if let context, let index {
             context.update(index) { metrics in
@@ -121,6 +118,11 @@ public final class SessionTransport: HTTPTransport {
         return (measured, index)
     }
 
+    /// The store a task's exchanges use: the session's, unless the task handles no cookies.
+    private func cookies(for context: TransferContext?) -> CookieStore? {
+        context?.handlesCookies == false ? nil : cookies
+    }
+
     public func shutdown() async throws {
         try await base.shutdown()
     }
@@ -128,12 +130,6 @@ public final class SessionTransport: HTTPTransport {
     public var enforcesDeadlineOverBody: Bool { base.enforcesDeadlineOverBody }
 
     public func multiplexes(_ url: URL) -> Bool { base.multiplexes(url) }
-
-    static func origin(of url: URL) -> String {
-        let scheme = url.scheme?.lowercased() ?? "http"
-        let port = url.port ?? (scheme == "https" ? 443 : 80)
-        return "\(scheme)://\(url.host?.lowercased() ?? ""):\(port)"
-    }
 
     /// The body with every chunk the transport takes counted.
     private static func counting(
