@@ -68,6 +68,11 @@ public final class DaemonClient: Sendable {
         try Self.decode(Answer.self, try await sendAsync(method, path, body: body, timeout: timeout), method, path)
     }
 
+    /// Sends one request and returns its answer as text (`GET /metrics`), suspending the caller meanwhile.
+    public func text(_ method: String, _ path: String, timeout: Double = 30) async throws -> String {
+        String(decoding: try await sendAsync(method, path, body: String?.none, timeout: timeout), as: UTF8.self)
+    }
+
     /// Sends one request whose answer has no body (204), suspending the caller meanwhile.
     public func perform(
         _ method: String,
@@ -217,7 +222,7 @@ public final class DaemonClient: Sendable {
     private func didNotStart(_ executable: String, within timeout: Double) -> FerryError {
         FerryError(
             .backgroundSessionWasDisconnected,
-            "ferryd (\(executable)) did not start serving on \(paths.socket) within \(Int(timeout)) s; see \(paths.logFile)"
+            "ferryd (\(executable)) did not start serving on \(paths.socket) within \(Int(timeout)) s; see \(paths.outputFile) and \(paths.logFile)"
         )
     }
 
@@ -229,11 +234,13 @@ public final class DaemonClient: Sendable {
             withIntermediateDirectories: true,
             attributes: [.posixPermissions: 0o700]
         )
-        try Self.spawnDetached(executable, log: paths.logFile, paths: paths, extra: environment)
+        try Self.spawnDetached(executable, log: paths.outputFile, paths: paths, extra: environment)
         return executable
     }
 
-    static func daemonExecutable() throws -> String {
+    /// The ferryd executable this process would start: `FERRYD_PATH`, else `ferryd` beside this program,
+    /// else on `PATH`.
+    public static func daemonExecutable() throws -> String {
         let environment = ProcessInfo.processInfo.environment
         if let path = environment["FERRYD_PATH"], !path.isEmpty { return path }
         var candidates: [String] = []

@@ -6,12 +6,12 @@ import Foundation
 import Glibc
 #endif
 
-/// `ferry daemon status|start|stop`.
+/// `ferry daemon status|start|stop|metrics|log|install|uninstall`.
 struct DaemonCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "daemon",
         abstract: "ferryd, the daemon that runs background transfers.",
-        subcommands: [Status.self, Start.self, Stop.self]
+        subcommands: [Status.self, Start.self, Stop.self, Metrics.self, Log.self, Install.self, Uninstall.self]
     )
 
     static func describe(_ status: ControlAPI.DaemonStatus) {

@@ -19,7 +19,8 @@ public struct FerryCommand: AsyncParsableCommand {
         version: FerryVersion.current,
         subcommands: [
             GetCommand.self, PutCommand.self, ListCommand.self, WatchCommand.self, WaitCommand.self,
-            PauseCommand.self, ResumeCommand.self, CancelCommand.self, EventsCommand.self, DaemonCommand.self,
+            PauseCommand.self, ResumeCommand.self, CancelCommand.self, EventsCommand.self, CleanCommand.self,
+            UICommand.self, DaemonCommand.self,
         ]
     )
 

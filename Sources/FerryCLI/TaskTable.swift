@@ -1,9 +1,11 @@
 public import FerryCore
+public import Foundation
 
 /// Background tasks as a table (`ferry ls`, `ferry watch`). Pure.
 public enum TaskTable {
-    /// A header line and one line per task: id, state, progress, rate, target, error.
-    public static func render(_ tasks: [BackgroundTaskInfo], showSession: Bool = false) -> [String] {
+    /// A header line and one line per task: id, state, progress, rate, target, error (for a task that
+    /// waits to try again, its last attempt's error and when the next starts, relative to `now`).
+    public static func render(_ tasks: [BackgroundTaskInfo], showSession: Bool = false, now: Date = Date()) -> [String] {
         var rows: [[String]] = [
             (showSession ? ["SESSION"] : []) + ["ID", "STATE", "PROGRESS", "RATE", "TARGET", "ERROR"]
         ]
@@ -15,7 +17,7 @@ public enum TaskTable {
                     progress(task),
                     task.bytesPerSecond.map(ByteFormat.rate) ?? "-",
                     task.destination ?? task.taskDescription ?? task.originalRequest.url.absoluteString,
-                    task.error?.message ?? "",
+                    error(task, now: now),
                 ]
             )
         }
@@ -27,8 +29,23 @@ public enum TaskTable {
         }
     }
 
-    /// `failed` for a completed task with an error or an HTTP error status, else the state.
+    /// The error column: the error a task completed with; for one that waits to try again, its last
+    /// attempt's error and when the next try starts (`… (try 3 in 4s)`).
+    public static func error(_ task: BackgroundTaskInfo, now: Date) -> String {
+        if let error = task.error { return error.message }
+        guard task.state != .completed, let last = task.lastError else { return "" }
+        var text = last.message
+        if let next = task.nextAttemptTime {
+            let seconds = max(0, next - now.timeIntervalSince1970)
+            text += " (try \((task.failedAttempts ?? 0) + 1) in \(DurationText.describe(seconds.rounded(.up))))"
+        }
+        return text
+    }
+
+    /// `failed` for a completed task with an error or an HTTP error status, `retrying` for a pending one
+    /// whose last attempt failed, else the state.
     public static func state(_ task: BackgroundTaskInfo) -> String {
+        if task.state == .pending, task.lastError != nil { return "retrying" }
         guard task.state == .completed else { return task.state.rawValue }
         return succeeded(task) ? "done" : "failed"
     }

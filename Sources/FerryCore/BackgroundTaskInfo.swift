@@ -53,6 +53,13 @@ public struct BackgroundTaskInfo: Sendable, Hashable, Codable {
     public var destination: String?
     /// While running: the recent transfer rate, bytes a second (the listing's live view).
     public var bytesPerSecond: Double?
+    /// While the task waits to try again after a failed attempt: that attempt's error (the task is
+    /// pending, and ``error`` stays nil until it completes).
+    public var lastError: FerryError?
+    /// While the task waits to try again: when the next attempt starts, in seconds since 1970 (Unix time).
+    public var nextAttemptTime: Double?
+    /// Failed attempts since the task last started afresh (retries counted by the daemon).
+    public var failedAttempts: Int?
 
     /// A task description.
     public init(
@@ -72,7 +79,10 @@ public struct BackgroundTaskInfo: Sendable, Hashable, Codable {
         responseHeaders: Headers? = nil,
         error: FerryError? = nil,
         destination: String? = nil,
-        bytesPerSecond: Double? = nil
+        bytesPerSecond: Double? = nil,
+        lastError: FerryError? = nil,
+        nextAttemptTime: Double? = nil,
+        failedAttempts: Int? = nil
     ) {
         self.session = session
         self.taskIdentifier = taskIdentifier
@@ -91,5 +101,8 @@ public struct BackgroundTaskInfo: Sendable, Hashable, Codable {
         self.error = error
         self.destination = destination
         self.bytesPerSecond = bytesPerSecond
+        self.lastError = lastError
+        self.nextAttemptTime = nextAttemptTime
+        self.failedAttempts = failedAttempts
     }
 }

@@ -56,6 +56,9 @@ public struct DaemonPaths: Sendable, Hashable {
     public var deliveryDirectory: String { stateDirectory + "/deliver" }
     /// The lock held by the running daemon (stops a double start).
     public var lockFile: String { stateDirectory + "/ferryd.lock" }
-    /// Where a daemon started on demand writes its log.
+    /// Where ferryd writes its log: JSON lines, rotated to `ferryd.log.1` when it passes its size cap.
     public var logFile: String { stateDirectory + "/ferryd.log" }
+    /// Where the standard output and error of a daemon started on demand, and of the client programs it
+    /// launches, go (a crash's last words land here, not in the JSON log).
+    public var outputFile: String { stateDirectory + "/ferryd.out" }
 }

@@ -89,3 +89,7 @@ extension ControlAPI.DaemonStatus: ResponseGenerator {}
 extension ControlAPI.DaemonStatus: ResponseEncodable {}
 extension ControlAPI.CancelResult: ResponseGenerator {}
 extension ControlAPI.CancelResult: ResponseEncodable {}
+extension ControlAPI.CleanResult: ResponseGenerator {}
+extension ControlAPI.CleanResult: ResponseEncodable {}
+extension ControlAPI.StatusPage: ResponseGenerator {}
+extension ControlAPI.StatusPage: ResponseEncodable {}

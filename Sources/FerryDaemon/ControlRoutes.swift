@@ -17,6 +17,14 @@ struct ControlRoutes: Sendable {
     let launcher: Launcher
     let configuration: DaemonConfiguration
     let logger: Logger
+    /// What `/metrics` renders.
+    var metrics = DaemonMetrics()
+    /// The status page `ferry ui` asks for; nil: refused (503).
+    var statusPage: StatusPageServer? = nil
+
+    private var housekeeper: Housekeeper {
+        Housekeeper(store: store, configuration: configuration, metrics: metrics, logger: logger)
+    }
 
     /// The routes, on Hummingbird's codable plumbing: each handler decodes its body (``ControlBodyDecoder``),
     /// asks the ``Scheduler`` or the store, and returns a value Hummingbird encodes; whatever it throws
@@ -24,9 +32,32 @@ struct ControlRoutes: Sendable {
     func router() -> Router<ControlContext> {
         let router = Router(context: ControlContext.self)
         router.add(middleware: ControlErrorMiddleware(logger: logger))
+        var root = RouteTable(group: router.group())
+        root.on(String(ControlAPI.metricsPath.dropFirst()), .get) { _, _ in try await self.metricsText() }
+        root.refuseOtherMethods(Self.methodNotAllowed)
         let v1 = router.group(RouterPath(ControlAPI.prefix))
         var routes = RouteTable(group: v1)
         routes.on("daemon", .get) { _, _ in try await self.status() }
+        routes.on("clean", .post) { request, _ in
+            let cleaning =
+                try await ControlBodyDecoder.decodeIfPresent(ControlAPI.Cleaning.self, from: request)
+                ?? ControlAPI.Cleaning()
+            if let age = cleaning.olderThan, !(age >= 0 && age.isFinite) {
+                throw FerryError(.invalidOperation, "olderThan is a number of seconds, 0 or more")
+            }
+            if let session = cleaning.session { try ControlAPI.validateIdentifier(session) }
+            return try self.housekeeper.clean(olderThan: cleaning.olderThan, session: cleaning.session)
+        }
+        routes.on("ui", .post) { _, _ in
+            guard let statusPage = self.statusPage else {
+                throw ControlError(.serviceUnavailable, FerryError(.invalidOperation, "this daemon serves no status page"))
+            }
+            return try await statusPage.start()
+        }
+        routes.on("ui", .delete) { _, _ in
+            await self.statusPage?.stop()
+            return HTTPResponse.Status.noContent
+        }
         routes.on("tasks", .get) { _, _ in try await self.allTasks() }
         routes.on("sessions/:session/attach", .post) { request, context in try self.attach(request, context) }
         routes.on("sessions/:session/tasks", .get) { _, context in try await self.tasks(try self.session(context)) }
@@ -63,22 +94,30 @@ struct ControlRoutes: Sendable {
             try await self.invalidate(request, context)
             return HTTPResponse.Status.noContent
         }
-        routes.refuseOtherMethods { allowed in
-            var headers = HTTPFields()
-            headers[.allow] = allowed.map(\.rawValue).joined(separator: ", ")
-            return ControlError(
-                .methodNotAllowed,
-                FerryError(
-                    .invalidOperation,
-                    "this route answers \(allowed.map(\.rawValue).joined(separator: " and ")) only"
-                ),
-                headers: headers
-            )
-        }
+        routes.refuseOtherMethods(Self.methodNotAllowed)
         return router
     }
 
+    /// The answer to a method a known path does not take.
+    private static func methodNotAllowed(_ allowed: [HTTPRequest.Method]) -> ControlError {
+        var headers = HTTPFields()
+        headers[.allow] = allowed.map(\.rawValue).joined(separator: ", ")
+        return ControlError(
+            .methodNotAllowed,
+            FerryError(.invalidOperation, "this route answers \(allowed.map(\.rawValue).joined(separator: " and ")) only"),
+            headers: headers
+        )
+    }
+
     // MARK: Handlers
+
+    /// The metrics in the Prometheus text format (version 0.0.4).
+    func metricsText() async throws -> Response {
+        let text = try metrics.exposition(store: store, rate: await scheduler.currentRate())
+        var headers = HTTPFields()
+        headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
 
     private func status() async throws -> ControlAPI.DaemonStatus {
         ControlAPI.DaemonStatus(

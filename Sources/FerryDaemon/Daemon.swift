@@ -5,6 +5,7 @@ import Foundation
 import Hummingbird
 public import Logging
 import ServiceLifecycle
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -27,8 +28,10 @@ public enum Daemon {
         }
         let lock = try DaemonLock(path: paths.lockFile)
         defer { withExtendedLifetime(lock) {} }
-        // The lock is ours, so a socket file left behind is stale.
-        unlink(paths.socket)
+        // With socket activation the path is systemd's socket and Hummingbird serves a private one behind
+        // a relay (SocketRelay); otherwise the lock is ours, so a socket file left behind is stale.
+        let served = configuration.inheritedSocket == nil ? paths.socket : paths.stateDirectory + "/ferryd.relay.sock"
+        unlink(served)
 
         let store: FerryStore
         do {
@@ -46,24 +49,28 @@ public enum Daemon {
         // creator's), the system's trust roots.
         var plain = options
         plain.proxies = ProxySettings()
+        let metrics = DaemonMetrics()
         let transports = TransportCache(
             base: SessionTransport(
                 try StandardTransport(options: plain),
-                maximumConnectionsPerHost: configuration.maximumConnectionsPerHost
+                maximumConnectionsPerHost: configuration.maximumConnectionsPerHost,
+                metrics: metrics.transport
             ),
-            options: options
+            options: options,
+            metrics: metrics.transport
         )
         let hub = EventHub()
-        let launcher = Launcher(store: store, hub: hub, configuration: configuration, logger: logger)
+        let launcher = Launcher(store: store, hub: hub, configuration: configuration, logger: logger, metrics: metrics)
         let scheduler = Scheduler(
             store: store,
             hub: hub,
             configuration: configuration,
             transports: transports,
             logger: logger,
+            metrics: metrics,
             onEventsJournaled: { await launcher.eventsJournaled($0) }
         )
-        let routes = ControlRoutes(
+        var routes = ControlRoutes(
             store: store,
             hub: hub,
             scheduler: scheduler,
@@ -71,20 +78,45 @@ public enum Daemon {
             configuration: configuration,
             logger: logger
         )
+        routes.metrics = metrics
+        let statusPage = StatusPageServer(routes: StatusPageRoutes(store: store, scheduler: scheduler), logger: logger)
+        routes.statusPage = statusPage
+        let housekeeper = Housekeeper(store: store, configuration: configuration, metrics: metrics, logger: logger)
+        var services: [any Service] = [
+            SchedulerService(scheduler: scheduler, hub: hub, window: configuration.throughputWindow),
+            HousekeepingService(housekeeper: housekeeper, interval: configuration.housekeepingInterval),
+        ]
+        if let address = configuration.metricsAddress {
+            services.append(try MetricsEndpoint.application(address: address, routes: routes, logger: logger))
+        }
+        let relay = Mutex<SocketRelay?>(nil)
+        let inherited = configuration.inheritedSocket
         let app = Application(
             router: routes.router(),
-            configuration: ApplicationConfiguration(address: .unixDomainSocket(path: paths.socket)),
-            services: [SchedulerService(scheduler: scheduler, hub: hub, window: configuration.throughputWindow)],
+            configuration: ApplicationConfiguration(address: .unixDomainSocket(path: served)),
+            services: services,
             onServerRunning: { _ in
-                chmod(paths.socket, 0o600)
-                logger.info("ferryd \(FerryVersion.current) serving on \(paths.socket) (pid \(getpid()))")
+                chmod(served, 0o600)
+                if let inherited {
+                    do {
+                        let started = try await SocketRelay.start(descriptor: inherited, target: served)
+                        relay.withLock { $0 = started }
+                    } catch {
+                        logger.critical("cannot serve the socket systemd passed (LISTEN_FDS): \(error)")
+                    }
+                }
+                logger.info(
+                    "ferryd \(FerryVersion.current) serving on \(paths.socket)\(inherited == nil ? "" : " (socket activation)") (pid \(getpid()))"
+                )
                 await scheduler.poke()
             },
             logger: logger
         )
         try await app.runService(gracefulShutdownSignals: [.sigterm, .sigint])
+        await relay.withLock { $0 }?.close()
+        await statusPage.stop()
         await transports.shutdown()
-        unlink(paths.socket)
+        unlink(served)
         logger.info("ferryd stopped")
     }
 
@@ -98,6 +130,27 @@ public enum Daemon {
             chmod(path, 0o700)
         } catch {
             throw FerryError(.cannotCreateFile, "cannot create the directory \(path): \(error)")
+        }
+    }
+}
+
+/// Runs a housekeeping round (``Housekeeper``) every `interval` seconds, the first a minute after the
+/// start, until shutdown.
+struct HousekeepingService: Service {
+    let housekeeper: Housekeeper
+    let interval: Double
+
+    func run() async throws {
+        var wait = min(60, interval)
+        while !Task.isShuttingDownGracefully && !Task.isCancelled {
+            let pause = Duration.milliseconds(Int64(wait * 1000))
+            do {
+                try await cancelWhenGracefulShutdown { try await Task.sleep(for: pause) }
+            } catch {
+                break
+            }
+            housekeeper.round()
+            wait = interval
         }
     }
 }

@@ -36,6 +36,19 @@ public struct DaemonConfiguration: Sendable {
     /// The idle timeout of a background transfer's reads.
     public var requestTimeout = 60.0
 
+    /// Finished tasks are removed this many seconds after they finished, with their events and leftover
+    /// files (housekeeping); nil keeps them until `ferry clean`. Default: 7 days.
+    public var pruneAfter: Double? = 7 * 24 * 3600
+    /// Seconds between housekeeping rounds (pruning, then compacting the database).
+    public var housekeepingInterval = 3600.0
+    /// A loopback address (`127.0.0.1:9466`, `[::1]:9466`) where `/metrics` is served over TCP too, for
+    /// a Prometheus server; nil: on the control socket only.
+    public var metricsAddress: String?
+
+    /// A listening socket inherited from systemd (`ferryd.socket`, ``SocketActivation``): the control API
+    /// is served on it (and the socket path is systemd's, left alone); nil: ferryd binds the path itself.
+    public var inheritedSocket: Int32?
+
     /// The wall clock and waiting on it: times in the store, tasks' resource deadlines, retry backoff
     /// (tests move a clock of their own).
     public var clock: any DaemonClock = SystemDaemonClock()

@@ -16,6 +16,7 @@ actor Launcher {
     let hub: EventHub
     let configuration: DaemonConfiguration
     let logger: Logger
+    let metrics: DaemonMetrics
     private let now: @Sendable () -> Double
     private var waiting: Set<String> = []
     private var launchedNotAttached: Set<String> = []
@@ -27,8 +28,10 @@ actor Launcher {
         hub: EventHub,
         configuration: DaemonConfiguration,
         logger: Logger,
+        metrics: DaemonMetrics = DaemonMetrics(),
         now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }
     ) {
+        self.metrics = metrics
         self.store = store
         self.hub = hub
         self.configuration = configuration
@@ -103,11 +106,12 @@ actor Launcher {
                 "/bin/sh",
                 arguments: ["-c", command],
                 environment: environment,
-                log: configuration.paths.logFile
+                log: configuration.paths.outputFile
             ) { status in
                 logger.info("launch command of '\(session)' exited with status \(status)")
             }
             logger.info("launched '\(command)' for '\(session)' (pid \(pid); next launch waits \(limiter.delay) s)")
+            metrics.launched(session: session, nextDelay: limiter.delay)
         } catch {
             logger.error("cannot run the launch command of '\(session)': \(error)")
         }

@@ -24,6 +24,8 @@ actor Scheduler {
         var machine: BackgroundTaskMachine
         var transfer: Transfer?
         var endWaiters: [CheckedContinuation<Void, Never>] = []
+        /// The error of the last failed attempt, while the task waits to try again.
+        var lastError: FerryError?
     }
 
     /// A transfer running now.
@@ -38,6 +40,7 @@ actor Scheduler {
     let configuration: DaemonConfiguration
     let transports: TransportCache
     let logger: Logger
+    let metrics: DaemonMetrics
     private let clock: any DaemonClock
     private let run: Run
     /// Told when a session may have events and no client (launches, S6.5).
@@ -57,8 +60,10 @@ actor Scheduler {
         transports: TransportCache,
         logger: Logger,
         run: Run? = nil,
+        metrics: DaemonMetrics = DaemonMetrics(),
         onEventsJournaled: @escaping @Sendable (String) async -> Void
     ) {
+        self.metrics = metrics
         self.store = store
         self.hub = hub
         self.configuration = configuration
@@ -73,7 +78,8 @@ actor Scheduler {
                     hub: hub,
                     configuration: configuration,
                     transport: transport,
-                    meter: meter
+                    meter: meter,
+                    metrics: metrics
                 ).run()
             }
         self.onEventsJournaled = onEventsJournaled
@@ -84,11 +90,18 @@ actor Scheduler {
     func withLiveProgress(_ tasks: [BackgroundTaskInfo]) -> [BackgroundTaskInfo] {
         let now = Int64(DispatchTime.now().uptimeNanoseconds)
         return tasks.map { info in
-            guard let meter = entries[TaskKey(session: info.session, identifier: info.taskIdentifier)]?.transfer?.meter
-            else {
+            guard let entry = entries[TaskKey(session: info.session, identifier: info.taskIdentifier)] else {
                 return info
             }
             var live = info
+            if info.state != .completed, let lastError = entry.lastError {
+                live.lastError = lastError
+                live.failedAttempts = entry.machine.failedAttempts
+                if case .waiting(let until) = entry.machine.phase {
+                    live.nextAttemptTime = until.timeIntervalSince1970
+                }
+            }
+            guard let meter = entry.transfer?.meter else { return live }
             live.state = .running
             if let position = meter.latestPosition {
                 switch info.kind {
@@ -99,6 +112,12 @@ actor Scheduler {
             live.bytesPerSecond = meter.rate(now: now)
             return live
         }
+    }
+
+    /// Bytes a second moved by the transfers running now, all together.
+    func currentRate() -> Double {
+        let now = Int64(DispatchTime.now().uptimeNanoseconds)
+        return entries.values.reduce(0) { $0 + ($1.transfer?.meter.rate(now: now) ?? 0) }
     }
 
     // MARK: Creation
@@ -241,26 +260,26 @@ actor Scheduler {
         } catch {
             // Settings that cannot be used (refused at creation; a store from another version): the task
             // fails and says why.
-            logger.error("cannot make a transport for \(key): \(error)")
+            logger.error("cannot make a transport for \(key): \(error)", metadata: key.metadata)
             let failure = error as? FerryError ?? FerryError(.secureConnectionFailed, "\(error)")
             do {
                 try feed(key, task) { machine in try machine.cannotStart(failure, at: now) }
             } catch {
-                logger.error("cannot record that \(key) cannot start: \(error)")
+                logger.error("cannot record that \(key) cannot start: \(error)", metadata: key.metadata)
             }
             return
         }
         do {
             try feed(key, task) { machine in try machine.start(at: now) }
         } catch {
-            logger.error("cannot start \(key): \(error)")
+            logger.error("cannot start \(key): \(error)", metadata: key.metadata)
             return
         }
         guard entries[key]?.machine.isRunning == true else { return }
         if let file = TransferRunner.finishedFile(of: task, configuration) {
             // Finished before the daemon died, not yet recorded as such: handed over now, without a run
             // (its state goes from pending to completed in one transaction).
-            logger.info("\(key) had finished before the restart: \(file)")
+            logger.info("\(key) had finished before the restart: \(file)", metadata: key.metadata)
             try? feed(key, task) { machine in try machine.transferFinished(.downloaded(location: file)) }
             Task { await onEventsJournaled(key.session) }
             return
@@ -268,7 +287,7 @@ actor Scheduler {
         do {
             try store.transition(session: key.session, identifier: key.identifier, to: .running)
         } catch {
-            logger.error("cannot start \(key): \(error)")
+            logger.error("cannot start \(key): \(error)", metadata: key.metadata)
             entries[key] = nil
             return
         }
@@ -276,7 +295,7 @@ actor Scheduler {
         current.state = .running
         let meter = ProgressMeter(rate: configuration.progressRate)
         let run = self.run
-        logger.debug("starting \(key) \(task.originalRequest.url.absoluteString)")
+        logger.debug("starting \(key) \(task.originalRequest.url.absoluteString)", metadata: key.metadata)
         let handle = Task {
             let outcome = await run(current, transport, meter)
             await self.ended(key, outcome)
@@ -292,8 +311,12 @@ actor Scheduler {
         let now = clock.now()
         do {
             let task = try store.task(session: key.session, identifier: key.identifier)
+            var failure: FerryError?
             switch outcome {
-            case .failed(let error), .retryLater(_, let error): logger.debug("\(key) stopped: \(error)")
+            case .failed(let error), .retryLater(_, let error):
+                logger.debug("\(key) stopped: \(error)", metadata: key.metadata)
+                failure = error
+                entries[key]?.lastError = error
             case .downloaded, .uploaded: break
             }
             try feed(key, task) { machine in
@@ -304,8 +327,9 @@ actor Scheduler {
                 case .retryLater(let delay, let error): try machine.transferFailed(error, retryAfter: delay, now: now)
                 }
             }
+            if let failure, case .waiting? = entries[key]?.machine.phase { metrics.retried(failure) }
         } catch {
-            logger.error("cannot record the end of \(key): \(error)")
+            logger.error("cannot record the end of \(key): \(error)", metadata: key.metadata)
             entries[key] = nil
         }
         for waiter in entries[key]?.endWaiters ?? [] { waiter.resume() }
@@ -361,7 +385,13 @@ actor Scheduler {
         case .retry(let at):
             try store.transition(session: key.session, identifier: key.identifier, to: .pending)
             let attempts = entries[key]?.machine.failedAttempts ?? 0
-            logger.info("\(key): try \(attempts + 1) in \(Int(at.timeIntervalSince(clock.now()).rounded(.up))) s")
+            var fields = key.metadata
+            let reason = entries[key]?.lastError
+            if let reason { fields["error"] = .string(reason.code.name) }
+            logger.info(
+                "\(key): try \(attempts + 1) in \(Int(at.timeIntervalSince(clock.now()).rounded(.up))) s\(reason.map { " (\($0.message))" } ?? "")",
+                metadata: fields
+            )
             arm(at)
         case .complete(let completion):
             try complete(key, completion, task)
@@ -377,20 +407,23 @@ actor Scheduler {
         switch completion {
         case .downloaded(let location):
             events.append((.didFinishDownloading, try JSONEncoder().encode(["location": location])))
-            logger.info("\(key) downloaded to \(location)")
+            logger.info("\(key) downloaded to \(location)", metadata: key.metadata)
         case .uploaded:
             break
         case .failed(var failure):
             if failure.resumeData == nil { failure.resumeData = task.resumeData }
             error = failure
-            logger.info("\(key) failed: \(failure)")
+            logger.info("\(key) failed: \(failure)", metadata: key.metadata)
+            metrics.failed(failure)
         case .resourceTimedOut:
             error = TransferRunner.resourceTimedOut(task)
-            logger.info("\(key) passed its resource deadline")
+            logger.info("\(key) passed its resource deadline", metadata: key.metadata)
+            metrics.failed(error!)
         case .tooSlow(let message):
             var failure = FerryError(.timedOut, message, failingURL: url)
             failure.resumeData = task.resumeData
             error = failure
+            metrics.failed(failure)
         case .cancelled(let produceResumeData, let reason):
             error = cancellation(of: task, produceResumeData: produceResumeData, reason: reason)
         }
@@ -465,7 +498,7 @@ actor Scheduler {
                 continue
             }
             let rate = Double(total - sample) / configuration.throughputWindow
-            logger.info("\(key) is under the throughput floor: \(Int(rate)) B/s")
+            logger.info("\(key) is under the throughput floor: \(Int(rate)) B/s", metadata: key.metadata)
             let message =
                 "the transfer stayed under \(configuration.throughputFloor) bytes a second for \(Int(configuration.throughputWindow)) seconds (it ran at \(Int(rate))); the partial data is kept"
             if case .stopTransfer? = entries[key]?.machine.tooSlow(message) {

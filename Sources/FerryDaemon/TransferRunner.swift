@@ -33,6 +33,8 @@ struct TransferRunner: Sendable {
     let configuration: DaemonConfiguration
     let transport: any HTTPTransport
     let meter: ProgressMeter
+    /// Where checkpoint sync times go; nil: nowhere.
+    var metrics: DaemonMetrics? = nil
 
     func run() async -> Outcome {
         let outcome = await runOnce()
@@ -155,6 +157,7 @@ struct TransferRunner: Sendable {
             everyBytes: configuration.checkpointBytes,
             everySeconds: configuration.checkpointSeconds
         )
+        if let metrics { events.checkpoint?.didSynchronize = { metrics.checkpointSynchronized($0) } }
         let info = task.info
         events.didWrite = { written, total, expected in
             if special, written > 0 { wroteThrough.withLock { $0 = true } }

@@ -13,11 +13,14 @@ final class TransportCache: Sendable {
     private let base: any HTTPTransport
     private let options: TransportOptions
     private let made = Mutex<[ConnectionSettings: any HTTPTransport]>([:])
+    private let metrics: TransportMetrics
 
-    /// `base` carries tasks without settings; `options` gives the others their timeouts and limits.
-    init(base: any HTTPTransport, options: TransportOptions) {
+    /// `base` carries tasks without settings; `options` gives the others their timeouts and limits, and
+    /// `metrics` their counters.
+    init(base: any HTTPTransport, options: TransportOptions, metrics: TransportMetrics = TransportMetrics()) {
         self.base = base
         self.options = options
+        self.metrics = metrics
     }
 
     /// The transport for a task's settings.
@@ -32,7 +35,8 @@ final class TransportCache: Sendable {
         let transport = SessionTransport(
             try StandardTransport(options: specific),
             maximumConnectionsPerHost: options.maximumConnectionsPerHost,
-            cookies: try settings.cookies.map(Self.cookieStore)
+            cookies: try settings.cookies.map(Self.cookieStore),
+            metrics: metrics
         )
         return made.withLock { cache in
             if let raced = cache[settings] { return raced }

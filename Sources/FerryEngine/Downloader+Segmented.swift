@@ -412,11 +412,7 @@ extension Downloader {
                     continue
                 }
                 lastDurable = now
-                let record = checkpoint.record
-                try await NIOThreadPool.singleton.runIfActive {
-                    try point.synchronize()
-                    if let snapshot { try record(snapshot) }
-                }
+                try await NIOThreadPool.singleton.runIfActive { try checkpoint.synchronize(point, snapshot) }
             } catch let error as FerryError {
                 coordinator.fail(error)
                 return

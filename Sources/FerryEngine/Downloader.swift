@@ -64,6 +64,18 @@ public struct Downloader: Sendable {
         public var durableEverySeconds = 0.0
         /// Called at a checkpoint that is not durable, after the buffered bytes are written to the file.
         public var recordWritten: (@Sendable (_ resumeData: ResumeData) throws -> Void)?
+        /// Told how long each durable checkpoint took: the file's sync and ``record`` together
+        /// (ferryd's checkpoint latency histogram).
+        public var didSynchronize: (@Sendable (_ duration: Duration) -> Void)?
+
+        /// Makes the checkpoint at `point` durable and records `snapshot`, timing both for
+        /// ``didSynchronize``. Runs on a pool thread.
+        func synchronize(_ point: DurabilityPoint, _ snapshot: ResumeData?) throws {
+            let start = ContinuousClock.now
+            try point.synchronize()
+            if let snapshot { try record(snapshot) }
+            didSynchronize?(ContinuousClock.now - start)
+        }
 
         /// A checkpoint every `everyBytes` or `everySeconds`, whichever comes first.
         public init(
@@ -350,14 +362,12 @@ public struct Downloader: Sendable {
                         // which makes it durable next, so a body that pauses now does not leave it unrecorded.
                         guard syncs.withLockedValue({ $0.start(pending) }) else { continue }
                         try await syncing?.value
-                        let record = checkpoint.record
                         syncing = Task {
                             var next: CheckpointSyncs.Pending? = pending
                             while let current = next {
                                 do {
                                     try await NIOThreadPool.singleton.runIfActive {
-                                        try current.point.synchronize()
-                                        if let snapshot = current.snapshot { try record(snapshot) }
+                                        try checkpoint.synchronize(current.point, current.snapshot)
                                     }
                                 } catch {
                                     syncs.withLockedValue { $0.stop() }

@@ -1,6 +1,7 @@
 import FerryCore
 public import Foundation
 public import NIOCore
+import Metrics
 import Synchronization
 
 /// The transport a session uses: another transport behind a hard per-origin limit
@@ -20,16 +21,21 @@ public final class SessionTransport: HTTPTransport {
     public let cache: ResponseCache?
     /// The clock cache freshness is judged by.
     let now: @Sendable () -> Date
+    /// Bytes, responses and failed exchanges, counted through swift-metrics.
+    let counters: TransportMetrics
 
     /// Wraps `base`, allowing `maximumConnectionsPerHost` exchanges per origin at once, with `cookies`
-    /// and `cache` (nil: none); `now` is the clock for freshness and metrics.
+    /// and `cache` (nil: none); `now` is the clock for freshness and metrics; `metrics` counts through
+    /// swift-metrics (the process's factory by default).
     public init(
         _ base: any HTTPTransport,
         maximumConnectionsPerHost: Int,
         cookies: CookieStore? = nil,
         cache: ResponseCache? = nil,
-        now: @escaping @Sendable () -> Date = Date.init
+        now: @escaping @Sendable () -> Date = Date.init,
+        metrics: TransportMetrics = TransportMetrics()
     ) {
+        self.counters = metrics
         self.base = base
         self.limiter = HostConnectionLimiter(limit: maximumConnectionsPerHost)
         self.cookies = cookies
@@ -73,18 +79,20 @@ public final class SessionTransport: HTTPTransport {
             ? HostConnectionLimiter.Permit.unlimited(origin: origin)
             : try await limiter.acquire(origin: origin, priority: context?.priority ?? 0.5)
         var outgoing = request
-        if let context, let index {
-            outgoing.body = Self.counting(request.body) { count in
-                context.update(index) { $0.countOfRequestBodyBytesSent += count }
-            }
+        let sent = counters.sent
+        outgoing.body = Self.counting(request.body) { count in
+            sent.increment(by: count)
+            if let context, let index { context.update(index) { $0.countOfRequestBodyBytesSent += count } }
         }
         let response: TransportResponse
         do {
             response = try await base.send(outgoing, deadline: deadline)
         } catch {
             permit.release()
+            counters.failed(error)
             throw error
         }
+        counters.response(protocolName: response.protocolName, status: response.status)
         cookies(for: context)?.receive(response.headers, from: request.url)
         let head = Response(url: request.url, statusCode: response.status, headers: response.headers)
         if let context, let index {
@@ -112,7 +120,8 @@ public final class SessionTransport: HTTPTransport {
                 permit: permit,
                 context: context,
                 index: index,
-                latestTiming: response.latestTiming
+                latestTiming: response.latestTiming,
+                counter: counters.received
             )
         )
         return (measured, index)
@@ -185,6 +194,7 @@ public final class SessionTransport: HTTPTransport {
         let context: TransferContext?
         let index: Int?
         let latestTiming: (@Sendable () -> TransportTiming)?
+        let counter: Counter
 
         func makeAsyncIterator() -> Iterator {
             Iterator(
@@ -192,7 +202,8 @@ public final class SessionTransport: HTTPTransport {
                 permit: permit,
                 context: context,
                 index: index,
-                latestTiming: latestTiming
+                latestTiming: latestTiming,
+                counter: counter
             )
         }
 
@@ -202,6 +213,7 @@ public final class SessionTransport: HTTPTransport {
             let context: TransferContext?
             let index: Int?
             let latestTiming: (@Sendable () -> TransportTiming)?
+            let counter: Counter
             var received: Int64 = 0
 
             mutating func next() async throws -> ByteBuffer? {
@@ -219,6 +231,7 @@ public final class SessionTransport: HTTPTransport {
                     return nil
                 }
                 received += Int64(chunk.readableBytes)
+                counter.increment(by: Int64(chunk.readableBytes))
                 return chunk
             }
 

@@ -8,7 +8,7 @@ import GRDB
 ///
 /// Thread safe: reads run concurrently, writes one at a time.
 public final class FerryStore: Sendable {
-    private let pool: DatabasePool
+    let pool: DatabasePool
     /// The database file.
     public let path: String
 
@@ -611,7 +611,7 @@ public final class FerryStore: Sendable {
 
     // MARK: Helpers
 
-    private func write<Value: Sendable>(_ body: @Sendable (Database) throws -> Value) throws -> Value {
+    func write<Value: Sendable>(_ body: @Sendable (Database) throws -> Value) throws -> Value {
         do {
             return try pool.write(body)
         } catch let error as FerryStoreError {

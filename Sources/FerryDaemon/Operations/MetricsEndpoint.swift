@@ -1,0 +1,51 @@
+import FerryCore
+import Foundation
+import Hummingbird
+import Logging
+import ServiceLifecycle
+
+/// `/metrics` over TCP for a Prometheus server (``DaemonConfiguration/metricsAddress``), on a loopback
+/// address only: the metrics name sessions and error reasons, which are nobody else's business.
+enum MetricsEndpoint {
+    /// The host and port of `address` (`127.0.0.1:9466`, `[::1]:9466`, `localhost:9466`).
+    /// - Throws: ``FerryError`` when it is not a loopback address with a port.
+    static func parse(_ address: String) throws -> (host: String, port: Int) {
+        let host: Substring
+        let port: Substring
+        if address.hasPrefix("["), let close = address.firstIndex(of: "]") {
+            host = address[address.index(after: address.startIndex)..<close]
+            port = address[address.index(after: close)...].drop { $0 == ":" }
+        } else if let colon = address.lastIndex(of: ":") {
+            host = address[..<colon]
+            port = address[address.index(after: colon)...]
+        } else {
+            throw FerryError(.invalidOperation, "the metrics address '\(address)' needs a port, e.g. 127.0.0.1:9466")
+        }
+        guard let number = Int(port), (0...65535).contains(number) else {
+            throw FerryError(.invalidOperation, "the metrics address '\(address)' has no valid port (0-65535)")
+        }
+        let loopback = host == "localhost" || host == "::1" || host.hasPrefix("127.")
+        guard loopback, host == "localhost" || host == "::1" || host.split(separator: ".").count == 4 else {
+            throw FerryError(
+                .invalidOperation,
+                "the metrics address '\(address)' is not a loopback address; ferryd serves metrics on 127.0.0.1 or ::1 only"
+            )
+        }
+        return (host == "localhost" ? "127.0.0.1" : String(host), number)
+    }
+
+    /// An application serving `routes`' metrics at `address`, run as one of the daemon's services.
+    static func application(address: String, routes: ControlRoutes, logger: Logger) throws -> some Service {
+        let (host, port) = try parse(address)
+        let router = Router()
+        router.get(RouterPath(ControlAPI.metricsPath)) { _, _ in try await routes.metricsText() }
+        return Application(
+            router: router,
+            configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: nil),
+            onServerRunning: { channel in
+                logger.info("metrics on http://\(address.hasPrefix("[") ? "[\(host)]" : host):\(channel.localAddress?.port ?? port)/metrics")
+            },
+            logger: logger
+        )
+    }
+}
