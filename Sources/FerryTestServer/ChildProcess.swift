@@ -47,14 +47,16 @@ public final class ChildProcess: @unchecked Sendable {
     }
 
     /// Starts `executable` (a path) with `arguments` and exactly `environment`; standard input is
-    /// /dev/null and no other descriptor of this process is inherited.
+    /// /dev/null and no other descriptor of this process is inherited, except `passing`: those become
+    /// the child's descriptors 3, 4, … in order (as systemd passes sockets, `LISTEN_FDS`).
     /// - Throws: ``TestServerError`` when it cannot be started.
     public static func spawn(
         _ executable: String,
         arguments: [String] = [],
         environment: [String: String] = ProcessInfo.processInfo.environment,
         directory: String? = nil,
-        output: Output = .pipes
+        output: Output = .pipes,
+        passing: [Int32] = []
     ) throws -> ChildProcess {
         var out: [Int32] = [-1, -1]
         var err: [Int32] = [-1, -1]
@@ -78,7 +80,10 @@ public final class ChildProcess: @unchecked Sendable {
             posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
             posix_spawn_file_actions_adddup2(&actions, 1, 2)
         }
-        _ = addCloseFrom(&actions, 3)
+        for (index, descriptor) in passing.enumerated() {
+            posix_spawn_file_actions_adddup2(&actions, descriptor, 3 + Int32(index))
+        }
+        _ = addCloseFrom(&actions, 3 + Int32(passing.count))
         if let directory { _ = directory.withCString { addChdir(&actions, $0) } }
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }

@@ -80,6 +80,7 @@ def main():
         call("Page.navigate", {"url": url}, session)
         wait_event("Page.loadEventFired")
         box = evaluate(session, """(() => { const e = document.querySelector(%s); if (!e) return null;
+            e.scrollIntoView({block: "center", inline: "center"});
             const r = e.getBoundingClientRect(); return {x: r.x + r.width / 2, y: r.y + r.height / 2, text: e.textContent}; })()"""
             % json.dumps(selector))
         if not box:

@@ -56,16 +56,15 @@ final class SocketRelay: Sendable {
         let group = MultiThreadedEventLoopGroup.singleton
         let listener = try await ServerBootstrap(group: group)
             .childChannelOption(ChannelOptions.allowRemoteHalfClosure, value: true)
-            .childChannelOption(ChannelOptions.autoRead, value: false)
             .childChannelInitializer { inbound in
                 ClientBootstrap(group: inbound.eventLoop)
                     .channelOption(ChannelOptions.allowRemoteHalfClosure, value: true)
                     .connect(unixDomainSocketPath: target)
                     .flatMap { outbound in
                         let (a, b) = RelayHandler.pair()
-                        return inbound.pipeline.addHandler(a).and(outbound.pipeline.addHandler(b)).map { _ in
-                            inbound.read()
-                        }
+                        // Reading starts once the channel is active, after this initializer: both ends
+                        // are glued by then.
+                        return inbound.pipeline.addHandler(a).and(outbound.pipeline.addHandler(b)).map { _ in }
                     }
                     .flatMapErrorThrowing { error in
                         inbound.close(promise: nil)
