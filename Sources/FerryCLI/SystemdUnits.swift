@@ -60,7 +60,7 @@ public enum SystemdUnits {
     }
 
     /// A value for a unit file: quoted when it holds a space, with `\` and `"` escaped, `%` doubled.
-    static func quoted(_ value: String) -> String {
+    public static func quoted(_ value: String) -> String {
         let escaped = value.replacingOccurrences(of: "%", with: "%%")
         guard escaped.contains(where: { $0 == " " || $0 == "\t" || $0 == "\"" || $0 == "\\" }) else { return escaped }
         return "\"" + escaped.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""

@@ -20,7 +20,7 @@ import Glibc
 
     @Test func everyDocumentedRouteIsServedWithADocumentedStatus() async throws {
         let paths = try #require(try Self.document()["paths"] as? [String: [String: Any]])
-        #expect(paths.count == 12)
+        #expect(paths.count == 15)
         let bodies: [String: String] = [
             "post /v1/sessions/{session}/tasks":
                 #"{"kind":"download","request":{"url":"http://127.0.0.1:1/x"},"start":false}"#,

@@ -48,8 +48,10 @@ final class DaemonFixture: @unchecked Sendable {
         try await eventually("ferryd \(pid) exits", within: 20) { kill(pid, 0) != 0 }
     }
 
+    /// The daemon's JSON log, then what it printed (a crash's last words).
     var log: String {
-        (try? String(contentsOfFile: client.paths.logFile, encoding: .utf8)) ?? "(no log)"
+        ((try? String(contentsOfFile: client.paths.logFile, encoding: .utf8)) ?? "(no log)")
+            + ((try? String(contentsOfFile: client.paths.outputFile, encoding: .utf8)).map { "--- ferryd.out ---\n" + $0 } ?? "")
     }
 
     /// The daemon's tasks of `session`.
