@@ -1,5 +1,6 @@
 public import FerryEngine
 public import Foundation
+public import Logging
 import NIOCore
 import Synchronization
 
@@ -19,7 +20,7 @@ public final class Session: Sendable {
     static let maximumRedirects = 16
 
     /// The shared session: default configuration, no delegate, never invalidated.
-    public static let shared = Session(configuration: .default, delegate: nil, isShared: true, daemon: nil)
+    public static let shared = Session(configuration: .default, delegate: nil, isShared: true, daemon: nil, logger: nil)
 
     private enum Phase {
         case valid
@@ -38,6 +39,8 @@ public final class Session: Sendable {
 
     /// The configuration, fixed when the session was made.
     public let configuration: SessionConfiguration
+    /// Where the session logs its exchanges (debug level); silent unless one was given at creation.
+    public let logger: Logger
     let transport: SessionTransport
     let queue = DelegateQueue()
     private let isShared: Bool
@@ -53,14 +56,21 @@ public final class Session: Sendable {
     /// error. A background configuration (``SessionConfiguration/background(identifier:)``) runs its
     /// tasks in ferryd, starting it when none runs; it needs a delegate, and its tasks fail with a clear
     /// error when the identifier is in use or the daemon cannot be reached (docs/BACKGROUND.md).
-    public convenience init(configuration: SessionConfiguration = .default, delegate: (any SessionDelegate)? = nil) {
-        self.init(configuration: configuration, delegate: delegate, isShared: false, daemon: nil)
+    ///
+    /// `logger` gets the session's exchanges at debug level (method, URL, status, protocol, connection
+    /// reuse, failures); by default nothing is logged.
+    public convenience init(
+        configuration: SessionConfiguration = .default,
+        delegate: (any SessionDelegate)? = nil,
+        logger: Logger? = nil
+    ) {
+        self.init(configuration: configuration, delegate: delegate, isShared: false, daemon: nil, logger: logger)
     }
 
     /// A background session whose daemon is `daemon` rather than this user's (the one `FERRY_HOME` or
     /// the XDG directories name): for programs that run a daemon of their own, and for tests.
     public convenience init(configuration: SessionConfiguration, delegate: any SessionDelegate, daemon: DaemonClient) {
-        self.init(configuration: configuration, delegate: delegate, isShared: false, daemon: daemon)
+        self.init(configuration: configuration, delegate: delegate, isShared: false, daemon: daemon, logger: nil)
     }
 
     /// A session sending through `transport` (a custom transport, or one that trusts a test server's
@@ -68,16 +78,19 @@ public final class Session: Sendable {
     public init(
         configuration: SessionConfiguration,
         delegate: (any SessionDelegate)?,
-        transport: any HTTPTransport
+        transport: any HTTPTransport,
+        logger: Logger? = nil
     ) {
         self.configuration = configuration
         self.isShared = false
         self.configurationError = Self.check(configuration)
+        self.logger = logger ?? SessionTransport.silentLogger
         self.transport = SessionTransport(
             transport,
             maximumConnectionsPerHost: configuration.httpMaximumConnectionsPerHost,
             cookies: Self.cookieStore(for: configuration),
-            cache: Self.responseCache(for: configuration)
+            cache: Self.responseCache(for: configuration),
+            logger: self.logger
         )
         self.locked = Mutex(State(delegate: delegate))
         self.downloadDirectory = Self.makeDownloadDirectory()
@@ -89,10 +102,12 @@ public final class Session: Sendable {
         configuration: SessionConfiguration,
         delegate: (any SessionDelegate)?,
         isShared: Bool,
-        daemon: DaemonClient?
+        daemon: DaemonClient?,
+        logger: Logger?
     ) {
         self.configuration = configuration
         self.isShared = isShared
+        self.logger = logger ?? SessionTransport.silentLogger
         var configurationError = Self.check(configuration)
         let base: any HTTPTransport
         // The delegate's server-trust answers; the relay holds the session weakly (no cycle through the
@@ -137,7 +152,8 @@ public final class Session: Sendable {
             base,
             maximumConnectionsPerHost: configuration.httpMaximumConnectionsPerHost,
             cookies: Self.cookieStore(for: configuration),
-            cache: Self.responseCache(for: configuration)
+            cache: Self.responseCache(for: configuration),
+            logger: self.logger
         )
         self.locked = Mutex(State(delegate: delegate))
         self.downloadDirectory = Self.makeDownloadDirectory()

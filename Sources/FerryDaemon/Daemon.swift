@@ -54,7 +54,8 @@ public enum Daemon {
             base: SessionTransport(
                 try StandardTransport(options: plain),
                 maximumConnectionsPerHost: configuration.maximumConnectionsPerHost,
-                metrics: metrics.transport
+                metrics: metrics.transport,
+                logger: Logger(label: "ferryd.transport")
             ),
             options: options,
             metrics: metrics.transport

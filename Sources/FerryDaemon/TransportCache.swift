@@ -1,6 +1,7 @@
 import FerryCore
 import FerryEngine
 import Foundation
+import Logging
 import NIOCore
 import Synchronization
 
@@ -36,7 +37,8 @@ final class TransportCache: Sendable {
             try StandardTransport(options: specific),
             maximumConnectionsPerHost: options.maximumConnectionsPerHost,
             cookies: try settings.cookies.map(Self.cookieStore),
-            metrics: metrics
+            metrics: metrics,
+            logger: Logger(label: "ferryd.transport")
         )
         return made.withLock { cache in
             if let raced = cache[settings] { return raced }

@@ -162,6 +162,9 @@ public final class HTTP1Transport: HTTPTransport {
         return pool.isShared(origin: "https://\(host):\(url.port ?? 443)")
     }
 
+    /// Fails what is in flight and closes every connection; returns when they are closed, or after
+    /// ``shutdownGrace`` at most (a TLS peer that never answers close_notify, a channel still being set
+    /// up) — a session's didBecomeInvalid waits for this, and must not wait forever.
     public func shutdown() async throws {
         let (open, shared) = pool.shutDown()
         for connection in open {
@@ -169,10 +172,24 @@ public final class HTTP1Transport: HTTPTransport {
             handler.eventLoop.execute { handler.value.shutDown() }
         }
         for connection in shared { connection.shutDown() }
-        for channel in open.map(\.channel) + shared.map(\.channel) {
-            try? await channel.closeFuture.get()
+        let channels = open.map(\.channel) + shared.map(\.channel)
+        guard let loop = channels.first?.eventLoop else { return }
+        // Closed directly as well: the handler closes through its context, which a channel whose
+        // pipeline is not set up yet does not have.
+        for channel in channels { channel.close(promise: nil) }
+        let closed = EventLoopFuture.andAllComplete(channels.map(\.closeFuture), on: loop)
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let once = NIOLockedValueBox(false)
+            let finish: @Sendable () -> Void = {
+                if once.withLockedValue({ done in defer { done = true }; return !done }) { continuation.resume() }
+            }
+            closed.whenComplete { _ in finish() }
+            loop.scheduleTask(in: Self.shutdownGrace) { finish() }
         }
     }
+
+    /// The longest ``shutdown()`` waits for connections to close.
+    static let shutdownGrace = TimeAmount.seconds(2)
 
     // MARK: Connections
 

@@ -2,6 +2,7 @@ import FerryCore
 public import Foundation
 public import NIOCore
 import Metrics
+public import Logging
 import Synchronization
 
 /// The transport a session uses: another transport behind a hard per-origin limit
@@ -23,6 +24,11 @@ public final class SessionTransport: HTTPTransport {
     let now: @Sendable () -> Date
     /// Bytes, responses and failed exchanges, counted through swift-metrics.
     let counters: TransportMetrics
+    /// Where each exchange is logged (debug: method, URL, status, protocol, reuse; failures too).
+    let logger: Logger
+
+    /// A logger that drops everything: the library logs nothing unless given a logger.
+    public static let silentLogger = Logger(label: "ferry", factory: { _ in SwiftLogNoOpLogHandler() })
 
     /// Wraps `base`, allowing `maximumConnectionsPerHost` exchanges per origin at once, with `cookies`
     /// and `cache` (nil: none); `now` is the clock for freshness and metrics; `metrics` counts through
@@ -33,9 +39,11 @@ public final class SessionTransport: HTTPTransport {
         cookies: CookieStore? = nil,
         cache: ResponseCache? = nil,
         now: @escaping @Sendable () -> Date = Date.init,
-        metrics: TransportMetrics = TransportMetrics()
+        metrics: TransportMetrics = TransportMetrics(),
+        logger: Logger = SessionTransport.silentLogger
     ) {
         self.counters = metrics
+        self.logger = logger
         self.base = base
         self.limiter = HostConnectionLimiter(limit: maximumConnectionsPerHost)
         self.cookies = cookies
@@ -90,9 +98,19 @@ public final class SessionTransport: HTTPTransport {
         } catch {
             permit.release()
             counters.failed(error)
+            if logger.logLevel <= .debug {
+                let line = "\(request.method) \(request.url.absoluteString) failed: \(error)"
+                logger.debug("\(line)")
+            }
             throw error
         }
         counters.response(protocolName: response.protocolName, status: response.status)
+        if logger.logLevel <= .debug {
+            // Built only when it is logged: the message's closure would otherwise hold the response.
+            let reused = response.timing.reusedConnection == true ? ", reused connection" : ""
+            let line = "\(request.method) \(request.url.absoluteString) → \(response.status) over \(response.protocolName)\(reused)"
+            logger.debug("\(line)")
+        }
         cookies(for: context)?.receive(response.headers, from: request.url)
         let head = Response(url: request.url, statusCode: response.status, headers: response.headers)
         if let context, let index {

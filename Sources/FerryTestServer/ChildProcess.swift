@@ -31,6 +31,18 @@ public final class ChildProcess: @unchecked Sendable {
         case discarded
     }
 
+    /// The built executable `name` (`ferry`, `ferryd`, `ferry-testserver`) beside the running test
+    /// binary: the first directory up from this process's executable that holds it.
+    public static func builtProduct(_ name: String) -> String {
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        var directory = (executable as NSString).deletingLastPathComponent
+        // The test bundle may sit inside a .xctest directory.
+        while !FileManager.default.isExecutableFile(atPath: directory + "/" + name), directory.count > 1 {
+            directory = (directory as NSString).deletingLastPathComponent
+        }
+        return directory + "/" + name
+    }
+
     /// The child's pid.
     public let processIdentifier: Int32
     /// The read end of the child's standard output, with ``Output/pipes``.

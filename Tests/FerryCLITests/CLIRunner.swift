@@ -22,15 +22,7 @@ struct CLIRunner {
     /// The working directory.
     var directory: String
 
-    static var binary: String {
-        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
-        var directory = (executable as NSString).deletingLastPathComponent
-        // The test bundle may sit inside a .xctest directory.
-        while !FileManager.default.isExecutableFile(atPath: directory + "/ferry"), directory.count > 1 {
-            directory = (directory as NSString).deletingLastPathComponent
-        }
-        return directory + "/ferry"
-    }
+    static var binary: String { ChildProcess.builtProduct("ferry") }
 
     /// Starts `ferry arguments` and returns the process, its output collected by the pipes.
     func start(_ arguments: [String]) throws -> (ChildProcess, FileHandle, FileHandle) {

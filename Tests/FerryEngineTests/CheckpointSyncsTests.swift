@@ -11,13 +11,24 @@ import Glibc
 /// ones, and none is dropped (a body that pauses must not leave its last checkpoint unrecorded).
 @Suite struct CheckpointSyncsTests {
     /// A point on a descriptor of its own (/dev/null), so discarding it closes something real.
+    /// A point on a file of its own (removed at once: the open descriptor keeps it).
     private func point(_ length: Int64) throws -> CheckpointSyncs.Pending {
-        let descriptor = open("/dev/null", O_WRONLY | O_CLOEXEC)
+        let path = NSTemporaryDirectory() + "ferry-point-\(UUID().uuidString)"
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
         #expect(descriptor >= 0)
+        unlink(path)
         return CheckpointSyncs.Pending(
-            point: DurabilityPoint(path: "/dev/null", descriptor: descriptor, length: length),
+            point: DurabilityPoint(path: path, descriptor: descriptor, length: length),
             snapshot: nil
         )
+    }
+
+    /// Whether the point's descriptor was closed: it is not open, or now names another file (another
+    /// test of this process opened one and got the number again).
+    private func isClosed(_ pending: CheckpointSyncs.Pending) -> Bool {
+        guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(pending.point.descriptor)")
+        else { return true }
+        return !target.hasPrefix(pending.point.path)
     }
 
     @Test func theFirstStartsASyncAndLaterOnesWaitTheLatestWinning() throws {
@@ -31,7 +42,7 @@ import Glibc
         let thirdStarted = syncs.start(try point(3))
         #expect(!secondStarted && !thirdStarted)
         // The replaced one was closed.
-        #expect(fcntl(second.point.descriptor, F_GETFD) == -1)
+        #expect(isClosed(second))
         let waited = syncs.next()
         let next = try #require(waited)
         #expect(next.point.length == 3)
@@ -58,7 +69,7 @@ import Glibc
         syncs.stop()
         #expect(!syncs.isSyncing)
         #expect(syncs.waiting == nil)
-        #expect(fcntl(waiting.point.descriptor, F_GETFD) == -1)
+        #expect(isClosed(waiting))
         running.point.discard()
     }
 }

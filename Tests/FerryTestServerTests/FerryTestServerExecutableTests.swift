@@ -6,12 +6,7 @@ import Testing
 @Suite(.serialized) struct FerryTestServerExecutableTests {
     /// The directory of the built products: the test bundle sits beside the executables.
     static var productsDirectory: URL {
-        let executable =
-            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-            ?? CommandLine.arguments[0]
-        var url = URL(fileURLWithPath: executable)
-        while url.pathExtension != "xctest", url.path != "/" { url.deleteLastPathComponent() }
-        return url.deletingLastPathComponent()
+        URL(fileURLWithPath: ChildProcess.builtProduct("ferry-testserver")).deletingLastPathComponent()
     }
 
     /// A running `ferry-testserver`, stopped with SIGTERM.

@@ -173,14 +173,7 @@ import Glibc
         return Int(result.output).flatMap { $0 == 0 ? nil : $0 }
     }
 
-    static var ferryd: String {
-        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
-        var directory = (executable as NSString).deletingLastPathComponent
-        while !FileManager.default.isExecutableFile(atPath: directory + "/ferryd"), directory.count > 1 {
-            directory = (directory as NSString).deletingLastPathComponent
-        }
-        return directory + "/ferryd"
-    }
+    static var ferryd: String { ChildProcess.builtProduct("ferryd") }
 
     /// A script in Tests/Scripts.
     static func script(_ name: String) -> String {
@@ -189,34 +182,30 @@ import Glibc
     }
 
     static func listeningSocket(_ path: String) throws -> Int32 {
-        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            _ = path.utf8CString.withUnsafeBytes { raw.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0.prefix(raw.count))) }
-        }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard descriptor >= 0, bound == 0, listen(descriptor, 16) == 0 else {
-            throw DaemonFixture.FixtureError("cannot listen on \(path): \(String(cString: strerror(errno)))")
-        }
-        return descriptor
+        try unixSocket(path) { descriptor, address, length in bind(descriptor, address, length) == 0 && listen(descriptor, 16) == 0 }
     }
 
     static func connect(_ path: String) throws -> Int32 {
+        try unixSocket(path) { descriptor, address, length in Glibc.connect(descriptor, address, length) == 0 }
+    }
+
+    /// A unix stream socket, given to `use` (bind or connect) with `path`'s address.
+    private static func unixSocket(
+        _ path: String,
+        _ use: (Int32, UnsafePointer<sockaddr>, socklen_t) -> Bool
+    ) throws -> Int32 {
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
             _ = path.utf8CString.withUnsafeBytes { raw.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0.prefix(raw.count))) }
         }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
+        let done = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { use(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
-        guard connected == 0 else { throw DaemonFixture.FixtureError("cannot connect to \(path)") }
+        guard descriptor >= 0, done else {
+            throw DaemonFixture.FixtureError("cannot use a unix socket at \(path): \(String(cString: strerror(errno)))")
+        }
         return descriptor
     }
 }
