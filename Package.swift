@@ -197,6 +197,7 @@ let package = Package(
             name: "FerryTests",
             dependencies: [
                 "Ferry",
+                .product(name: "Logging", package: "swift-log"),
                 "FerryEngine",
                 "FerryStore",
                 "FerryTestServer",
