@@ -1,4 +1,5 @@
 import Crypto
+import NIOPosix
 public import FerryCore
 public import Foundation
 import Synchronization
@@ -125,6 +126,18 @@ public final class ResponseCache: Sendable {
             } else {
                 write(persistent, to: file)
             }
+        }
+    }
+
+    /// ``store(_:)`` with its file work (reading the kept variants, writing, evicting) on NIO's blocking
+    /// thread pool, so that a burst of responses does not hold Swift's cooperative threads in disk calls
+    /// (1,000 concurrent data tasks did, and starved every other task of the process for seconds).
+    func storeOffPool(_ response: CachedResponse) async {
+        guard directory != nil, diskCapacity > 0 else { return store(response) }
+        do {
+            try await NIOThreadPool.singleton.runIfActive { self.store(response) }
+        } catch {
+            store(response)
         }
     }
 

@@ -62,7 +62,7 @@ extension SessionTransport {
                 requestDate: requestDate,
                 responseDate: now()
             )
-            cache.store(updated)
+            await cache.storeOffPool(updated)
             if let context, let index {
                 context.update(index) { metrics in
                     metrics.resourceFetchType = .revalidated
@@ -136,7 +136,7 @@ extension SessionTransport {
                     guard let changed = await willStore(entry) else { return }
                     entry = changed
                 }
-                cache.store(entry)
+                await cache.storeOffPool(entry)
             }
         )
         return stored

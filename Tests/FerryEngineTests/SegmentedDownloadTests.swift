@@ -110,14 +110,26 @@ func segmented(_ url: String, connections: Int, minimumSegmentSize: Int64 = 64 <
         try await withServerAndTransport { server, base in
             let transport = RecordingTransport(base)
             let path = try temporaryPath()
-            // Only the first request (the first segment's) is slow — 500 kB at 50 kB/s, ten seconds, so a
-            // loaded machine still finishes the others first: they split its rest.
-            let url = server.url("/bytes/2000000?seed=44&throttle=50000&only_first=1&key=steal1")
+            // Only the first request (the first segment's) is held, after 100 kB, until a takeover of its
+            // tail has started: no clock decides, however loaded the machine.
+            let url = server.url("/bytes/2000000?seed=44&stall_after=100000&gate=steal1&only_first=1&key=steal1")
+            let takeover = Task {
+                let end = Date().addingTimeInterval(60)
+                while Date() < end {
+                    if transport.exchanges.compactMap({ $0.range.flatMap(Self.start) }).contains(where: { $0 > 0 && $0 < 500_000 }) {
+                        break
+                    }
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+                server.openGate("steal1")
+            }
+            defer { takeover.cancel() }
             let result = try await Downloader(transport: transport).download(
                 segmented(url, connections: 4, minimumSegmentSize: 16 << 10),
                 to: path,
                 deadline: testDeadline
             )
+            try await takeover.value
             #expect(result.length == 2_000_000)
             #expect(try sha256(ofFile: path) == expectedSHA256(2_000_000, seed: 44))
             let starts = transport.exchanges.compactMap { $0.range.flatMap(Self.start) }

@@ -16,6 +16,7 @@ import Glibc
             try await withDaemon(environment: [
                 "FERRY_RETRY_BASE_DELAY": "0.05", "FERRY_THROUGHPUT_FLOOR": "1000000",
                 "FERRY_THROUGHPUT_WINDOW": "0.5", "FERRY_CHECKPOINT_SECONDS": "0.05",
+                "FERRY_METRICS_ADDRESS": "127.0.0.1:0",
             ]) { daemon in
                 // One download that completes: its bytes, its response, its checkpoints.
                 _ = try await daemon.download(server.url("/bytes/1500000?seed=3&throttle=3000000"), session: "t.metrics")
@@ -56,8 +57,28 @@ import Glibc
                 }
                 let check = try await runTool("/usr/bin/promtool", ["check", "metrics"], input: metrics.text)
                 #expect(check.status == 0, "promtool: \(check.output)")
+
+                // The same metrics over TCP on the loopback port the daemon was given (0: any; its log
+                // says which).
+                let port = try #require(
+                    daemon.log.firstMatch(of: /metrics on http:\/\/127\.0\.0\.1:(\d+)\/metrics/).map { String($0.1) }
+                )
+                let overTCP = try await runTool("/usr/bin/curl", ["-s", "--max-time", "5", "http://127.0.0.1:\(port)/metrics"])
+                #expect(Exposition(text: overTCP.output).value("ferry_received_bytes_total") == metrics.value("ferry_received_bytes_total"))
+                #expect(try await Self.status(of: "http://127.0.0.1:\(port)/v1/daemon", host: nil) == 404, "metrics only")
             }
         }
+    }
+
+    @Test func aMetricsAddressThatIsNotLoopbackIsRefused() async throws {
+        let home = "/tmp/ferry-m-\(UUID().uuidString.prefix(8))"
+        defer { try? FileManager.default.removeItem(atPath: home) }
+        let result = try await runTool(Self.ferryd, ["--metrics-address", "0.0.0.0:9466"], environment: ["FERRY_HOME": home])
+        #expect(result.status == 1)
+        #expect(result.output.contains("is not a loopback address; ferryd serves metrics on 127.0.0.1 or ::1 only"))
+        let unknown = try await runTool(Self.ferryd, ["--metrics"], environment: ["FERRY_HOME": home])
+        #expect(unknown.status == 2)
+        #expect(unknown.output.contains("unknown option '--metrics'"))
     }
 
     @Test func theStatusPageListsTasksPausesOneAndRefusesRequestsWithoutItsToken() async throws {
@@ -235,10 +256,17 @@ struct Exposition {
     }
 }
 
-/// Runs a tool to its end, its stdout (and stderr) collected; `input` goes to its stdin through a file.
-func runTool(_ executable: String, _ arguments: [String], input: String? = nil) async throws -> (status: Int32, output: String) {
+/// Runs a tool to its end, its stdout (and stderr) collected; `input` goes to its stdin through a file;
+/// `environment` is added to this process's.
+func runTool(
+    _ executable: String,
+    _ arguments: [String],
+    input: String? = nil,
+    environment: [String: String] = [:]
+) async throws -> (status: Int32, output: String) {
     var arguments = arguments
     var executable = executable
+    let base = ProcessInfo.processInfo.environment.merging(environment) { $1 }
     if let input {
         let file = NSTemporaryDirectory() + "ferry-input-\(UUID().uuidString)"
         try input.write(toFile: file, atomically: true, encoding: .utf8)
@@ -247,12 +275,12 @@ func runTool(_ executable: String, _ arguments: [String], input: String? = nil) 
         let child = try ChildProcess.spawn(
             executable,
             arguments: arguments,
-            environment: ProcessInfo.processInfo.environment.merging(["FERRY_INPUT": file]) { $1 }
+            environment: base.merging(["FERRY_INPUT": file]) { $1 }
         )
         defer { try? FileManager.default.removeItem(atPath: file) }
         return try await finish(child)
     }
-    return try await finish(try ChildProcess.spawn(executable, arguments: arguments))
+    return try await finish(try ChildProcess.spawn(executable, arguments: arguments, environment: base))
 }
 
 private func finish(_ child: ChildProcess) async throws -> (status: Int32, output: String) {

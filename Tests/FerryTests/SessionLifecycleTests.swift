@@ -60,7 +60,9 @@ import Testing
             let unstarted = session.dataTask(with: request(server.url("/bytes/10")))
             #expect(session.getAllTasks().count == 11)
             session.invalidateAndCancel()
-            try await eventually("didBecomeInvalid") { recorder.events.last == .invalid }
+            // A liveness bound, not a timing claim: in a full run, with the thousand-task test of this
+            // suite and hundreds of others in the process, it took 14-23 s (under 1 s alone).
+            try await eventually("didBecomeInvalid", within: 90) { recorder.events.last == .invalid }
             #expect(recorder.completions == 11)
             for task in tasks + [unstarted] {
                 #expect(task.error?.code == .cancelled)
@@ -84,7 +86,8 @@ import Testing
             for task in tasks { task.resume() }
             session.finishTasksAndInvalidate()
             do {
-                try await eventually("didBecomeInvalid") { recorder.events.last == .invalid }
+                // See above: a liveness bound.
+                try await eventually("didBecomeInvalid", within: 90) { recorder.events.last == .invalid }
             } catch {
                 // What came instead, for a failure seen once in a full run and never alone.
                 Issue.record("no didBecomeInvalid last; events: \(recorder.events); tasks: \(tasks.map(\.state))")
