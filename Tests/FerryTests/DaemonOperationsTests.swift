@@ -76,6 +76,13 @@ import Glibc
         let result = try await runTool(Self.ferryd, ["--metrics-address", "0.0.0.0:9466"], environment: ["FERRY_HOME": home])
         #expect(result.status == 1)
         #expect(result.output.contains("is not a loopback address; ferryd serves metrics on 127.0.0.1 or ::1 only"))
+        // A port another program holds: said in plain words.
+        try await TestServer.withServer { server in
+            let port = try #require(URL(string: server.url("/"))?.port)
+            let taken = try await runTool(Self.ferryd, ["--metrics-address", "127.0.0.1:\(port)"], environment: ["FERRY_HOME": home])
+            #expect(taken.status == 1)
+            #expect(taken.output.contains("cannot serve metrics on 127.0.0.1:\(port): Address already in use"), "\(taken.output)")
+        }
         let unknown = try await runTool(Self.ferryd, ["--metrics"], environment: ["FERRY_HOME": home])
         #expect(unknown.status == 2)
         #expect(unknown.output.contains("unknown option '--metrics'"))

@@ -2,11 +2,40 @@ import FerryCore
 import Foundation
 import Hummingbird
 import Logging
+import NIOCore
 import ServiceLifecycle
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `/metrics` over TCP for a Prometheus server (``DaemonConfiguration/metricsAddress``), on a loopback
 /// address only: the metrics name sessions and error reasons, which are nobody else's business.
 enum MetricsEndpoint {
+    /// Binds `host`:`port` for a moment: a port another program holds is refused with its reason.
+    private static func checkFree(host: String, port: Int, address: String) throws {
+        guard port != 0 else { return }
+        let socketAddress: SocketAddress
+        do {
+            socketAddress = try SocketAddress(ipAddress: host, port: port)
+        } catch {
+            return  // `localhost` and the like: Hummingbird resolves them, and says what goes wrong
+        }
+        let descriptor = socket(Int32(socketAddress.protocol.rawValue), Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { return }
+        defer { close(descriptor) }
+        var one: Int32 = 1
+        setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        let bound = socketAddress.withSockAddr { bind(descriptor, $0, socklen_t($1)) }
+        guard bound == 0 else {
+            let reason = String(cString: strerror(errno))
+            throw FerryError(
+                .invalidOperation,
+                "cannot serve metrics on \(address): \(reason); pick another port (--metrics-address) or stop what holds it"
+            )
+        }
+    }
+
     /// The host and port of `address` (`127.0.0.1:9466`, `[::1]:9466`, `localhost:9466`).
     /// - Throws: ``FerryError`` when it is not a loopback address with a port.
     static func parse(_ address: String) throws -> (host: String, port: Int) {
@@ -35,8 +64,11 @@ enum MetricsEndpoint {
     }
 
     /// An application serving `routes`' metrics at `address`, run as one of the daemon's services.
+    /// - Throws: ``FerryError`` when the address is not loopback, or is taken (checked now, so that the
+    ///   daemon says so in plain words rather than with the server's bind error).
     static func application(address: String, routes: ControlRoutes, logger: Logger) throws -> some Service {
         let (host, port) = try parse(address)
+        try checkFree(host: host, port: port, address: address)
         let router = Router()
         router.get(RouterPath(ControlAPI.metricsPath)) { _, _ in try await routes.metricsText() }
         return Application(
