@@ -131,11 +131,11 @@ struct ControlRoutes: Sendable {
     }
 
     private func allTasks() async throws -> [BackgroundTaskInfo] {
-        await scheduler.withLiveProgress(try store.sessions().flatMap { try store.tasks(session: $0).map(\.info) })
+        try await scheduler.listing(session: nil)
     }
 
     private func tasks(_ session: String) async throws -> [BackgroundTaskInfo] {
-        await scheduler.withLiveProgress(try store.tasks(session: session).map(\.info))
+        try await scheduler.listing(session: session)
     }
 
     private func create(_ request: Request, _ context: ControlContext) async throws -> BackgroundTaskInfo {

@@ -71,17 +71,17 @@ public enum Daemon {
             metrics: metrics,
             onEventsJournaled: { await launcher.eventsJournaled($0) }
         )
-        var routes = ControlRoutes(
+        let statusPage = StatusPageServer(routes: StatusPageRoutes(store: store, scheduler: scheduler), logger: logger)
+        let routes = ControlRoutes(
             store: store,
             hub: hub,
             scheduler: scheduler,
             launcher: launcher,
             configuration: configuration,
-            logger: logger
+            logger: logger,
+            metrics: metrics,
+            statusPage: statusPage
         )
-        routes.metrics = metrics
-        let statusPage = StatusPageServer(routes: StatusPageRoutes(store: store, scheduler: scheduler), logger: logger)
-        routes.statusPage = statusPage
         let housekeeper = Housekeeper(store: store, configuration: configuration, metrics: metrics, logger: logger)
         var services: [any Service] = [
             SchedulerService(scheduler: scheduler, hub: hub, window: configuration.throughputWindow),

@@ -114,6 +114,13 @@ actor Scheduler {
         }
     }
 
+    /// The tasks of `session` (every session's when nil) as stored, with the live view of those running
+    /// or waiting to try again: what the control API's listings and the status page show.
+    func listing(session: String?) throws -> [BackgroundTaskInfo] {
+        let sessions = try session.map { [$0] } ?? store.sessions()
+        return withLiveProgress(try sessions.flatMap { try store.tasks(session: $0).map(\.info) })
+    }
+
     /// Bytes a second moved by the transfers running now, all together.
     func currentRate() -> Double {
         let now = Int64(DispatchTime.now().uptimeNanoseconds)
@@ -414,19 +421,18 @@ actor Scheduler {
             if failure.resumeData == nil { failure.resumeData = task.resumeData }
             error = failure
             logger.info("\(key) failed: \(failure)", metadata: key.metadata)
-            metrics.failed(failure)
         case .resourceTimedOut:
             error = TransferRunner.resourceTimedOut(task)
             logger.info("\(key) passed its resource deadline", metadata: key.metadata)
-            metrics.failed(error!)
         case .tooSlow(let message):
             var failure = FerryError(.timedOut, message, failingURL: url)
             failure.resumeData = task.resumeData
             error = failure
-            metrics.failed(failure)
         case .cancelled(let produceResumeData, let reason):
             error = cancellation(of: task, produceResumeData: produceResumeData, reason: reason)
         }
+        // A cancellation is not a failure.
+        if let error, error.code != .cancelled { metrics.failed(error) }
         try store.transition(
             session: key.session,
             identifier: key.identifier,

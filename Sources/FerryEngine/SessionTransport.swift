@@ -106,7 +106,7 @@ public final class SessionTransport: HTTPTransport {
         }
         counters.response(protocolName: response.protocolName, status: response.status)
         if logger.logLevel <= .debug {
-            // Built only when it is logged: the message's closure would otherwise hold the response.
+            // Built only when it is logged: no string work on the hot path of a silent logger.
             let reused = response.timing.reusedConnection == true ? ", reused connection" : ""
             let line = "\(request.method) \(request.url.absoluteString) → \(response.status) over \(response.protocolName)\(reused)"
             logger.debug("\(line)")

@@ -1,11 +1,12 @@
 import FerryCore
 public import Metrics
+import Synchronization
 
 /// What a ``SessionTransport`` counts, through swift-metrics: body bytes each way, responses by protocol
 /// and status class, and exchanges that failed before a response, by reason. The factory is the
 /// process's `MetricsSystem` by default (nothing is recorded until a program bootstraps one); ferryd
 /// passes its own, which it exports in the Prometheus format.
-public struct TransportMetrics: Sendable {
+public final class TransportMetrics: Sendable {
     /// The labels, as they appear in exports.
     public enum Label {
         public static let receivedBytes = "ferry_received_bytes_total"
@@ -17,6 +18,9 @@ public struct TransportMetrics: Sendable {
     private let factory: any MetricsFactory
     let received: Counter
     let sent: Counter
+    /// The response counters by protocol and status class, made on first use: a response costs a
+    /// lookup, not a counter made through the factory.
+    private let responses = Mutex<[String: Counter]>([:])
 
     /// Metrics made by `factory` (default: `MetricsSystem.factory`, read when first used).
     public init(factory: (any MetricsFactory)? = nil) {
@@ -28,11 +32,19 @@ public struct TransportMetrics: Sendable {
 
     /// A response head arrived over `protocolName` with `status`.
     func response(protocolName: String, status: Int) {
-        Counter(
-            label: Label.responses,
-            dimensions: [("protocol", protocolName), ("status", "\(status / 100)xx")],
-            factory: factory
-        ).increment()
+        let statusClass = "\(status / 100)xx"
+        let counter = responses.withLock { counters in
+            let key = protocolName + " " + statusClass
+            if let counter = counters[key] { return counter }
+            let made = Counter(
+                label: Label.responses,
+                dimensions: [("protocol", protocolName), ("status", statusClass)],
+                factory: factory
+            )
+            counters[key] = made
+            return made
+        }
+        counter.increment()
     }
 
     /// An exchange failed before a response head arrived.

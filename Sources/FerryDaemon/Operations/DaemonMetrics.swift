@@ -14,6 +14,8 @@ final class DaemonMetrics: Sendable {
     let registry: PrometheusCollectorRegistry
     /// The factory the daemon's and the engine's swift-metrics instruments are made by.
     let factory: CatalogMetricsFactory
+    /// The engine's transport counters, recorded into this registry (one set, shared by every transport).
+    let transport: TransportMetrics
     private let checkpointTimer: Metrics.Timer
     /// Scrape-time gauges by name and labels, so that a label set that disappeared (a session's last
     /// task pruned) is unregistered instead of repeating its last value.
@@ -22,16 +24,14 @@ final class DaemonMetrics: Sendable {
     init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
         self.registry = registry
         factory = CatalogMetricsFactory(registry: registry)
+        transport = TransportMetrics(factory: factory)
         checkpointTimer = Metrics.Timer(label: MetricCatalog.checkpointSync, factory: factory)
-        // Unlabelled families exist before their first event, so that a scrape shows them at zero (a
-        // labelled one appears with its first label set: the registry refuses to mix the two).
-        for label in [MetricCatalog.pruned, TransportMetrics.Label.receivedBytes, TransportMetrics.Label.sentBytes] {
-            _ = Metrics.Counter(label: label, factory: factory)
-        }
+        // Unlabelled families exist before their first event, so that a scrape shows them at zero (the
+        // transport's byte counters are made with it; a labelled family appears with its first label
+        // set: the registry refuses to mix the two).
+        _ = Metrics.Counter(label: MetricCatalog.pruned, factory: factory)
     }
 
-    /// The engine's transport counters, recorded into this registry.
-    var transport: TransportMetrics { TransportMetrics(factory: factory) }
 
     /// An attempt failed with `error` and the task will try again.
     func retried(_ error: FerryError) {

@@ -21,9 +21,8 @@ struct StatusPageRoutes: Sendable {
     }
 
     func snapshot() async throws -> Snapshot {
-        let tasks = try store.sessions().flatMap { try store.tasks(session: $0).map(\.info) }
         let backlog = Dictionary(try store.eventBacklog().map { ($0.session, $0.count) }, uniquingKeysWith: +)
-        return Snapshot(tasks: await scheduler.withLiveProgress(tasks), backlog: backlog)
+        return Snapshot(tasks: try await scheduler.listing(session: nil), backlog: backlog)
     }
 
     func router(token: String) -> Router<BasicRequestContext> {
