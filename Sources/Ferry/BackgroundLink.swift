@@ -112,6 +112,23 @@ final class BackgroundLink: Sendable {
         }
     }
 
+    /// Sends a change of a live task (PATCH, in order with the link's other requests) and returns the
+    /// task as the daemon has it afterwards.
+    func sendChange(_ task: SessionTask, _ change: ControlAPI.TaskUpdate) async throws -> BackgroundTaskInfo {
+        try await withCheckedThrowingContinuation { continuation in
+            outbox.yield { [self] failure in
+                if let failure { return continuation.resume(throwing: failure) }
+                do {
+                    continuation.resume(
+                        returning: try await client.call("PATCH", "\(sessionPath)/tasks/\(task.taskIdentifier)", body: change)
+                    )
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }
+        }
+    }
+
     /// Asks the daemon to pause the task; returns at once, as ``sendResume(_:)``.
     func sendSuspend(_ task: SessionTask) {
         enqueue(task) { [self] in
@@ -285,6 +302,12 @@ final class BackgroundLink: Sendable {
         case .didComplete:
             guard let info = event.task, let task = session.backgroundTask(for: info) else { break }
             await task.completeFromDaemon(error: event.error, info: info)
+        case .taskIsWaitingForConnectivity:
+            guard let info = event.task, let task = session.backgroundTask(for: info) else { break }
+            let reason = event.message.flatMap(NetworkPolicy.WaitReason.init(rawValue:)) ?? .offline
+            if let delegate = task.taskDelegateForEvents() {
+                await session.queue.perform { await delegate.session(session, taskIsWaitingForConnectivity: task, reason: reason) }
+            }
         }
         if let sequence = event.sequence {
             state.withLock { $0.lastHandled = max($0.lastHandled, sequence) }

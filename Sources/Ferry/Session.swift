@@ -49,6 +49,14 @@ public final class Session: Sendable {
     private let downloadDirectory: String
     /// The link to ferryd, for background sessions.
     let background: BackgroundLink?
+    /// In-process: ``SessionConfiguration/bandwidthLimit`` shared by the session's transfers; nil: none.
+    let bandwidthPool: BandwidthPool?
+    /// Where in-process tasks learn the network's state: the process's shared monitor (tests give a fake).
+    var networkMonitor: NetworkMonitor {
+        get { monitor.withLock { $0 } }
+        set { monitor.withLock { $0 = newValue } }
+    }
+    private let monitor = Mutex(NetworkMonitor.shared)
 
     /// A session with `configuration` and an optional delegate for its tasks' events.
     ///
@@ -95,6 +103,7 @@ public final class Session: Sendable {
         self.locked = Mutex(State(delegate: delegate))
         self.downloadDirectory = Self.makeDownloadDirectory()
         self.background = nil
+        self.bandwidthPool = configuration.bandwidthLimit.map { BandwidthPool(bytesPerSecond: $0) }
         self.credentials = Self.credentialStore(for: configuration)
     }
 
@@ -146,6 +155,7 @@ public final class Session: Sendable {
             }
         }
         self.background = link
+        self.bandwidthPool = nil
         self.credentials = credentials
         self.configurationError = configurationError
         self.transport = SessionTransport(
@@ -496,6 +506,12 @@ public final class Session: Sendable {
         var creation = creation
         creation.request = configuration.applyingAdditionalHeaders(to: creation.request)
         if configuration.isDiscretionary { creation.discretionary = true }
+        // The stricter of the session's and the request's network access travels in the request.
+        let policy = NetworkPolicy(request: creation.request, configuration: configuration)
+        creation.request.allowsCellularAccess = policy.allowsMetered
+        creation.request.allowsExpensiveNetworkAccess = policy.allowsMetered
+        creation.request.allowsConstrainedNetworkAccess = policy.allowsConstrained
+        if let limit = configuration.bandwidthLimit { creation.bandwidthLimit = limit }
         creation.resourceTimeout = configuration.timeoutIntervalForResource
         do {
             // How ferryd connects for this task: this session's TLS settings and proxy (explicit, or this

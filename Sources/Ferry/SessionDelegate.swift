@@ -57,6 +57,13 @@ public protocol TaskDelegate: SessionDelegate {
     /// fails the task.
     func session(_ session: Session, needNewBodyStreamFor task: SessionTask) async -> RequestBodyStream?
 
+    /// The task may not run on the network as it is now and waits for one it may use
+    /// (URLSessionTaskDelegate's taskIsWaitingForConnectivity): offline, or a metered or constrained
+    /// network its policy forbids, or on battery for a discretionary task. `reason` says which. Sent at
+    /// most once per task: by ferryd for background tasks, and for in-process tasks of a session with
+    /// ``SessionConfiguration/waitsForConnectivity``.
+    func session(_ session: Session, taskIsWaitingForConnectivity task: SessionTask, reason: NetworkPolicy.WaitReason) async
+
     /// The task's metrics, just before its completion.
     func session(_ session: Session, task: SessionTask, didFinishCollecting metrics: TaskMetrics) async
 
@@ -153,6 +160,8 @@ extension TaskDelegate {
     ) async
         -> ChallengeDisposition
     { .performDefaultHandling }
+
+    public func session(_ session: Session, taskIsWaitingForConnectivity task: SessionTask, reason: NetworkPolicy.WaitReason) async {}
 
     public func session(_ session: Session, task: SessionTask, didFinishCollecting metrics: TaskMetrics) async {}
 

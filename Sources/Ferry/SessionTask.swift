@@ -43,6 +43,15 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
         var error: FerryError?
         var taskDescription: String?
         var priority: Float = SessionTask.defaultPriority
+        /// The task's own bandwidth limit (``change(_:)``); nil: none.
+        var bandwidthLimit: Int64?
+        /// In-process: the running transfer's throttle, changed live by ``change(_:)``.
+        var throttle: TaskThrottle?
+        /// In-process: network access changed by ``change(_:)`` before the transfer started.
+        var allowsMetered: Bool?
+        var allowsConstrained: Bool?
+        /// taskIsWaitingForConnectivity was sent.
+        var toldWaiting = false
         var delegate: (any TaskDelegate)?
         var bytesSent: Int64 = 0
         var bytesExpectedToSend: Int64 = 0
@@ -62,10 +71,10 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
 
     /// URLSessionTask.defaultPriority.
     public static let defaultPriority: Float = 0.5
-    /// URLSessionTask.lowPriority.
-    public static let lowPriority: Float = 0
-    /// URLSessionTask.highPriority.
-    public static let highPriority: Float = 1
+    /// URLSessionTask.lowPriority (0.25, as Apple's).
+    public static let lowPriority: Float = 0.25
+    /// URLSessionTask.highPriority (0.75, as Apple's).
+    public static let highPriority: Float = 0.75
 
     /// Unique within the session.
     public let taskIdentifier: Int
@@ -124,6 +133,44 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
         get { locked.withLock { $0.delegate } }
         set { locked.withLock { $0.delegate = newValue } }
     }
+    /// The task's own bandwidth limit, bytes a second; nil: none. Change it with ``change(_:)``.
+    public var bandwidthLimit: Int64? { locked.withLock { $0.bandwidthLimit } }
+
+    /// What ``change(_:)`` takes: priority, network access and bandwidth limit (nil leaves a value).
+    public typealias Change = ControlAPI.TaskUpdate
+
+    /// Changes the task while it lives (S7.2): its priority, which networks it may use, and its own
+    /// bandwidth limit (0 removes it).
+    ///
+    /// - Background tasks: ferryd records the change before it answers (it survives restarts). A running
+    ///   task that may no longer use the network it is on stops at its last checkpoint and waits; when it
+    ///   may again, it continues with Range. The new limit and priority apply to a running transfer at once.
+    /// - In-process tasks: the limit and priority apply at once; network access is checked when the task
+    ///   starts, so a change to it counts for a task not yet started.
+    /// - Throws: ``FerryError`` for a value out of range, or when ferryd cannot be reached.
+    public func change(_ change: Change) async throws {
+        try change.validate()
+        if rejection == nil, let link = session.background {
+            let info = try await link.sendChange(self, change)
+            locked.withLock { state in
+                state.priority = Float(info.priority)
+                state.bandwidthLimit = info.bandwidthLimit
+            }
+            return
+        }
+        let throttle = locked.withLock { state in
+            if let priority = change.priority { state.priority = Float(priority) }
+            if let limit = change.bandwidthLimit { state.bandwidthLimit = limit > 0 ? limit : nil }
+            if let metered = change.allowsMeteredNetwork { state.allowsMetered = metered }
+            if let constrained = change.allowsConstrainedNetwork { state.allowsConstrained = constrained }
+            return state.throttle
+        }
+        if let throttle {
+            if change.bandwidthLimit != nil { throttle.setLimit(bandwidthLimit) }
+            if change.priority != nil { throttle.setWeight(Double(priority)) }
+        }
+    }
+
     /// Request body bytes sent.
     public var countOfBytesSent: Int64 { locked.withLock { $0.bytesSent } }
     /// Request body length, ``Session/transferSizeUnknown`` when unknown, 0 without a body.
@@ -262,10 +309,8 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
         }
         request = session.configuration.applyingAdditionalHeaders(to: request)
         try request.validate()
-        if !request.allowsCellularAccess || !request.allowsExpensiveNetworkAccess || !request.allowsConstrainedNetworkAccess {
-            throw SessionConfiguration.networkPolicyRefusal
-        }
         let deadline = session.resourceDeadline()
+        try await waitForNetwork(request, deadline: deadline)
         switch work {
         case .data, .upload:
             return try await transferData(request, deadline: deadline)

@@ -23,10 +23,17 @@ struct InProcessBackend: TaskBackend {
             let action = state.machine.resume()
             if case .startTransfer = action {
                 state.startDate = Date()
+                let pool = task.session.bandwidthPool
+                let throttle =
+                    pool == nil && state.bandwidthLimit == nil
+                    ? nil
+                    : TaskThrottle(bytesPerSecond: state.bandwidthLimit, pool: pool, weight: Double(state.priority))
+                state.throttle = throttle
                 let context = TransferContext(
                     priority: state.priority,
                     handlesCookies: task.originalRequest?.httpShouldHandleCookies ?? true,
-                    cache: cache
+                    cache: cache,
+                    throttle: throttle
                 )
                 state.transfer = Task {
                     await TransferContext.$current.withValue(context) { await task.run(context: context) }

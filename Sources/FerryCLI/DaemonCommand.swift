@@ -11,7 +11,7 @@ struct DaemonCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "daemon",
         abstract: "ferryd, the daemon that runs background transfers.",
-        subcommands: [Status.self, Start.self, Stop.self, Metrics.self, Log.self, Install.self, Uninstall.self]
+        subcommands: [Status.self, Start.self, Stop.self, Network.self, Metrics.self, Log.self, Install.self, Uninstall.self]
     )
 
     static func describe(_ status: ControlAPI.DaemonStatus) {

@@ -20,7 +20,7 @@ public struct FerryCommand: AsyncParsableCommand {
         subcommands: [
             GetCommand.self, PutCommand.self, ListCommand.self, WatchCommand.self, WaitCommand.self,
             PauseCommand.self, ResumeCommand.self, CancelCommand.self, EventsCommand.self, CleanCommand.self,
-            UICommand.self, DaemonCommand.self,
+            PolicyCommand.self, PriorityCommand.self, LimitCommand.self, UICommand.self, DaemonCommand.self,
         ]
     )
 

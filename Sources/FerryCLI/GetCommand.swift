@@ -92,9 +92,11 @@ struct GetCommand: AsyncParsableCommand {
     var onComplete: String?
 
     @OptionGroup var transfer: TransferOptions
+    @OptionGroup var policy: BackgroundPolicyOptions
     @OptionGroup var outputOptions: OutputOptions
 
     func validate() throws {
+        try policy.validate(background: background)
         guard !urls.isEmpty else { throw ValidationError("give at least one URL") }
         if output != nil, urls.count > 1 { throw ValidationError("-o takes one URL; use --dir for several") }
         if output != nil, dir != nil || remoteName { throw ValidationError("-o cannot be combined with -O or --dir") }
@@ -134,7 +136,6 @@ struct GetCommand: AsyncParsableCommand {
             if retry > 0 {
                 throw ValidationError("ferryd retries network errors itself; --retry is for foreground downloads")
             }
-            if transfer.limitRate != nil { throw ValidationError("--limit-rate is for foreground downloads") }
             if transfer.cache != nil {
                 throw ValidationError(
                     "--cache is for foreground downloads: background downloads do not use the HTTP cache, as URLSession's do not"
@@ -230,6 +231,8 @@ struct GetCommand: AsyncParsableCommand {
         }
         // The connection settings travel with each task: its CA's contents, this shell's proxy.
         let connection = try transfer.connectionSettings()
+        let limit = try transfer.rateLimit()
+        let priority = try policy.priorityValue
         let creations = try urls.map { url -> ControlAPI.TaskCreation in
             let destination: String
             switch target(for: url) {
@@ -240,14 +243,19 @@ struct GetCommand: AsyncParsableCommand {
             request.headers = try transfer.headers(headers, for: url)
             request.connections = connections
             request.expectedDigest = checksum.flatMap(ContentDigest.init)
-            return ControlAPI.TaskCreation(
+            try policy.apply(to: &request)
+            var creation = ControlAPI.TaskCreation(
                 kind: .download,
                 request: request,
                 taskDescription: destination,
+                priority: priority,
+                discretionary: false,
                 destination: destination,
                 destinationMode: Self.fileMode,
                 connection: connection
             )
+            creation.bandwidthLimit = limit
+            return creation
         }
         var created: [BackgroundTaskInfo] = []
         if creations.count == 1 {

@@ -46,9 +46,11 @@ struct PutCommand: AsyncParsableCommand {
 
     @OptionGroup var session: SessionOptions
     @OptionGroup var transfer: TransferOptions
+    @OptionGroup var policy: BackgroundPolicyOptions
     @OptionGroup var outputOptions: OutputOptions
 
     func validate() throws {
+        try policy.validate(background: background)
         if form.isEmpty {
             guard arguments.count == 2 else { throw ValidationError("give FILE and URL (or --form fields and URL)") }
         } else {
@@ -65,9 +67,6 @@ struct PutCommand: AsyncParsableCommand {
         }
         if resumable || chunks != nil, !form.isEmpty {
             throw ValidationError("--resumable and --chunks upload a file, not --form fields")
-        }
-        if background, transfer.limitRate != nil {
-            throw ValidationError("--limit-rate is for foreground uploads")
         }
         if background, transfer.verbose {
             throw ValidationError("-v is for foreground uploads; follow a background one with ferry watch")
@@ -129,17 +128,22 @@ struct PutCommand: AsyncParsableCommand {
         request.method = method
         request.headers = headers
         request.resumableUpload = resumable
+        try policy.apply(to: &request)
+        var creation = ControlAPI.TaskCreation(
+            kind: .upload,
+            request: request,
+            uploadFile: file,
+            taskDescription: file,
+            priority: try policy.priorityValue,
+            discretionary: false,
+            connection: try transfer.connectionSettings()
+        )
+        creation.bandwidthLimit = try transfer.rateLimit()
         let info: BackgroundTaskInfo = try await CLI.call(
             client,
             "POST",
             "\(CLI.sessionPath(session.session))/tasks",
-            body: ControlAPI.TaskCreation(
-                kind: .upload,
-                request: request,
-                uploadFile: file,
-                taskDescription: file,
-                connection: try transfer.connectionSettings()
-            )
+            body: creation
         )
         if outputOptions.json { CLI.printJSON(info) } else { Console.out("\(info.taskIdentifier)\n") }
     }

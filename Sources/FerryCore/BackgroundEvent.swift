@@ -1,6 +1,7 @@
 /// One line of an attached client's event stream (the control API sends them as JSON lines).
 ///
-/// Journaled events (``Kind/didFinishDownloading`` and ``Kind/didComplete``) carry a ``sequence``: the
+/// Journaled events (``Kind/didFinishDownloading``, ``Kind/didComplete`` and
+/// ``Kind/taskIsWaitingForConnectivity``) carry a ``sequence``: the
 /// client acknowledges them, in order, once its delegate has returned (D2). The others are not kept:
 /// progress is only sent while a client is attached, and ``Kind/didFinishEvents`` closes a replay.
 public struct BackgroundEvent: Sendable, Hashable, Codable {
@@ -22,6 +23,9 @@ public struct BackgroundEvent: Sendable, Hashable, Codable {
         case didResume
         /// Nothing happened; keeps the stream's liveness visible to both ends.
         case heartbeat
+        /// The task may not run on the network as it is now and waits (sent once per task, journaled);
+        /// ``message`` says why (``NetworkPolicy/WaitReason``'s raw value).
+        case taskIsWaitingForConnectivity
     }
 
     /// What happened.
@@ -40,7 +44,8 @@ public struct BackgroundEvent: Sendable, Hashable, Codable {
     public var totalBytes: Int64?
     /// For progress: expected in all, when known.
     public var totalBytesExpected: Int64?
-    /// Free text (the daemon's version on ``Kind/attached``).
+    /// Free text (the daemon's version on ``Kind/attached``, the reason on
+    /// ``Kind/taskIsWaitingForConnectivity``).
     public var message: String?
 
     /// An event.

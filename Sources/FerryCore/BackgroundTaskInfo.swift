@@ -60,6 +60,15 @@ public struct BackgroundTaskInfo: Sendable, Hashable, Codable {
     public var nextAttemptTime: Double?
     /// Failed attempts since the task last started afresh (retries counted by the daemon).
     public var failedAttempts: Int?
+    /// May use a metered network (nil in answers from daemons before this field).
+    public var allowsMeteredNetwork: Bool?
+    /// May use a constrained network.
+    public var allowsConstrainedNetwork: Bool?
+    /// The task's own bandwidth limit, bytes a second; nil: none.
+    public var bandwidthLimit: Int64?
+    /// While a pending task may not run on the network as it is now: why (``NetworkPolicy/WaitReason``'s
+    /// raw value: `offline`, `metered network`, `constrained network`, `on battery`).
+    public var waitingReason: String?
 
     /// A task description.
     public init(

@@ -10,7 +10,7 @@ public import Foundation
 ///              resume                        start (a slot is free)
 /// suspended ◄──────────► pending ─────────────────────────────────► running
 ///     ▲      suspend        ▲  ▲                                     │ │ │
-///     │                     │  └──── daemon stopping (at a checkpoint)┘ │ │
+///     │                     │  └─ daemon stopping, network not allowed ┘ │ │
 ///     │                     │ retry time reached                        │ │
 ///     │                  waiting ◄──── failed, a retry left ────────────┘ │
 ///     └──────────────────── suspend (at a checkpoint) ────────────────────┤
@@ -48,6 +48,9 @@ public struct BackgroundTaskMachine: Sendable, Hashable {
         case tooSlow(String)
         /// The daemon is stopping: the task is pending again and resumes when it starts.
         case daemonStopping
+        /// The task may not use the network as it is now (its policy or the network changed): it is
+        /// pending again and starts, with Range, when it may.
+        case waitForNetwork
     }
 
     /// How a completed task ends.
@@ -234,6 +237,14 @@ public struct BackgroundTaskMachine: Sendable, Hashable {
         return .stopTransfer
     }
 
+    /// The task may no longer use the network as it is now: a running transfer stops at a checkpoint and
+    /// the task waits, pending, until it may (one being stopped already ends as its intent says).
+    public mutating func mayNotUseNetwork() -> Action {
+        guard case .running(nil) = phase else { return .none }
+        phase = .running(stopping: .waitForNetwork)
+        return .stopTransfer
+    }
+
     // MARK: The engine's outcomes
 
     /// The transfer ended with the whole download or the upload's response: success, whatever intent
@@ -257,7 +268,7 @@ public struct BackgroundTaskMachine: Sendable, Hashable {
         case .suspend?:
             phase = .suspended
             return .persistSuspended
-        case .daemonStopping?:
+        case .daemonStopping?, .waitForNetwork?:
             phase = .pending
             return .persistPending
         case .cancel(let produceResumeData, let reason)?:

@@ -76,8 +76,10 @@ public enum ControlAPI {
         public var resumeData: ResumeData?
         /// Start at once (default), or wait for `resume`.
         public var start: Bool?
-        /// Run only when nothing else waits (the session's `isDiscretionary`). A task created while no
-        /// client is attached is discretionary whatever this says (S6.10).
+        /// Let the system defer the task (the session's `isDiscretionary`): it starts after the others,
+        /// and only on an unmetered network and, where power is known, on mains power (S6.10). Absent: a
+        /// task created while no client of its session is attached is discretionary, as Apple's are when
+        /// the app is in the background; `ferry get --background` sends false (the user asked now).
         public var discretionary: Bool?
         /// Seconds from creation after which the task fails with `timedOut` (the session's
         /// `timeoutIntervalForResource`); the daemon's own limit (7 days) when absent.
@@ -92,6 +94,9 @@ public enum ControlAPI {
         /// How the task's connections are made (TLS trust, proxies, ...), recorded with the task; absent:
         /// direct, with the system's trust roots as ferryd sees them.
         public var connection: ConnectionSettings?
+        /// The task's own bandwidth limit, bytes a second (`ferry get --background --limit-rate`); absent:
+        /// none (the daemon-wide limit still applies).
+        public var bandwidthLimit: Int64?
         /// The identifier the client chose (1 to 2^53), for a client that must name the task before the
         /// daemon answers (a background `Session`'s task factories do not wait for ferryd); absent: the
         /// session's next. One that is taken is a 409 and nothing is created.
@@ -141,17 +146,47 @@ public enum ControlAPI {
         public init(tasks: [TaskCreation]) { self.tasks = tasks }
     }
 
-    /// `POST …/resume` (optional body): what the client changed since it created the task.
+    /// `PATCH …/tasks/{task}`, and `POST …/resume` (optional body): what the client changed since it
+    /// created the task. Absent fields stay as they are; everything is kept across restarts (S6.8).
     public struct TaskUpdate: Sendable, Hashable, Codable {
         /// Kept with the task across restarts (S6.8).
         public var taskDescription: String?
-        /// 0...1.
+        /// 0...1: the order tasks start in under the concurrency limit, and their share of the
+        /// daemon-wide bandwidth limit.
         public var priority: Double?
+        /// May use a metered network. Made false while the task runs on one, it stops at its last
+        /// checkpoint and waits; made true, a waiting task may start.
+        public var allowsMeteredNetwork: Bool?
+        /// May use a constrained network.
+        public var allowsConstrainedNetwork: Bool?
+        /// The task's own bandwidth limit, bytes a second; 0 removes it. Applies at once to a running
+        /// transfer.
+        public var bandwidthLimit: Int64?
 
         /// An update.
-        public init(taskDescription: String? = nil, priority: Double? = nil) {
+        public init(
+            taskDescription: String? = nil,
+            priority: Double? = nil,
+            allowsMeteredNetwork: Bool? = nil,
+            allowsConstrainedNetwork: Bool? = nil,
+            bandwidthLimit: Int64? = nil
+        ) {
             self.taskDescription = taskDescription
             self.priority = priority
+            self.allowsMeteredNetwork = allowsMeteredNetwork
+            self.allowsConstrainedNetwork = allowsConstrainedNetwork
+            self.bandwidthLimit = bandwidthLimit
+        }
+
+        /// Checks the values.
+        /// - Throws: ``FerryError`` saying which value is out of range.
+        public func validate() throws {
+            if let priority, !(0...1).contains(priority) {
+                throw FerryError(.invalidOperation, "priority must be between 0 and 1")
+            }
+            if let bandwidthLimit, bandwidthLimit < 0 {
+                throw FerryError(.invalidOperation, "bandwidthLimit is bytes a second, 0 (none) or more")
+            }
         }
     }
 

@@ -61,4 +61,7 @@ public struct DaemonPaths: Sendable, Hashable {
     /// Where the standard output and error of a daemon started on demand, and of the client programs it
     /// launches, go (a crash's last words land here, not in the JSON log).
     public var outputFile: String { stateDirectory + "/ferryd.out" }
+    /// The user's network settings (metered and constrained overrides, the daemon-wide bandwidth limit),
+    /// read by ferryd and by in-process sessions.
+    public var networkSettingsFile: String { stateDirectory + "/network.json" }
 }

@@ -56,6 +56,9 @@ public struct FerryError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let cannotDecodeContentData = Code(-1016, "cannotDecodeContentData")
         /// The response could not be parsed (URLError -1017).
         public static let cannotParseResponse = Code(-1017, "cannotParseResponse")
+        /// The network does not allow the request: offline, or a metered or constrained network the
+        /// task may not use (URLError -1009).
+        public static let notConnectedToInternet = Code(-1009, "notConnectedToInternet")
         /// A file to upload does not exist (URLError -1100).
         public static let fileDoesNotExist = Code(-1100, "fileDoesNotExist")
         /// A file to upload is a directory (URLError -1101).

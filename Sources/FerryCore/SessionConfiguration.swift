@@ -147,16 +147,28 @@ public struct SessionConfiguration: Sendable, Hashable, Codable {
     public var timeoutIntervalForRequest: Double = 60
     /// Seconds a whole transfer may take, retries included; default 7 days.
     public var timeoutIntervalForResource: Double = 7 * 24 * 3600
-    /// May use metered connections (Linux's stand-in for cellular); default true.
+    /// May use a metered network, Linux's stand-in for cellular (NetworkManager's metered value, or
+    /// `ferry daemon network --metered yes`); default true. False: a task waits while the network is
+    /// metered (background sessions, and in-process ones with ``waitsForConnectivity``) or fails at once
+    /// with ``FerryError/Code/notConnectedToInternet``. The request's own value is combined with this
+    /// one: false on either side wins.
     public var allowsCellularAccess = true
-    /// May use expensive connections; default true.
+    /// May use an expensive network; on Linux the same as ``allowsCellularAccess`` (metered).
     public var allowsExpensiveNetworkAccess = true
-    /// May use constrained (low-data) connections; default true.
+    /// May use a constrained (low-data) network. Linux has no such notion: only
+    /// `ferry daemon network --constrained yes` makes the network constrained.
     public var allowsConstrainedNetworkAccess = true
-    /// Wait for connectivity instead of failing at once; default false (background sessions always wait).
+    /// In-process sessions: a task the network does not allow now (offline, or metered or constrained
+    /// against its policy) waits, and its delegate hears taskIsWaitingForConnectivity once, instead of
+    /// failing at once. Default false; background sessions always wait.
     public var waitsForConnectivity = false
-    /// Let the scheduler pick a good time (background sessions); default false.
+    /// Background sessions: let ferryd defer the tasks: they start after the others, and only on an
+    /// unmetered network and, where power is known, on mains power (S6.10). Default false.
     public var isDiscretionary = false
+    /// All the session's transfers together at most this many bytes a second, shared by priority; nil
+    /// (the default): unlimited. In a background session each task gets it as its own limit (ferryd's
+    /// daemon-wide limit is `ferry limit --global`).
+    public var bandwidthLimit: Int64?
     /// Launch the client when a background session has events and no client is attached; default true.
     public var sessionSendsLaunchEvents = true
     /// An explicit proxy; default nil (the environment's).
@@ -254,15 +266,8 @@ public struct SessionConfiguration: Sendable, Hashable, Codable {
         guard tlsMinimumSupportedProtocolVersion <= tlsMaximumSupportedProtocolVersion else {
             throw FerryError(.invalidOperation, "the minimum TLS version is above the maximum")
         }
-        // Refused rather than ignored until Ferry reads the network's state (metered or not, online or not).
-        if !allowsCellularAccess || !allowsExpensiveNetworkAccess || !allowsConstrainedNetworkAccess {
-            throw Self.networkPolicyRefusal
-        }
-        if waitsForConnectivity, identifier == nil {
-            throw FerryError(
-                .invalidOperation,
-                "in-process sessions do not wait for connectivity yet (background sessions do: ferryd retries); leave waitsForConnectivity false"
-            )
+        if let bandwidthLimit, bandwidthLimit <= 0 {
+            throw FerryError(.invalidOperation, "bandwidthLimit is bytes a second, above 0; nil for none")
         }
         if case .background = kind, httpShouldSetCookies, httpCookieStorage == .sessionPrivate {
             // ferryd applies a cookie file; a store in this process's memory cannot travel there.
@@ -285,12 +290,6 @@ public struct SessionConfiguration: Sendable, Hashable, Codable {
         }
     }
 
-    /// Why a session or request that forbids metered, expensive or constrained networks is refused: Ferry
-    /// does not yet know whether the network is metered, so it cannot keep such a promise.
-    public static let networkPolicyRefusal = FerryError(
-        .invalidOperation,
-        "Ferry cannot yet tell metered or constrained networks apart, so it cannot keep allowsCellularAccess, allowsExpensiveNetworkAccess or allowsConstrainedNetworkAccess false; leave them true"
-    )
 
     /// The headers of `request` completed with ``httpAdditionalHeaders`` where the request lacks a field
     /// of the same name (the request's own fields win), then with ``defaultHeaders`` where neither has

@@ -93,3 +93,7 @@ extension ControlAPI.CleanResult: ResponseGenerator {}
 extension ControlAPI.CleanResult: ResponseEncodable {}
 extension ControlAPI.StatusPage: ResponseGenerator {}
 extension ControlAPI.StatusPage: ResponseEncodable {}
+
+extension ControlAPI.NetworkReport: ResponseEncodable {}
+
+extension ControlAPI.BandwidthLimit: ResponseEncodable {}

@@ -21,6 +21,8 @@ struct ControlRoutes: Sendable {
     var metrics = DaemonMetrics()
     /// The status page `ferry ui` asks for; nil: refused (503).
     var statusPage: StatusPageServer? = nil
+    /// The network's state and settings; nil: `/v1/network` and `/v1/bandwidth` are refused (503).
+    var network: NetworkControl? = nil
 
     private var housekeeper: Housekeeper {
         Housekeeper(store: store, configuration: configuration, metrics: metrics, logger: logger)
@@ -58,6 +60,19 @@ struct ControlRoutes: Sendable {
             await self.statusPage?.stop()
             return HTTPResponse.Status.noContent
         }
+        routes.on("network", .get) { _, _ in try await self.networkControl().report() }
+        routes.on("network", .put) { request, context in
+            let update = try await request.decode(as: ControlAPI.NetworkUpdate.self, context: context)
+            return try await self.networkControl().update(update)
+        }
+        routes.on("bandwidth", .get) { _, _ in try await self.networkControl().bandwidth() }
+        routes.on("bandwidth", .put) { request, context in
+            let limit = try await request.decode(as: ControlAPI.BandwidthLimit.self, context: context)
+            if let bytes = limit.bytesPerSecond, bytes < 0 {
+                throw FerryError(.invalidOperation, "bytesPerSecond is 0 (no limit) or more")
+            }
+            return try await self.networkControl().setBandwidth(limit)
+        }
         routes.on("tasks", .get) { _, _ in try await self.allTasks() }
         routes.on("sessions/:session/attach", .post) { request, context in try self.attach(request, context) }
         routes.on("sessions/:session/tasks", .get) { _, context in try await self.tasks(try self.session(context)) }
@@ -66,6 +81,12 @@ struct ControlRoutes: Sendable {
         }
         routes.on("sessions/:session/tasks/batch", .post) { request, context in
             EditedResponse(status: .created, response: try await self.createBatch(request, context))
+        }
+        routes.on("sessions/:session/tasks/:task", .patch) { request, context in
+            let task = try self.task(context)
+            let update = try await request.decode(as: ControlAPI.TaskUpdate.self, context: context)
+            try update.validate()
+            return await self.scheduler.info(of: try await self.scheduler.update(task.key, update))
         }
         routes.on("sessions/:session/tasks/:task/resume", .post) { request, context in
             try await self.resume(request, context)
@@ -117,6 +138,13 @@ struct ControlRoutes: Sendable {
         var headers = HTTPFields()
         headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    private func networkControl() throws -> NetworkControl {
+        guard let network else {
+            throw ControlError(.serviceUnavailable, FerryError(.invalidOperation, "this daemon does not watch the network"))
+        }
+        return network
     }
 
     private func status() async throws -> ControlAPI.DaemonStatus {
@@ -214,19 +242,25 @@ struct ControlRoutes: Sendable {
             // transport made here is the one the task will use (one per distinct settings).
             _ = try scheduler.transports.transport(for: connection)
         }
+        if let limit = creation.bandwidthLimit, limit <= 0 {
+            throw FerryError(.invalidOperation, "bandwidthLimit is bytes a second, above 0 (leave it out for none)")
+        }
         var task = FerryStore.NewTask(
             kind: creation.kind,
             request: target,
             bodyFile: creation.uploadFile,
             taskDescription: creation.taskDescription,
             priority: creation.priority ?? 0.5,
-            discretionary: creation.discretionary == true || !hub.isAttached(session),
+            discretionary: creation.discretionary ?? !hub.isAttached(session),
             resourceTimeout: creation.resourceTimeout,
             destination: creation.destination,
             destinationMode: creation.destinationMode,
             connection: creation.connection
         )
         task.suspended = creation.start == false
+        task.allowsMetered = target.allowsCellularAccess && target.allowsExpensiveNetworkAccess
+        task.allowsConstrained = target.allowsConstrainedNetworkAccess
+        task.bandwidthLimit = creation.bandwidthLimit
         task.resumeData = resumeData
         task.identifier = creation.taskIdentifier
         return task
@@ -274,9 +308,7 @@ struct ControlRoutes: Sendable {
     private func resume(_ request: Request, _ context: ControlContext) async throws -> BackgroundTaskInfo {
         let task = try task(context)
         let update = try await ControlBodyDecoder.decodeIfPresent(ControlAPI.TaskUpdate.self, from: request)
-        if let priority = update?.priority, !(0...1).contains(priority) {
-            throw FerryError(.invalidOperation, "priority must be between 0 and 1")
-        }
+        try update?.validate()
         return try await scheduler.resume(task.key, update: update).info
     }
 
@@ -421,6 +453,13 @@ struct ControlRoutes: Sendable {
         case .didComplete:
             let error = try event.payload.map { try JSONDecoder().decode(FerryError.self, from: $0) }
             return BackgroundEvent(kind: .didComplete, sequence: event.sequence, task: task, error: error)
+        case .taskIsWaitingForConnectivity:
+            return BackgroundEvent(
+                kind: .taskIsWaitingForConnectivity,
+                sequence: event.sequence,
+                task: task,
+                message: event.payload.map { String(decoding: $0, as: UTF8.self) }
+            )
         }
     }
 

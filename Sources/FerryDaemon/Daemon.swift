@@ -71,6 +71,7 @@ public enum Daemon {
             metrics: metrics,
             onEventsJournaled: { await launcher.eventsJournaled($0) }
         )
+        let network = NetworkControl(configuration: configuration, scheduler: scheduler, logger: logger)
         let statusPage = StatusPageServer(routes: StatusPageRoutes(store: store, scheduler: scheduler), logger: logger)
         let routes = ControlRoutes(
             store: store,
@@ -80,7 +81,8 @@ public enum Daemon {
             configuration: configuration,
             logger: logger,
             metrics: metrics,
-            statusPage: statusPage
+            statusPage: statusPage,
+            network: network
         )
         let housekeeper = Housekeeper(store: store, configuration: configuration, metrics: metrics, logger: logger)
         var services: [any Service] = [
@@ -109,11 +111,14 @@ public enum Daemon {
                 logger.info(
                     "ferryd \(FerryVersion.current) serving on \(paths.socket)\(inherited == nil ? "" : " (socket activation)") (pid \(getpid()))"
                 )
+                // The network is known before anything starts (a task it does not allow waits).
+                await network.start()
                 await scheduler.poke()
             },
             logger: logger
         )
         try await app.runService(gracefulShutdownSignals: [.sigterm, .sigint])
+        await network.stop()
         await relay.withLock { $0 }?.close()
         await statusPage.stop()
         await transports.shutdown()

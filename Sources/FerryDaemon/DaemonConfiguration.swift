@@ -1,4 +1,5 @@
 public import FerryCore
+public import FerryEngine
 public import Foundation
 
 /// How a daemon runs: where it keeps things and its limits. Defaults suit a desktop; tests shorten the
@@ -48,6 +49,12 @@ public struct DaemonConfiguration: Sendable {
     /// A listening socket inherited from systemd (`ferryd.socket`, ``SocketActivation``): the control API
     /// is served on it (and the socket path is systemd's, left alone); nil: ferryd binds the path itself.
     public var inheritedSocket: Int32?
+
+    /// Where the network's state comes from; nil: the machine (``SystemNetworkSource`` with the state
+    /// directory's settings file, and `FERRY_NETWORK_STATE`'s fake state when that is set).
+    public var networkSource: (any NetworkStateSource)?
+    /// Seconds between readings of the network's state.
+    public var networkPollInterval = 0.5
 
     /// The wall clock and waiting on it: times in the store, tasks' resource deadlines, retry backoff
     /// (tests move a clock of their own).

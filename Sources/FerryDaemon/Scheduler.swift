@@ -11,12 +11,19 @@ import NIOCore
 /// one transaction (D2) before any client can hear of it, starting and stopping transfers, signalling
 /// the event hub, and arming timers on the injected clock. Nothing else writes a task's state.
 ///
-/// It starts pending tasks up to the daemon-wide limit (S6.10), retries network errors with backoff and
-/// busy answers after their Retry-After, and stops transfers under the throughput floor.
+/// It starts pending tasks up to the daemon-wide limit (S6.10), highest priority first, those the
+/// network as it is now allows (``NetworkPolicy``: a task that may not run waits, pending, and is told
+/// so once); retries network errors with backoff and busy answers after their Retry-After; stops
+/// transfers under the throughput floor, and those the network no longer allows (at a checkpoint: they
+/// continue with Range when allowed again). Every running transfer pays for its bytes through a
+/// ``TaskThrottle``: its own limit, then its priority-weighted share of the daemon-wide ``pool``.
 actor Scheduler {
     /// Runs one transfer of a task once: ferryd's ``TransferRunner``; tests give a fake.
     typealias Run = @Sendable (_ task: StoredTask, _ transport: any HTTPTransport, _ meter: ProgressMeter) async ->
         TransferRunner.Outcome
+
+    /// A task's bandwidth weight: its priority, with a floor so that a priority of 0 still moves.
+    static func weight(_ priority: Double) -> Double { max(0.02, priority) }
 
     /// A task the scheduler is holding in memory: one that runs, waits for a retry, or is being acted on.
     /// The others are read from the store when needed, their machine made from their stored state.
@@ -33,6 +40,11 @@ actor Scheduler {
         let handle: Task<Void, Never>
         let meter: ProgressMeter
         var floorSample: Int64?
+        /// Its own limit and its share of the pool, changed live by ``update(_:_:)``.
+        let throttle: TaskThrottle
+        /// What it may use, and where it goes (checked again when the network or the policy changes).
+        var policy: NetworkPolicy
+        let host: String?
     }
 
     let store: FerryStore
@@ -52,6 +64,10 @@ actor Scheduler {
     /// The earliest wake-up armed on the clock, if any.
     private var armed: Date?
     private var stopping = false
+    /// The network as last reported (``networkChanged(_:)``); tasks are judged by it.
+    private(set) var network = NetworkState()
+    /// The daemon-wide bandwidth limit, shared by the running transfers by priority.
+    let pool: BandwidthPool
 
     init(
         store: FerryStore,
@@ -61,8 +77,10 @@ actor Scheduler {
         logger: Logger,
         run: Run? = nil,
         metrics: DaemonMetrics = DaemonMetrics(),
+        pool: BandwidthPool = BandwidthPool(bytesPerSecond: nil),
         onEventsJournaled: @escaping @Sendable (String) async -> Void
     ) {
+        self.pool = pool
         self.metrics = metrics
         self.store = store
         self.hub = hub
@@ -103,6 +121,7 @@ actor Scheduler {
             }
             guard let meter = entry.transfer?.meter else { return live }
             live.state = .running
+            live.waitingReason = nil
             if let position = meter.latestPosition {
                 switch info.kind {
                 case .download: live.bytesReceived = max(info.bytesReceived, position)
@@ -118,7 +137,16 @@ actor Scheduler {
     /// or waiting to try again: what the control API's listings and the status page show.
     func listing(session: String?) throws -> [BackgroundTaskInfo] {
         let sessions = try session.map { [$0] } ?? store.sessions()
-        return withLiveProgress(try sessions.flatMap { try store.tasks(session: $0).map(\.info) })
+        return withLiveProgress(try sessions.flatMap { try store.tasks(session: $0).map(info(of:)) })
+    }
+
+    /// The task as the control API shows it, with why it waits when the network does not allow it now.
+    func info(of task: StoredTask) -> BackgroundTaskInfo {
+        var info = task.info
+        if task.state == .pending {
+            info.waitingReason = task.networkPolicy.waitReason(in: network, host: task.host)?.rawValue
+        }
+        return info
     }
 
     /// Bytes a second moved by the transfers running now, all together.
@@ -134,6 +162,7 @@ actor Scheduler {
     /// - Returns: the tasks as they are now (one may be running already).
     func create(session: String, _ tasks: [FerryStore.NewTask]) throws -> [StoredTask] {
         var created = try store.createTasks(registeringSession: true, session: session, tasks)
+        reportWaiting(created)
         if poke() > 0 {
             for index in created.indices where entries[created[index].key]?.transfer != nil {
                 created[index].state = .running
@@ -144,18 +173,85 @@ actor Scheduler {
 
     /// Changes what a client may change of a task, then resumes it (the control API's resume).
     func resume(_ key: TaskKey, update: ControlAPI.TaskUpdate?) throws -> StoredTask {
-        if let update, update.taskDescription != nil || update.priority != nil {
-            try store.updateTask(
-                session: key.session,
-                identifier: key.identifier,
-                taskDescription: update.taskDescription,
-                priority: update.priority
-            )
-        }
+        if let update { try self.update(key, update) }
         let task = try store.task(session: key.session, identifier: key.identifier)
         try feed(key, task) { $0.resume() }
+        reportWaiting([try store.task(session: key.session, identifier: key.identifier)])
         poke()
         return try store.task(session: key.session, identifier: key.identifier)
+    }
+
+    /// Changes what a client may change of a live task (persisted first): its description, priority,
+    /// network policy and own bandwidth limit. A running transfer takes the new limit and weight at once;
+    /// one the new policy forbids on the network as it is stops at a checkpoint and waits; a pending task
+    /// now allowed may start.
+    @discardableResult
+    func update(_ key: TaskKey, _ update: ControlAPI.TaskUpdate) throws -> StoredTask {
+        let change = FerryStore.TaskChange(
+            taskDescription: update.taskDescription,
+            priority: update.priority,
+            allowsMetered: update.allowsMeteredNetwork,
+            allowsConstrained: update.allowsConstrainedNetwork,
+            bandwidthLimit: update.bandwidthLimit
+        )
+        guard !change.isEmpty else { return try store.task(session: key.session, identifier: key.identifier) }
+        try store.updateTask(session: key.session, identifier: key.identifier, change)
+        let task = try store.task(session: key.session, identifier: key.identifier)
+        if let transfer = entries[key]?.transfer {
+            transfer.throttle.setLimit(task.bandwidthLimit)
+            transfer.throttle.setWeight(Self.weight(task.priority))
+            entries[key]?.transfer?.policy = task.networkPolicy
+            enforcePolicy(key)
+        }
+        reportWaiting([task])
+        poke()
+        return task
+    }
+
+    // MARK: The network
+
+    /// The network changed (or is first known): running transfers it no longer allows stop at a
+    /// checkpoint, waiting tasks hear why once, and those it now allows start.
+    func networkChanged(_ state: NetworkState) {
+        guard state != network else { return }
+        logger.info("the network is \(state)")
+        network = state
+        for key in Array(entries.keys) where entries[key]?.transfer != nil { enforcePolicy(key) }
+        do {
+            reportWaiting(try store.pendingUnreportedWaiting(in: state))
+        } catch {
+            logger.error("cannot read the waiting tasks: \(error)")
+        }
+        poke()
+    }
+
+    /// Stops a running transfer that may not use the network as it is now.
+    private func enforcePolicy(_ key: TaskKey) {
+        guard let transfer = entries[key]?.transfer,
+            let reason = transfer.policy.waitReason(in: network, host: transfer.host)
+        else { return }
+        if case .stopTransfer? = entries[key]?.machine.mayNotUseNetwork() {
+            logger.info("\(key) stops at a checkpoint and waits: \(reason.rawValue)", metadata: key.metadata)
+            transfer.handle.cancel()
+        }
+    }
+
+    /// Journals taskIsWaitingForConnectivity for those of `tasks` that are pending, may not run now, and
+    /// have not had it (once per task).
+    private func reportWaiting(_ tasks: [StoredTask]) {
+        var told: Set<String> = []
+        for task in tasks where task.state == .pending && !task.waitReported {
+            guard let reason = task.networkPolicy.waitReason(in: network, host: task.host) else { continue }
+            do {
+                if try store.reportWaiting(session: task.session, identifier: task.taskIdentifier, reason: reason.rawValue) != nil {
+                    logger.info("\(task.key) waits: \(reason.rawValue)", metadata: task.key.metadata)
+                    told.insert(task.session)
+                }
+            } catch {
+                logger.error("cannot record that \(task.key) waits: \(error)", metadata: task.key.metadata)
+            }
+        }
+        for session in told { hub.signal(session, .journal) }
     }
 
     /// Suspends a task: a running transfer stops at its last checkpoint and keeps its partial data.
@@ -239,7 +335,12 @@ actor Scheduler {
         do {
             // Enough to fill the free slots past those waiting for a retry's time.
             let free = configuration.maximumConcurrentTransfers - runningCount
-            pending = try store.tasks(in: .pending, limit: free + waiting)
+            // Offline, only tasks to this machine may go; SQL cannot tell them, so all are read.
+            pending = try store.tasks(
+                in: .pending,
+                limit: network.isOnline ? free + waiting : Int.max,
+                network: network
+            )
         } catch {
             logger.error("cannot read pending tasks: \(error)")
             return 0
@@ -253,6 +354,7 @@ actor Scheduler {
                 if case .waiting(let until) = entry.machine.phase { wake = min(wake ?? until, until) }
                 continue
             }
+            guard task.networkPolicy.waitReason(in: network, host: task.host) == nil else { continue }
             start(task, now: now)
         }
         if let wake { arm(wake) }
@@ -303,11 +405,19 @@ actor Scheduler {
         let meter = ProgressMeter(rate: configuration.progressRate)
         let run = self.run
         logger.debug("starting \(key) \(task.originalRequest.url.absoluteString)", metadata: key.metadata)
+        let throttle = TaskThrottle(bytesPerSecond: task.bandwidthLimit, pool: pool, weight: Self.weight(task.priority))
+        let context = TransferContext(priority: Float(task.priority), throttle: throttle)
         let handle = Task {
-            let outcome = await run(current, transport, meter)
+            let outcome = await TransferContext.$current.withValue(context) { await run(current, transport, meter) }
             await self.ended(key, outcome)
         }
-        entries[key]?.transfer = Transfer(handle: handle, meter: meter)
+        entries[key]?.transfer = Transfer(
+            handle: handle,
+            meter: meter,
+            throttle: throttle,
+            policy: task.networkPolicy,
+            host: task.host
+        )
         runningCount += 1
     }
 
@@ -335,6 +445,10 @@ actor Scheduler {
                 }
             }
             if let failure, case .waiting? = entries[key]?.machine.phase { metrics.retried(failure) }
+            if failure != nil {
+                // Stopped because the network no longer allows it: it waits, and says so (once).
+                reportWaiting([try store.task(session: key.session, identifier: key.identifier)])
+            }
         } catch {
             logger.error("cannot record the end of \(key): \(error)", metadata: key.metadata)
             entries[key] = nil

@@ -4,7 +4,7 @@ import FerryStore
 extension StoredTask {
     /// The task as the control API shows it.
     var info: BackgroundTaskInfo {
-        BackgroundTaskInfo(
+        var info = BackgroundTaskInfo(
             session: session,
             taskIdentifier: taskIdentifier,
             kind: kind,
@@ -22,7 +22,14 @@ extension StoredTask {
             error: error,
             destination: destination
         )
+        info.allowsMeteredNetwork = allowsMetered
+        info.allowsConstrainedNetwork = allowsConstrained
+        info.bandwidthLimit = bandwidthLimit
+        return info
     }
+
+    /// The host the task's next request goes to (the policy's loopback rule).
+    var host: String? { (currentRequest ?? originalRequest).url.host }
 
     var key: TaskKey { TaskKey(session: session, identifier: taskIdentifier) }
 

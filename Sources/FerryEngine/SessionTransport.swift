@@ -88,7 +88,7 @@ public final class SessionTransport: HTTPTransport {
             : try await limiter.acquire(origin: origin, priority: context?.priority ?? 0.5)
         var outgoing = request
         let sent = counters.sent
-        outgoing.body = Self.counting(request.body) { count in
+        outgoing.body = Self.counting(request.body, throttle: context?.throttle) { count in
             sent.increment(by: count)
             if let context, let index { context.update(index) { $0.countOfRequestBodyBytesSent += count } }
         }
@@ -161,27 +161,63 @@ public final class SessionTransport: HTTPTransport {
     /// The body with every chunk the transport takes counted.
     private static func counting(
         _ body: TransportRequestBody?,
+        throttle: TaskThrottle?,
         _ count: @escaping @Sendable (Int64) -> Void
     ) -> TransportRequestBody? {
         switch body {
-        case .bytes(let buffer):
+        case .bytes(let buffer) where throttle == nil:
             // Handed over whole; counted as sent when the transport takes it.
             return .stream(
                 length: Int64(buffer.readableBytes),
                 TransportBodyStream(OneBuffer(buffer: buffer, count: count))
             )
+        case .bytes(let buffer):
+            // Throttled: handed over in 16 KiB slices, each paid for before the next.
+            let slices = stride(from: 0, to: buffer.readableBytes, by: 16_384).map {
+                buffer.getSlice(at: buffer.readerIndex + $0, length: min(16_384, buffer.readableBytes - $0))!
+            }
+            return counting(
+                .stream(length: Int64(buffer.readableBytes), TransportBodyStream(Buffers(buffers: slices))),
+                throttle: throttle,
+                count
+            )
         case .stream(let length, let stream):
+            guard let throttle else {
+                return .stream(
+                    length: length,
+                    TransportBodyStream(
+                        stream.map { chunk in
+                            count(Int64(chunk.readableBytes))
+                            return chunk
+                        }
+                    )
+                )
+            }
             return .stream(
                 length: length,
                 TransportBodyStream(
                     stream.map { chunk in
                         count(Int64(chunk.readableBytes))
+                        try await throttle.pay(chunk.readableBytes)
                         return chunk
                     }
                 )
             )
         case nil:
             return nil
+        }
+    }
+
+    /// Buffers handed over one by one.
+    private struct Buffers: AsyncSequence, Sendable {
+        typealias Element = ByteBuffer
+        let buffers: [ByteBuffer]
+
+        func makeAsyncIterator() -> Iterator { Iterator(rest: buffers[...]) }
+
+        struct Iterator: AsyncIteratorProtocol {
+            var rest: ArraySlice<ByteBuffer>
+            mutating func next() async throws -> ByteBuffer? { rest.popFirst() }
         }
     }
 
@@ -250,6 +286,16 @@ public final class SessionTransport: HTTPTransport {
                 }
                 received += Int64(chunk.readableBytes)
                 counter.increment(by: Int64(chunk.readableBytes))
+                if let throttle = context?.throttle {
+                    // The next read waits until this chunk is paid for: TCP's window does the rest.
+                    do {
+                        try await throttle.pay(chunk.readableBytes)
+                    } catch {
+                        flush(end: nil)
+                        permit.release()
+                        throw error
+                    }
+                }
                 return chunk
             }
 

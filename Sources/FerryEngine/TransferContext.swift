@@ -3,7 +3,7 @@ import Foundation
 import Synchronization
 
 /// What one task's transfer carries through the engine without threading it through every call: its
-/// priority (for connection slots) and the record of its transactions (metrics, SPEC S3).
+/// priority (for connection slots), its bandwidth throttle, and the record of its transactions (metrics, SPEC S3).
 ///
 /// Bound with ``TransferContext/$current`` around a transfer; child tasks (deadline races) inherit it.
 public final class TransferContext: Sendable {
@@ -18,10 +18,13 @@ public final class TransferContext: Sendable {
     /// How the task uses the session's HTTP cache; nil: not at all (download and upload tasks, as with
     /// URLSession; an unsafe request still invalidates what it changes).
     public let cache: CacheUse?
+    /// How the task's bytes are shaped (its own bandwidth limit and its share of a pool); nil: not at all.
+    public let throttle: TaskThrottle?
     private let transactions = Mutex<[TransactionMetrics]>([])
 
     /// A context for a task with `priority`.
-    public init(priority: Float = 0.5, handlesCookies: Bool = true, cache: CacheUse? = nil) {
+    public init(priority: Float = 0.5, handlesCookies: Bool = true, cache: CacheUse? = nil, throttle: TaskThrottle? = nil) {
+        self.throttle = throttle
         self.priority = priority
         self.handlesCookies = handlesCookies
         self.cache = cache

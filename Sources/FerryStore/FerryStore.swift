@@ -83,6 +83,12 @@ public final class FerryStore: Sendable {
         public var identifier: Int?
         /// A download continued from resume data: its partial file and progress, recorded with the task.
         public var resumeData: ResumeData?
+        /// May use a metered network.
+        public var allowsMetered = true
+        /// May use a constrained network.
+        public var allowsConstrained = true
+        /// The task's own bandwidth limit, bytes a second; nil: none.
+        public var bandwidthLimit: Int64?
 
         /// A task description; see ``StoredTask`` for the fields.
         public init(
@@ -196,14 +202,16 @@ public final class FerryStore: Sendable {
             sql: """
                 INSERT INTO task (session, taskIdentifier, kind, state, originalRequest, currentRequest, bodyFile,
                                   taskDescription, priority, discretionary, resourceDeadline,
-                                  destination, destinationMode, connection, createdAt, updatedAt)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                  destination, destinationMode, connection, createdAt, updatedAt,
+                                  allowsMetered, allowsConstrained, bandwidthLimit)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """
         ).execute(arguments: [
             session, identifier, task.kind.rawValue, state.rawValue, encoded,
             try task.resumeData.map { try JSONEncoder().encode($0.currentRequest) }, task.bodyFile,
             task.taskDescription, task.priority, task.discretionary, deadline, task.destination,
             task.destinationMode, try task.connection.map { try JSONEncoder().encode($0) }, now, now,
+            task.allowsMetered, task.allowsConstrained, task.bandwidthLimit,
         ])
         // What was just inserted, without reading it back (decoding the request again costs more than
         // the insert).
@@ -227,6 +235,9 @@ public final class FerryStore: Sendable {
             bytesReceived: 0,
             bytesSent: 0
         )
+        stored.allowsMetered = task.allowsMetered
+        stored.allowsConstrained = task.allowsConstrained
+        stored.bandwidthLimit = task.bandwidthLimit
         if let resumeData = task.resumeData {
             try Progress(resumeData).write(db, session: session, identifier: identifier, at: now)
             stored.currentRequest = resumeData.currentRequest
@@ -259,12 +270,23 @@ public final class FerryStore: Sendable {
 
     /// Every session's tasks in `state`, the order the scheduler starts them in: non-discretionary first,
     /// then higher priority, then older.
-    public func tasks(in state: StoredTask.State, limit: Int = Int.max) throws -> [StoredTask] {
-        try pool.read { db in
+    /// - Parameter network: when given, only the tasks whose policy lets them run on it, as far as SQL
+    ///   can tell (metered, constrained and power; whether a host is on this machine is left to the
+    ///   caller, ``FerryCore/NetworkPolicy/waitReason(in:host:)``).
+    public func tasks(in state: StoredTask.State, limit: Int = Int.max, network: NetworkState? = nil) throws
+        -> [StoredTask]
+    {
+        var filter = ""
+        if let network {
+            if network.isMetered { filter += " AND allowsMetered AND NOT discretionary" }
+            if network.isConstrained { filter += " AND allowsConstrained" }
+            if network.power == .battery { filter += " AND NOT discretionary" }
+        }
+        return try pool.read { db in
             try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT * FROM task WHERE state = ?
+                    SELECT * FROM task WHERE state = ?\(filter)
                     ORDER BY discretionary, priority DESC, createdAt, session, taskIdentifier
                     LIMIT ?
                     """,
@@ -273,19 +295,101 @@ public final class FerryStore: Sendable {
         }
     }
 
-    /// Changes what the client may change after creating a task: its description and priority (nil
-    /// leaves a value as it is).
+    /// What a client may change of a task after creating it; nil leaves a value as it is.
+    public struct TaskChange: Sendable, Hashable {
+        public var taskDescription: String?
+        public var priority: Double?
+        public var allowsMetered: Bool?
+        public var allowsConstrained: Bool?
+        /// The task's own bandwidth limit; 0 removes it.
+        public var bandwidthLimit: Int64?
+
+        public init(
+            taskDescription: String? = nil,
+            priority: Double? = nil,
+            allowsMetered: Bool? = nil,
+            allowsConstrained: Bool? = nil,
+            bandwidthLimit: Int64? = nil
+        ) {
+            self.taskDescription = taskDescription
+            self.priority = priority
+            self.allowsMetered = allowsMetered
+            self.allowsConstrained = allowsConstrained
+            self.bandwidthLimit = bandwidthLimit
+        }
+
+        /// Whether it changes nothing.
+        public var isEmpty: Bool { self == TaskChange() }
+    }
+
+    /// Changes what the client may change after creating a task: its description, priority, network
+    /// policy and bandwidth limit.
     public func updateTask(session: String, identifier: Int, taskDescription: String?, priority: Double?) throws {
+        try updateTask(session: session, identifier: identifier, TaskChange(taskDescription: taskDescription, priority: priority))
+    }
+
+    /// Applies `change` to a task, in one transaction.
+    public func updateTask(session: String, identifier: Int, _ change: TaskChange) throws {
+        let limit: Int64?? = change.bandwidthLimit.map { $0 > 0 ? $0 : nil }
         try write { db in
             try db.execute(
                 sql: """
                     UPDATE task SET taskDescription = COALESCE(?, taskDescription), priority = COALESCE(?, priority),
+                                    allowsMetered = COALESCE(?, allowsMetered),
+                                    allowsConstrained = COALESCE(?, allowsConstrained),
+                                    bandwidthLimit = CASE WHEN ? THEN ? ELSE bandwidthLimit END,
                                     updatedAt = ?
                     WHERE session = ? AND taskIdentifier = ?
                     """,
-                arguments: [taskDescription, priority, clock(), session, identifier]
+                arguments: [
+                    change.taskDescription, change.priority, change.allowsMetered, change.allowsConstrained,
+                    limit != nil, limit ?? nil, clock(), session, identifier,
+                ]
             )
             try Self.requireChange(db, session: session, identifier: identifier)
+        }
+    }
+
+    /// Pending tasks that `network` does not let run, as far as SQL can tell (offline: every one; the
+    /// caller keeps those to this machine running), and that have not been told they wait.
+    public func pendingUnreportedWaiting(in network: NetworkState) throws -> [StoredTask] {
+        var blocked: [String] = []
+        if !network.isOnline { blocked.append("1") }
+        if network.isMetered { blocked.append("NOT allowsMetered OR discretionary") }
+        if network.isConstrained { blocked.append("NOT allowsConstrained") }
+        if network.power == .battery { blocked.append("discretionary") }
+        guard !blocked.isEmpty else { return [] }
+        return try pool.read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM task WHERE state = 'pending' AND NOT waitReported
+                    AND (\(blocked.map { "(\($0))" }.joined(separator: " OR ")))
+                    ORDER BY session, taskIdentifier
+                    """
+            ).map(StoredTask.init(row:))
+        }
+    }
+
+    /// Journals taskIsWaitingForConnectivity for a task that has not had it, with `reason`, and marks it
+    /// as told, in one transaction.
+    /// - Returns: the event, or nil when the task had it already (or is gone).
+    @discardableResult
+    public func reportWaiting(session: String, identifier: Int, reason: String) throws -> StoredEvent? {
+        try write { db in
+            try db.execute(
+                sql: "UPDATE task SET waitReported = 1 WHERE session = ? AND taskIdentifier = ? AND NOT waitReported",
+                arguments: [session, identifier]
+            )
+            guard db.changesCount > 0 else { return nil }
+            return try Self.journal(
+                db,
+                session: session,
+                task: identifier,
+                kind: .taskIsWaitingForConnectivity,
+                payload: Data(reason.utf8),
+                at: clock()
+            )
         }
     }
 

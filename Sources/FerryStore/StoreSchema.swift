@@ -81,6 +81,14 @@ enum StoreSchema {
                 table.add(column: "connection", .blob)
             }
         }
+        migrator.registerMigration("v7: network policy and bandwidth limit") { db in
+            try db.alter(table: "task") { table in
+                table.add(column: "allowsMetered", .boolean).notNull().defaults(to: true)
+                table.add(column: "allowsConstrained", .boolean).notNull().defaults(to: true)
+                table.add(column: "bandwidthLimit", .integer)
+                table.add(column: "waitReported", .boolean).notNull().defaults(to: false)
+            }
+        }
         return migrator
     }
 }

@@ -10,6 +10,9 @@ public struct StoredEvent: Sendable, Hashable {
         case didFinishDownloading
         /// A task completed (successfully, failed or cancelled).
         case didComplete
+        /// A task may not run on the network as it is now and waits (once per task); the payload is the
+        /// reason (``FerryCore/NetworkPolicy/WaitReason``'s raw value).
+        case taskIsWaitingForConnectivity
     }
 
     /// The session's identifier.

@@ -63,6 +63,20 @@ public struct StoredTask: Sendable, Hashable {
     public var responseHeaders: Headers?
     /// The error the task completed with (code and message), if any.
     public var error: FerryError?
+    /// May use a metered network (the request's and the session's allowsCellularAccess and
+    /// allowsExpensiveNetworkAccess, or a later `ferry policy`).
+    public var allowsMetered = true
+    /// May use a constrained network.
+    public var allowsConstrained = true
+    /// The task's own bandwidth limit, bytes a second; nil: none.
+    public var bandwidthLimit: Int64?
+    /// taskIsWaitingForConnectivity was journaled for it (it fires once).
+    public var waitReported = false
+
+    /// What the task may use, and whether it is deferred.
+    public var networkPolicy: NetworkPolicy {
+        NetworkPolicy(allowsMetered: allowsMetered, allowsConstrained: allowsConstrained, isDiscretionary: isDiscretionary)
+    }
 }
 
 extension StoredTask {
@@ -126,6 +140,10 @@ extension StoredTask {
         segments = try (row["segments"] as Data?).map { try decoder.decode(SegmentPlan.self, from: $0) }
         uploadState = try (row["uploadState"] as Data?).map { try decoder.decode(UploadResumption.self, from: $0) }
         bytesSent = row["bytesSent"]
+        allowsMetered = row["allowsMetered"]
+        allowsConstrained = row["allowsConstrained"]
+        bandwidthLimit = row["bandwidthLimit"]
+        waitReported = row["waitReported"]
         responseStatus = row["responseStatus"]
         responseHeaders = try (row["responseHeaders"] as Data?).map { try decoder.decode(Headers.self, from: $0) }
         if let code: Int = row["errorCode"] {

@@ -22,6 +22,7 @@ import Testing
             case .cancel(let keep, let reason): #expect(machine.cancel(produceResumeData: keep, reason: reason) == .stopTransfer)
             case .tooSlow(let message): #expect(machine.tooSlow(message) == .stopTransfer)
             case .daemonStopping: #expect(machine.daemonStopping() == .stopTransfer)
+            case .waitForNetwork: #expect(machine.mayNotUseNetwork() == .stopTransfer)
             }
         }
         return machine
@@ -55,6 +56,26 @@ import Testing
         #expect(try task.transferFailed(FerryError(.cancelled, "stopped"), retryAfter: nil, now: t0) == .persistSuspended)
         #expect(task.phase == .suspended)
         #expect(task.resume() == .persistPending)
+    }
+
+    @Test func aTaskTheNetworkNoLongerAllowsStopsAtACheckpointAndWaitsPending() throws {
+        var task = try running(stopping: .waitForNetwork)
+        #expect(task.mayNotUseNetwork() == .none, "asked once")
+        #expect(task.daemonStopping() == .none)
+        #expect(try task.transferFailed(FerryError(.cancelled, "stopped"), retryAfter: nil, now: t0) == .persistPending)
+        #expect(task.phase == .pending)
+        #expect(task.failedAttempts == 0, "waiting for the network is not a failed try")
+        #expect(task.mayStart(at: t0))
+        // A suspend under way is not turned into a wait.
+        var suspended = try running(stopping: .suspend)
+        #expect(suspended.mayNotUseNetwork() == .none)
+        // A cancel wins over a wait for the network.
+        var cancelled = try running(stopping: .waitForNetwork)
+        #expect(cancelled.cancel(produceResumeData: true, reason: nil) == .stopTransfer)
+        #expect(
+            try cancelled.transferFailed(FerryError(.cancelled, "stopped"), retryAfter: nil, now: t0)
+                == .complete(.cancelled(produceResumeData: true, reason: nil))
+        )
     }
 
     @Test func aCancelWinsOverASuspendAndTheFloorButNotOverAFinish() throws {

@@ -61,15 +61,19 @@ import Testing
         #expect(throws: FerryError.self) { try configuration.validate() }
         configuration.httpCookieStorage = .none
         #expect(throws: Never.self) { try configuration.validate() }
-        // Network policy and waiting: refused in-process until Ferry reads the network's state.
+        // Network policy and waiting are kept now (issue 19); a bandwidth limit must be positive.
         for change: (inout SessionConfiguration) -> Void in [
             { $0.allowsCellularAccess = false }, { $0.allowsExpensiveNetworkAccess = false },
             { $0.allowsConstrainedNetworkAccess = false }, { $0.waitsForConnectivity = true },
+            { $0.bandwidthLimit = 1 },
         ] {
             configuration = .default
             change(&configuration)
-            #expect(throws: FerryError.self) { try configuration.validate() }
+            #expect(throws: Never.self) { try configuration.validate() }
         }
+        configuration = .default
+        configuration.bandwidthLimit = 0
+        #expect(throws: FerryError.self) { try configuration.validate() }
         #expect(throws: Never.self) { try SessionConfiguration.background(identifier: "a.b").validate() }
     }
 

@@ -35,8 +35,38 @@ func request(_ path: String) -> Request {
             try store.appliedMigrations() == [
                 "v1: sessions, tasks, events, launches", "v2: task resource deadline", "v3: task destination",
                 "v4: segmented download progress", "v5: resumable upload state", "v6: task connection settings",
+                "v7: network policy and bandwidth limit",
             ]
         )
+    }
+
+    @Test func aTasksNetworkPolicyLimitAndWaitingReportAreKeptAndChanged() throws {
+        let fixture = try StoreFixture()
+        let store = fixture.store
+        var new = FerryStore.NewTask(kind: .download, request: Request(url: URL(string: "http://example.com/f")!))
+        new.allowsMetered = false
+        new.bandwidthLimit = 4096
+        let created = try store.createTasks(registeringSession: true, session: "s", [new, new])
+        #expect(created[0].allowsMetered == false && created[0].bandwidthLimit == 4096)
+        var read = try store.task(session: "s", identifier: 1)
+        #expect(!read.allowsMetered && read.allowsConstrained && read.bandwidthLimit == 4096 && !read.waitReported)
+        try store.updateTask(session: "s", identifier: 1, FerryStore.TaskChange(allowsConstrained: false, bandwidthLimit: 0))
+        read = try store.task(session: "s", identifier: 1)
+        #expect(!read.allowsMetered && !read.allowsConstrained && read.bandwidthLimit == nil, "0 removes the limit")
+        try store.updateTask(session: "s", identifier: 1, FerryStore.TaskChange(priority: 0.9))
+        #expect(try store.task(session: "s", identifier: 1).allowsConstrained == false, "absent fields stay")
+        // Pending tasks a metered network holds back, until told once.
+        #expect(try store.tasks(in: .pending, network: NetworkState(isMetered: true)).isEmpty)
+        #expect(try store.tasks(in: .pending, network: NetworkState()).count == 2)
+        #expect(try store.pendingUnreportedWaiting(in: NetworkState(isMetered: true)).map(\.taskIdentifier) == [1, 2])
+        #expect(try store.reportWaiting(session: "s", identifier: 1, reason: "metered network") != nil)
+        #expect(try store.reportWaiting(session: "s", identifier: 1, reason: "metered network") == nil, "once")
+        #expect(try store.events(session: "s").map(\.kind) == [.taskIsWaitingForConnectivity])
+        #expect(try store.pendingUnreportedWaiting(in: NetworkState(isMetered: true)).map(\.taskIdentifier) == [2])
+        #expect(try store.pendingUnreportedWaiting(in: NetworkState()).isEmpty)
+        #expect(throws: FerryStoreError.self) {
+            try store.updateTask(session: "s", identifier: 9, FerryStore.TaskChange(priority: 0.1))
+        }
     }
 
     @Test func aResourceTimeoutIsKeptAsADeadlineFromCreation() throws {

@@ -164,28 +164,6 @@ import Testing
             }
         }
     }
-
-    @Test func aNetworkPolicyThatCannotBeKeptIsRefusedBeforeAnythingIsSent() async throws {
-        try await withSession(.ephemeral) { server, session in
-            var metered = request(server.url("/bytes/10"))
-            metered.allowsExpensiveNetworkAccess = false
-            do {
-                _ = try await session.data(for: metered)
-                Issue.record("a request forbidding expensive networks ran")
-            } catch let error as FerryError {
-                #expect(error.message.contains("cannot keep allowsCellularAccess"))
-            }
-            #expect(server.counters.requests(path: "/bytes/10") == 0)
-        }
-    }
-
-    @Test func anInProcessSessionThatWouldWaitIsRefused() async throws {
-        var waiting = SessionConfiguration.ephemeral
-        waiting.waitsForConnectivity = true
-        let session = Session(configuration: waiting)
-        defer { session.invalidateAndCancel() }
-        await #expect(throws: FerryError.self) { _ = try await session.data(for: request("http://127.0.0.1:1/x")) }
-    }
 }
 
 /// The credential store answers before the delegate (issue 17).

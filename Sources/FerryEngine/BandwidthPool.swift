@@ -1,0 +1,169 @@
+public import FerryCore
+import Foundation
+import Synchronization
+
+/// One bandwidth limit shared by transfers, weighted by their priority (``SharedBandwidth`` decides;
+/// this keeps it behind a lock and wakes the transfers it lets go). ferryd has one for its daemon-wide
+/// limit; an in-process session has one for ``SessionConfiguration/bandwidthLimit``. The limit can
+/// change at any time; transfers waiting then go by the new rate.
+public final class BandwidthPool: Sendable {
+    private struct State {
+        var share: SharedBandwidth
+        var waiters: [Int: CheckedContinuation<Void, any Error>] = [:]
+        var pumping = false
+        var nextMember = 0
+    }
+
+    private let state: Mutex<State>
+    /// Seconds on a monotonic clock.
+    static func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
+
+    /// A pool for `bytesPerSecond` (nil: unlimited until ``setLimit(_:)``).
+    public init(bytesPerSecond: Int64?) {
+        state = Mutex(State(share: SharedBandwidth(bytesPerSecond: bytesPerSecond)))
+    }
+
+    /// The limit now, bytes a second; nil: unlimited.
+    public var limit: Int64? { state.withLock { $0.share.bucket.map { Int64($0.rate) } } }
+
+    /// Changes the limit for every transfer in the pool, from now on.
+    public func setLimit(_ bytesPerSecond: Int64?) {
+        let now = Self.now()
+        state.withLock { $0.share.setLimit(bytesPerSecond, now: now) }
+        pump()
+    }
+
+    /// A number that tells one transfer's takes apart from another's.
+    func newMember() -> Int {
+        state.withLock { state in
+            state.nextMember += 1
+            return state.nextMember
+        }
+    }
+
+    func leave(_ member: Int) {
+        state.withLock { $0.share.leave(member) }
+    }
+
+    /// `member` moved `count` bytes; returns when it may move more.
+    func take(member: Int, count: Int, weight: Double) async throws {
+        let now = Self.now()
+        let answer = state.withLock { $0.share.take(member: member, count: count, weight: weight, now: now) }
+        guard case .queued(let ticket) = answer else { return }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let cancelled = state.withLock { state -> Bool in
+                    if Task.isCancelled {
+                        state.share.withdraw(ticket)
+                        return true
+                    }
+                    state.waiters[ticket] = continuation
+                    return false
+                }
+                if cancelled {
+                    continuation.resume(throwing: CancellationError())
+                } else {
+                    pump()
+                }
+            }
+        } onCancel: {
+            let continuation = state.withLock { state in
+                state.share.withdraw(ticket)
+                return state.waiters.removeValue(forKey: ticket)
+            }
+            continuation?.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Releases what may go, and keeps one task sleeping until the next may, while any wait.
+    private func pump() {
+        let start = state.withLock { state -> Bool in
+            guard !state.pumping, !state.waiters.isEmpty else { return false }
+            state.pumping = true
+            return true
+        }
+        guard start else { return }
+        Task.detached { [self] in
+            while true {
+                let now = Self.now()
+                let (ready, again) = state.withLock { state -> ([CheckedContinuation<Void, any Error>], Double?) in
+                    let (tickets, again) = state.share.release(now: now)
+                    let ready = tickets.compactMap { state.waiters.removeValue(forKey: $0) }
+                    if again == nil || state.waiters.isEmpty {
+                        state.pumping = false
+                        return (ready, nil)
+                    }
+                    return (ready, again)
+                }
+                for continuation in ready { continuation.resume() }
+                guard let again else { return }
+                try? await Task.sleep(nanoseconds: UInt64(again * 1e9))
+            }
+        }
+    }
+}
+
+/// How one transfer's bytes are shaped: its own limit (if any), then its weighted share of a
+/// ``BandwidthPool`` (if any). Both can change while the transfer runs. Carried by the task's
+/// ``TransferContext``; ``SessionTransport`` pays for every chunk received or sent through it.
+public final class TaskThrottle: Sendable {
+    private struct State {
+        var own: TokenBucket?
+        var weight: Double
+    }
+
+    private let state: Mutex<State>
+    private let pool: BandwidthPool?
+    private let member: Int
+
+    /// A throttle with `bytesPerSecond` of its own (nil: none), sharing `pool` (nil: none) with
+    /// `weight` (the task's priority, 0...1).
+    public init(bytesPerSecond: Int64?, pool: BandwidthPool?, weight: Double) {
+        state = Mutex(State(own: bytesPerSecond.map { TokenBucket(bytesPerSecond: $0) }, weight: weight))
+        self.pool = pool
+        member = pool?.newMember() ?? 0
+    }
+
+    deinit { pool?.leave(member) }
+
+    /// The task's own limit, bytes a second; nil: none.
+    public var limit: Int64? { state.withLock { $0.own.map { Int64($0.rate) } } }
+
+    /// Changes the task's own limit (nil: none), from now on.
+    public func setLimit(_ bytesPerSecond: Int64?) {
+        let now = BandwidthPool.now()
+        state.withLock { state in
+            guard let bytesPerSecond else {
+                state.own = nil
+                return
+            }
+            if state.own == nil {
+                state.own = TokenBucket(bytesPerSecond: bytesPerSecond)
+            } else {
+                state.own?.setRate(bytesPerSecond, now: now)
+            }
+        }
+    }
+
+    /// Changes the task's weight in the pool (its priority).
+    public func setWeight(_ weight: Double) {
+        state.withLock { $0.weight = weight }
+    }
+
+    /// Whether nothing limits the task: no own limit and no pool limit.
+    var isUnlimited: Bool { state.withLock { $0.own == nil } && pool?.limit == nil }
+
+    /// `count` bytes moved; returns when more may move.
+    /// - Throws: CancellationError when the task is cancelled while it waits.
+    public func pay(_ count: Int) async throws {
+        guard count > 0 else { return }
+        let now = BandwidthPool.now()
+        let (wait, weight) = state.withLock { state -> (Double, Double) in
+            var wait = 0.0
+            if state.own != nil { wait = state.own!.take(count, now: now) }
+            return (wait, state.weight)
+        }
+        if wait > 0 { try await Task.sleep(nanoseconds: UInt64(wait * 1e9)) }
+        try await pool?.take(member: member, count: count, weight: weight)
+    }
+}
