@@ -51,7 +51,8 @@ public struct TokenBucket: Sendable, Hashable {
 /// One bandwidth limit shared by many takers, weighted: while takers queue for it, each gets a share of
 /// the rate in proportion to its weight (start-time fair queuing, as in Goyal, Vin and Cheng 1996: a
 /// take is tagged with the later of the system's virtual time and the taker's last finish tag, and
-/// served in tag order; a taker's tags advance by bytes ÷ weight). Capacity a taker does not use goes
+/// served in tag order; a taker's tags advance by bytes ÷ weight; one that was away briefly keeps two
+/// takes of credit). Capacity a taker does not use goes
 /// to the others, so the total stays at the limit while any of them can use it. Pure: ``BandwidthPool``
 /// (FerryEngine) keeps one behind a lock and resumes the takers it releases.
 public struct SharedBandwidth: Sendable {
@@ -96,7 +97,15 @@ public struct SharedBandwidth: Sendable {
     /// `weight` (> 0).
     public mutating func take(member: Int, count: Int, weight: Double, now: Double) -> Answer {
         let weight = max(weight, 0.001)
-        let start = max(virtualTime, finishTags[member] ?? 0)
+        // A taker away for a moment (writing to disk between reads) keeps up to two takes of credit: in
+        // plain start-time fair queuing it would lose its turn to the others, and the heaviest taker,
+        // whose tags advance least, would lose most.
+        let start: Double
+        if let finish = finishTags[member] {
+            start = max(virtualTime - 2 * Double(count) / weight, finish)
+        } else {
+            start = virtualTime
+        }
         finishTags[member] = start + Double(count) / weight
         guard var bucket else { return .go }
         bucket.refill(now: now)

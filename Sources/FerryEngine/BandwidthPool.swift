@@ -10,7 +10,12 @@ public final class BandwidthPool: Sendable {
     private struct State {
         var share: SharedBandwidth
         var waiters: [Int: CheckedContinuation<Void, any Error>] = [:]
-        var pumping = false
+        /// Tickets released before their taker had registered its continuation.
+        var released: Set<Int> = []
+        /// The running pump's generation, if one runs, and its task (to wake it when the limit changes).
+        var pumping: Int?
+        var pumper: Task<Void, Never>?
+        var generation = 0
         var nextMember = 0
     }
 
@@ -30,7 +35,8 @@ public final class BandwidthPool: Sendable {
     public func setLimit(_ bytesPerSecond: Int64?) {
         let now = Self.now()
         state.withLock { $0.share.setLimit(bytesPerSecond, now: now) }
-        pump()
+        // A pump asleep until the old rate's debt is paid is woken: the new rate decides now.
+        pump(restart: true)
     }
 
     /// A number that tells one transfer's takes apart from another's.
@@ -52,18 +58,20 @@ public final class BandwidthPool: Sendable {
         guard case .queued(let ticket) = answer else { return }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let cancelled = state.withLock { state -> Bool in
+                enum Registration { case cancelled, released, waiting }
+                let registration = state.withLock { state -> Registration in
+                    if state.released.remove(ticket) != nil { return .released }
                     if Task.isCancelled {
                         state.share.withdraw(ticket)
-                        return true
+                        return .cancelled
                     }
                     state.waiters[ticket] = continuation
-                    return false
+                    return .waiting
                 }
-                if cancelled {
-                    continuation.resume(throwing: CancellationError())
-                } else {
-                    pump()
+                switch registration {
+                case .cancelled: continuation.resume(throwing: CancellationError())
+                case .released: continuation.resume()
+                case .waiting: pump()
                 }
             }
         } onCancel: {
@@ -76,29 +84,48 @@ public final class BandwidthPool: Sendable {
     }
 
     /// Releases what may go, and keeps one task sleeping until the next may, while any wait.
-    private func pump() {
-        let start = state.withLock { state -> Bool in
-            guard !state.pumping, !state.waiters.isEmpty else { return false }
-            state.pumping = true
-            return true
+    /// - Parameter restart: wake the pump now (a new limit): the sleeping one is cancelled and a new one
+    ///   releases by the new rate.
+    private func pump(restart: Bool = false) {
+        let generation = state.withLock { state -> Int? in
+            if restart {
+                state.pumper?.cancel()
+                state.pumper = nil
+                state.pumping = nil
+            }
+            guard state.pumping == nil, state.share.queued > 0 else { return nil }
+            state.generation += 1
+            state.pumping = state.generation
+            return state.generation
         }
-        guard start else { return }
-        Task.detached { [self] in
-            while true {
+        guard let generation else { return }
+        let pumper = Task.detached { [self] in
+            while !Task.isCancelled {
                 let now = Self.now()
                 let (ready, again) = state.withLock { state -> ([CheckedContinuation<Void, any Error>], Double?) in
                     let (tickets, again) = state.share.release(now: now)
-                    let ready = tickets.compactMap { state.waiters.removeValue(forKey: $0) }
-                    if again == nil || state.waiters.isEmpty {
-                        state.pumping = false
-                        return (ready, nil)
+                    var ready: [CheckedContinuation<Void, any Error>] = []
+                    for ticket in tickets {
+                        if let waiter = state.waiters.removeValue(forKey: ticket) {
+                            ready.append(waiter)
+                        } else {
+                            // Its taker has not registered yet: it goes on when it does.
+                            state.released.insert(ticket)
+                        }
+                    }
+                    if again == nil, state.pumping == generation {
+                        state.pumping = nil
+                        state.pumper = nil
                     }
                     return (ready, again)
                 }
                 for continuation in ready { continuation.resume() }
                 guard let again else { return }
-                try? await Task.sleep(nanoseconds: UInt64(again * 1e9))
+                try? await Task.sleep(nanoseconds: UInt64(min(again, 3600) * 1e9))
             }
+        }
+        state.withLock { state in
+            if state.pumping == generation { state.pumper = pumper }
         }
     }
 }

@@ -269,8 +269,21 @@ public final class SessionTransport: HTTPTransport {
             let latestTiming: (@Sendable () -> TransportTiming)?
             let counter: Counter
             var received: Int64 = 0
+            /// Throttled: the rest of a large read, handed over in slices.
+            var rest: ByteBuffer?
+
+            /// Throttled transfers get their bytes in slices of at most this many, each paid for before
+            /// it is handed over: a read that piled up while the transfer waited (up to a megabyte) would
+            /// otherwise be one lump, and the shares of a limit would move in lumps.
+            static let slice = 65_536
 
             mutating func next() async throws -> ByteBuffer? {
+                if let throttle = context?.throttle, var rest, rest.readableBytes > 0 {
+                    let piece = rest.readSlice(length: Swift.min(Self.slice, rest.readableBytes))!
+                    self.rest = rest.readableBytes > 0 ? rest : nil
+                    try await pay(piece, throttle)
+                    return piece
+                }
                 let chunk: ByteBuffer?
                 do {
                     chunk = try await base.next()
@@ -288,15 +301,23 @@ public final class SessionTransport: HTTPTransport {
                 counter.increment(by: Int64(chunk.readableBytes))
                 if let throttle = context?.throttle {
                     // The next read waits until this chunk is paid for: TCP's window does the rest.
-                    do {
-                        try await throttle.pay(chunk.readableBytes)
-                    } catch {
-                        flush(end: nil)
-                        permit.release()
-                        throw error
-                    }
+                    var whole = chunk
+                    let piece = whole.readSlice(length: Swift.min(Self.slice, whole.readableBytes))!
+                    rest = whole.readableBytes > 0 ? whole : nil
+                    try await pay(piece, throttle)
+                    return piece
                 }
                 return chunk
+            }
+
+            private mutating func pay(_ piece: ByteBuffer, _ throttle: TaskThrottle) async throws {
+                do {
+                    try await throttle.pay(piece.readableBytes)
+                } catch {
+                    flush(end: nil)
+                    permit.release()
+                    throw error
+                }
             }
 
             private mutating func flush(end: Date?) {

@@ -20,7 +20,7 @@ import Glibc
 
     @Test func everyDocumentedRouteIsServedWithADocumentedStatus() async throws {
         let paths = try #require(try Self.document()["paths"] as? [String: [String: Any]])
-        #expect(paths.count == 15)
+        #expect(paths.count == 18)
         let bodies: [String: String] = [
             "post /v1/sessions/{session}/tasks":
                 #"{"kind":"download","request":{"url":"http://127.0.0.1:1/x"},"start":false}"#,
@@ -29,6 +29,9 @@ import Glibc
             "post /v1/sessions/{session}/ack": #"{"through":0}"#,
             "put /v1/sessions/{session}/launch": #"{"command":"true"}"#,
             "post /v1/sessions/{session}/invalidate": #"{"cancelTasks":false}"#,
+            "put /v1/network": #"{"metered":"auto"}"#,
+            "put /v1/bandwidth": #"{"bytesPerSecond":0}"#,
+            "patch /v1/sessions/{session}/tasks/{task}": #"{"priority":0.6,"allowsMeteredNetwork":false}"#,
         ]
         try await withDaemon { daemon in
             // The task the task routes act on.

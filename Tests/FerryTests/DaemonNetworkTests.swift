@@ -1,0 +1,239 @@
+import Ferry
+import FerryTestServer
+import Foundation
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// ferryd under network policy, bandwidth limits and priorities (issue 19), with a real daemon, a real
+/// server and the persisted metered override (`ferry daemon network --metered`) as the network's state.
+@Suite(.serialized) struct DaemonNetworkTests {
+    func setMetered(_ daemon: DaemonFixture, _ value: NetworkSettings.Override) async throws {
+        let _: ControlAPI.NetworkReport = try await daemon.client.call(
+            "PUT",
+            "/v1/network",
+            body: ControlAPI.NetworkUpdate(metered: value)
+        )
+    }
+
+    func create(
+        _ daemon: DaemonFixture,
+        _ url: String,
+        session: String = "net",
+        allowsMetered: Bool = true,
+        priority: Double? = nil,
+        limit: Int64? = nil
+    ) async throws -> BackgroundTaskInfo {
+        var request = request(url)
+        request.allowsExpensiveNetworkAccess = allowsMetered
+        var creation = ControlAPI.TaskCreation(kind: .download, request: request, priority: priority, discretionary: false)
+        creation.bandwidthLimit = limit
+        return try await daemon.client.call("POST", "/v1/sessions/\(session)/tasks", body: creation)
+    }
+
+    func task(_ daemon: DaemonFixture, _ identifier: Int, session: String = "net") async throws -> BackgroundTaskInfo {
+        try #require(try await daemon.tasks(session).first { $0.taskIdentifier == identifier })
+    }
+
+    @Test func aMeteredFlipMidDownloadStopsTheFlowAndItContinuesWithRangeFetchingLittleTwice() async throws {
+        let size = 4_000_000
+        let path = "/bytes/\(size)"
+        try await TestServer.withServer { server in
+            try await withDaemon(environment: ["FERRY_CHECKPOINT_BYTES": "262144", "FERRY_CHECKPOINT_SECONDS": "0.2"]) { daemon in
+                let created = try await create(daemon, server.url("\(path)?throttle=2000000&seed=3"), allowsMetered: false)
+                #expect(created.allowsMeteredNetwork == false)
+                try await eventually("a megabyte has gone", within: 30) { server.counters.bodyBytesSent(path: path) >= 1_000_000 }
+                try await setMetered(daemon, .yes)
+                try await eventually("the task waits", within: 20) {
+                    try await task(daemon, created.taskIdentifier).waitingReason == "metered network"
+                }
+                let waiting = try await task(daemon, created.taskIdentifier)
+                #expect(waiting.state == .pending)
+                #expect(waiting.error == nil)
+                // Nothing flows while it waits.
+                let sentWhenStopped = server.counters.bodyBytesSent(path: path)
+                try await Task.sleep(for: .milliseconds(1500))
+                #expect(server.counters.bodyBytesSent(path: path) == sentWhenStopped, "bytes flowed while the task waited")
+                #expect(server.counters.requests(path: path) == 1)
+                let kept = waiting.bytesReceived
+                #expect(kept > 0 && kept < Int64(size))
+                // At most one checkpoint's worth (256 KiB, and what the socket held) is fetched twice.
+                #expect(sentWhenStopped - kept <= 262_144 + 131_072, "sent \(sentWhenStopped), kept \(kept)")
+                try await setMetered(daemon, .no)
+                try await eventually("it finishes", within: 60) {
+                    try await task(daemon, created.taskIdentifier).state == .completed
+                }
+                let done = try await task(daemon, created.taskIdentifier)
+                #expect(done.error == nil)
+                #expect(done.bytesReceived == Int64(size))
+                #expect(server.counters.requests(path: path) == 2, "continued with a Range request")
+                #expect(server.counters.bodyBytesSent(path: path) - Int64(size) == sentWhenStopped - kept)
+            }
+        }
+    }
+
+    @Test func threeTasksShareTheDaemonWideLimitByPriorityAndALimitChangeTakesEffect() async throws {
+        try await TestServer.withServer { server in
+            try await withDaemon { daemon in
+                let limit: Int64 = 1_500_000
+                let set: ControlAPI.BandwidthLimit = try await daemon.client.call(
+                    "PUT",
+                    "/v1/bandwidth",
+                    body: ControlAPI.BandwidthLimit(bytesPerSecond: limit)
+                )
+                #expect(set.bytesPerSecond == limit)
+                var identifiers: [Int] = []
+                for (index, priority) in [0.25, 0.5, 0.75].enumerated() {
+                    identifiers.append(
+                        try await create(daemon, server.url("/bytes/\(30_000_000 + index)"), priority: priority).taskIdentifier
+                    )
+                }
+                // What the daemon reports received (its live view, per 64 KiB slice paid for).
+                func received() async throws -> [Int64] {
+                    let tasks = try await daemon.tasks("net")
+                    return identifiers.map { id in tasks.first { $0.taskIdentifier == id }?.bytesReceived ?? 0 }
+                }
+                try await eventually("all three run", within: 20) {
+                    try await daemon.tasks("net").allSatisfy { $0.state == .running && $0.bytesReceived > 0 }
+                }
+                try await Task.sleep(for: .seconds(1.5))
+                var start = try await received()
+                var clock = ContinuousClock.now
+                try await Task.sleep(for: .seconds(4))
+                var end = try await received()
+                var seconds = Double((ContinuousClock.now - clock).components.attoseconds) / 1e18
+                    + Double((ContinuousClock.now - clock).components.seconds)
+                var moved = zip(start, end).map { Double($1 - $0) }
+                let total = moved.reduce(0, +)
+                // Never over the limit (5 %, plus a burst and a read per task); a loaded machine may be under.
+                #expect(total <= Double(limit) * seconds * 1.05 + 3 * 65_536 + 75_000, "moved \(moved) in \(seconds) s")
+                #expect(total >= Double(limit) * seconds * 0.5, "moved \(moved) in \(seconds) s")
+                // Shares by priority (1 : 2 : 3 when the machine is quiet, as `ferry-bench`'s limit row
+                // shows; under a loaded test run a transfer not scheduled in time loses turns, so only
+                // the order is asserted).
+                #expect(moved[2] > moved[0], "\(moved)")
+
+                // Raised while they run: the new limit holds from then on.
+                let raised: Int64 = 3_000_000
+                let _: ControlAPI.BandwidthLimit = try await daemon.client.call(
+                    "PUT",
+                    "/v1/bandwidth",
+                    body: ControlAPI.BandwidthLimit(bytesPerSecond: raised)
+                )
+                try await Task.sleep(for: .milliseconds(500))
+                start = try await received()
+                clock = ContinuousClock.now
+                try await Task.sleep(for: .seconds(3))
+                end = try await received()
+                seconds = Double((ContinuousClock.now - clock).components.seconds)
+                    + Double((ContinuousClock.now - clock).components.attoseconds) / 1e18
+                moved = zip(start, end).map { Double($1 - $0) }
+                let after = moved.reduce(0, +)
+                #expect(after <= Double(raised) * seconds * 1.05 + 3 * 65_536 + 150_000, "moved \(moved) in \(seconds) s")
+                #expect(after >= Double(raised) * seconds * 0.5, "moved \(moved) in \(seconds) s")
+                // Off: they finish.
+                let _: ControlAPI.BandwidthLimit = try await daemon.client.call(
+                    "PUT",
+                    "/v1/bandwidth",
+                    body: ControlAPI.BandwidthLimit(bytesPerSecond: 0)
+                )
+                try await eventually("they finish unlimited", within: 60) {
+                    try await daemon.tasks("net").allSatisfy { $0.state == .completed && $0.error == nil }
+                }
+            }
+        }
+    }
+
+    @Test func aTasksPolicyLimitAndPriorityAndTheSettingsSurviveARestartAndAKill() async throws {
+        try await TestServer.withServer { server in
+            try await withDaemon { daemon in
+                try await setMetered(daemon, .yes)
+                let created = try await create(
+                    daemon,
+                    server.url("/bytes/200000?seed=5"),
+                    allowsMetered: false,
+                    priority: 0.8,
+                    limit: 100_000
+                )
+                let _: ControlAPI.BandwidthLimit = try await daemon.client.call(
+                    "PUT",
+                    "/v1/bandwidth",
+                    body: ControlAPI.BandwidthLimit(bytesPerSecond: 7_000_000)
+                )
+                for signal in [SIGTERM, SIGKILL] {
+                    try await daemon.stop(signal: signal)
+                    try await daemon.start()
+                    let info = try await task(daemon, created.taskIdentifier)
+                    #expect(info.allowsMeteredNetwork == false)
+                    #expect(info.priority == 0.8)
+                    #expect(info.bandwidthLimit == 100_000)
+                    #expect(info.waitingReason == "metered network", "after signal \(signal)")
+                    let report: ControlAPI.NetworkReport = try await daemon.client.call("GET", "/v1/network")
+                    #expect(report.settings.metered == .yes && report.state.isMetered)
+                    let limit: ControlAPI.BandwidthLimit = try await daemon.client.call("GET", "/v1/bandwidth")
+                    #expect(limit.bytesPerSecond == 7_000_000)
+                }
+                #expect(server.counters.requests(path: "/bytes/200000") == 0, "it never ran on the metered network")
+                // Allowed by a change of the task's policy, it runs under its own limit.
+                let changed: BackgroundTaskInfo = try await daemon.client.call(
+                    "PATCH",
+                    "/v1/sessions/net/tasks/\(created.taskIdentifier)",
+                    body: ControlAPI.TaskUpdate(allowsMeteredNetwork: true, bandwidthLimit: 400_000)
+                )
+                #expect(changed.allowsMeteredNetwork == true && changed.bandwidthLimit == 400_000)
+                try await eventually("it finishes", within: 30) {
+                    try await task(daemon, created.taskIdentifier).state == .completed
+                }
+                #expect(try await task(daemon, created.taskIdentifier).error == nil)
+                // Bad changes are refused and change nothing.
+                await #expect(throws: FerryError.self) {
+                    let _: BackgroundTaskInfo = try await daemon.client.call(
+                        "PATCH",
+                        "/v1/sessions/net/tasks/\(created.taskIdentifier)",
+                        body: ControlAPI.TaskUpdate(priority: 3)
+                    )
+                }
+                await #expect(throws: FerryError.self) {
+                    let _: ControlAPI.BandwidthLimit = try await daemon.client.call(
+                        "PUT",
+                        "/v1/bandwidth",
+                        body: ControlAPI.BandwidthLimit(bytesPerSecond: -1)
+                    )
+                }
+            }
+        }
+    }
+
+    final class Waiting: DownloadDelegate, @unchecked Sendable {
+        let reasons = Mutex<[NetworkPolicy.WaitReason]>([])
+        func session(_ session: Session, taskIsWaitingForConnectivity task: SessionTask, reason: NetworkPolicy.WaitReason) async {
+            reasons.withLock { $0.append(reason) }
+        }
+        func session(_ session: Session, downloadTask: DownloadTask, didFinishDownloadingTo location: URL) async {}
+    }
+
+    @Test func aBackgroundSessionsDelegateHearsItsTaskWaitsAndTheTaskCanBeAllowed() async throws {
+        try await TestServer.withServer { server in
+            try await withDaemon { daemon in
+                try await setMetered(daemon, .yes)
+                let delegate = Waiting()
+                var configuration = SessionConfiguration.background(identifier: "t.policy")
+                configuration.allowsCellularAccess = false
+                let session = Session(configuration: configuration, delegate: delegate, daemon: daemon.client)
+                defer { session.finishTasksAndInvalidate() }
+                let task = session.downloadTask(with: request(server.url("/bytes/50000")))
+                task.resume()
+                try await eventually("the delegate hears it waits", within: 20) { delegate.reasons.withLock { $0 } == [.metered] }
+                #expect(server.counters.requests(path: "/bytes/50000") == 0)
+                try await task.change(SessionTask.Change(priority: 0.9, allowsMeteredNetwork: true))
+                await task.waitUntilFinished()
+                #expect(task.error == nil)
+                #expect(task.countOfBytesReceived == 50_000)
+                #expect(delegate.reasons.withLock { $0 } == [.metered], "told once")
+            }
+        }
+    }
+}
