@@ -111,7 +111,7 @@ import Glibc
                 // Never over the limit (5 %, plus a burst and a read per task); a loaded machine may be under.
                 #expect(total <= Double(limit) * seconds * 1.05 + 3 * 65_536 + 75_000, "moved \(moved) in \(seconds) s")
                 #expect(total >= Double(limit) * seconds * 0.5, "moved \(moved) in \(seconds) s")
-                // Shares by priority (1 : 2 : 3 when the machine is quiet, as `ferry-bench`'s limit row
+                // Shares by priority (1 : 2 : 3 when the machine is quiet, as Benchmarks/limits.sh
                 // shows; under a loaded test run a transfer not scheduled in time loses turns, so only
                 // the order is asserted).
                 #expect(moved[2] > moved[0], "\(moved)")
