@@ -178,6 +178,9 @@ public enum ControlAPI {
             self.bandwidthLimit = bandwidthLimit
         }
 
+        /// Whether it changes nothing.
+        public var isEmpty: Bool { self == TaskUpdate() }
+
         /// Checks the values.
         /// - Throws: ``FerryError`` saying which value is out of range.
         public func validate() throws {

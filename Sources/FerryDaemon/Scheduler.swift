@@ -187,15 +187,8 @@ actor Scheduler {
     /// now allowed may start.
     @discardableResult
     func update(_ key: TaskKey, _ update: ControlAPI.TaskUpdate) throws -> StoredTask {
-        let change = FerryStore.TaskChange(
-            taskDescription: update.taskDescription,
-            priority: update.priority,
-            allowsMetered: update.allowsMeteredNetwork,
-            allowsConstrained: update.allowsConstrainedNetwork,
-            bandwidthLimit: update.bandwidthLimit
-        )
-        guard !change.isEmpty else { return try store.task(session: key.session, identifier: key.identifier) }
-        try store.updateTask(session: key.session, identifier: key.identifier, change)
+        guard !update.isEmpty else { return try store.task(session: key.session, identifier: key.identifier) }
+        try store.updateTask(session: key.session, identifier: key.identifier, update)
         let task = try store.task(session: key.session, identifier: key.identifier)
         if let transfer = entries[key]?.transfer {
             transfer.throttle.setLimit(task.bandwidthLimit)

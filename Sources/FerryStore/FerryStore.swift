@@ -295,41 +295,19 @@ public final class FerryStore: Sendable {
         }
     }
 
-    /// What a client may change of a task after creating it; nil leaves a value as it is.
-    public struct TaskChange: Sendable, Hashable {
-        public var taskDescription: String?
-        public var priority: Double?
-        public var allowsMetered: Bool?
-        public var allowsConstrained: Bool?
-        /// The task's own bandwidth limit; 0 removes it.
-        public var bandwidthLimit: Int64?
-
-        public init(
-            taskDescription: String? = nil,
-            priority: Double? = nil,
-            allowsMetered: Bool? = nil,
-            allowsConstrained: Bool? = nil,
-            bandwidthLimit: Int64? = nil
-        ) {
-            self.taskDescription = taskDescription
-            self.priority = priority
-            self.allowsMetered = allowsMetered
-            self.allowsConstrained = allowsConstrained
-            self.bandwidthLimit = bandwidthLimit
-        }
-
-        /// Whether it changes nothing.
-        public var isEmpty: Bool { self == TaskChange() }
-    }
-
     /// Changes what the client may change after creating a task: its description, priority, network
     /// policy and bandwidth limit.
     public func updateTask(session: String, identifier: Int, taskDescription: String?, priority: Double?) throws {
-        try updateTask(session: session, identifier: identifier, TaskChange(taskDescription: taskDescription, priority: priority))
+        try updateTask(
+            session: session,
+            identifier: identifier,
+            ControlAPI.TaskUpdate(taskDescription: taskDescription, priority: priority)
+        )
     }
 
-    /// Applies `change` to a task, in one transaction.
-    public func updateTask(session: String, identifier: Int, _ change: TaskChange) throws {
+    /// Applies `change` to a task, in one transaction (nil leaves a value as it is; a bandwidth limit of
+    /// 0 removes the task's).
+    public func updateTask(session: String, identifier: Int, _ change: ControlAPI.TaskUpdate) throws {
         let limit: Int64?? = change.bandwidthLimit.map { $0 > 0 ? $0 : nil }
         try write { db in
             try db.execute(
@@ -342,7 +320,7 @@ public final class FerryStore: Sendable {
                     WHERE session = ? AND taskIdentifier = ?
                     """,
                 arguments: [
-                    change.taskDescription, change.priority, change.allowsMetered, change.allowsConstrained,
+                    change.taskDescription, change.priority, change.allowsMeteredNetwork, change.allowsConstrainedNetwork,
                     limit != nil, limit ?? nil, clock(), session, identifier,
                 ]
             )

@@ -50,10 +50,10 @@ func request(_ path: String) -> Request {
         #expect(created[0].allowsMetered == false && created[0].bandwidthLimit == 4096)
         var read = try store.task(session: "s", identifier: 1)
         #expect(!read.allowsMetered && read.allowsConstrained && read.bandwidthLimit == 4096 && !read.waitReported)
-        try store.updateTask(session: "s", identifier: 1, FerryStore.TaskChange(allowsConstrained: false, bandwidthLimit: 0))
+        try store.updateTask(session: "s", identifier: 1, ControlAPI.TaskUpdate(allowsConstrainedNetwork: false, bandwidthLimit: 0))
         read = try store.task(session: "s", identifier: 1)
         #expect(!read.allowsMetered && !read.allowsConstrained && read.bandwidthLimit == nil, "0 removes the limit")
-        try store.updateTask(session: "s", identifier: 1, FerryStore.TaskChange(priority: 0.9))
+        try store.updateTask(session: "s", identifier: 1, ControlAPI.TaskUpdate(priority: 0.9))
         #expect(try store.task(session: "s", identifier: 1).allowsConstrained == false, "absent fields stay")
         // Pending tasks a metered network holds back, until told once.
         #expect(try store.tasks(in: .pending, network: NetworkState(isMetered: true)).isEmpty)
@@ -65,7 +65,7 @@ func request(_ path: String) -> Request {
         #expect(try store.pendingUnreportedWaiting(in: NetworkState(isMetered: true)).map(\.taskIdentifier) == [2])
         #expect(try store.pendingUnreportedWaiting(in: NetworkState()).isEmpty)
         #expect(throws: FerryStoreError.self) {
-            try store.updateTask(session: "s", identifier: 9, FerryStore.TaskChange(priority: 0.1))
+            try store.updateTask(session: "s", identifier: 9, ControlAPI.TaskUpdate(priority: 0.1))
         }
     }
 
