@@ -36,7 +36,7 @@ enum StatusPageHTML {
         .bar > span { display: block; height: 100%; background: #3b82f6; }
         .state { font-weight: 600; }
         .state.running { color: #1d6fd8; } .state.failed { color: #c62828; } .state.done { color: #2e7d32; }
-        .state.suspended { color: #8a6d00; } .state.retrying { color: #8a6d00; }
+        .state.suspended { color: #8a6d00; } .state.retrying { color: #8a6d00; } .state.waiting { color: #8a6d00; }
         .error { color: #c62828; font-size: .85rem; }
         button { font: inherit; font-size: .8rem; margin-right: .25rem; padding: .15rem .5rem; border: 1px solid #b8bdc7; border-radius: .3rem; background: #fff; cursor: pointer; }
         button:hover { background: #eef0f4; }
@@ -67,6 +67,7 @@ enum StatusPageHTML {
             const ok = !t.error && (t.statusCode === undefined || t.statusCode < 400);
             return ok ? "done" : "failed";
           }
+          if (t.state === "pending" && t.waitingReason) return "waiting";
           if (t.state === "pending" && t.lastError) return "retrying";
           return t.state;
         }
@@ -111,6 +112,9 @@ enum StatusPageHTML {
             const target = t.destination || t.taskDescription || t.originalRequest.url;
             cell(row, target, "target").title = t.originalRequest.url;
             let error = t.error ? t.error.message : "";
+            if (!error && t.waitingReason) {
+              error = "waits: " + t.waitingReason;
+            }
             if (!error && t.lastError) {
               error = t.lastError.message;
               if (t.nextAttemptTime) error += " (next try at " + new Date(t.nextAttemptTime * 1000).toLocaleTimeString() + ")";
