@@ -134,7 +134,11 @@ struct ControlRoutes: Sendable {
 
     /// The metrics in the Prometheus text format (version 0.0.4).
     func metricsText() async throws -> Response {
-        let text = try metrics.exposition(store: store, rate: await scheduler.currentRate())
+        let text = try metrics.exposition(
+            store: store,
+            rate: await scheduler.currentRate(),
+            network: try await scheduler.networkSample()
+        )
         var headers = HTTPFields()
         headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))

@@ -149,6 +149,18 @@ actor Scheduler {
         return info
     }
 
+    /// The network, the pending tasks it holds back by reason, and the daemon-wide limit (metrics).
+    func networkSample() throws -> DaemonMetrics.NetworkSample {
+        var waiting: [String: Int] = [:]
+        for task in try store.pendingUnreportedWaiting(in: network, includingReported: true)
+        where entries[task.key]?.transfer == nil {
+            if let reason = task.networkPolicy.waitReason(in: network, host: task.host) {
+                waiting[reason.rawValue, default: 0] += 1
+            }
+        }
+        return DaemonMetrics.NetworkSample(state: network, waiting: waiting, bandwidthLimit: pool.limit)
+    }
+
     /// Bytes a second moved by the transfers running now, all together.
     func currentRate() -> Double {
         let now = Int64(DispatchTime.now().uptimeNanoseconds)

@@ -330,7 +330,10 @@ public final class FerryStore: Sendable {
 
     /// Pending tasks that `network` does not let run, as far as SQL can tell (offline: every one; the
     /// caller keeps those to this machine running), and that have not been told they wait.
-    public func pendingUnreportedWaiting(in network: NetworkState) throws -> [StoredTask] {
+    /// - Parameter includingReported: also those told already (every pending task held back).
+    public func pendingUnreportedWaiting(in network: NetworkState, includingReported: Bool = false) throws
+        -> [StoredTask]
+    {
         var blocked: [String] = []
         if !network.isOnline { blocked.append("1") }
         if network.isMetered { blocked.append("NOT allowsMetered OR discretionary") }
@@ -341,7 +344,7 @@ public final class FerryStore: Sendable {
             try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT * FROM task WHERE state = 'pending' AND NOT waitReported
+                    SELECT * FROM task WHERE state = 'pending'\(includingReported ? "" : " AND NOT waitReported")
                     AND (\(blocked.map { "(\($0))" }.joined(separator: " OR ")))
                     ORDER BY session, taskIdentifier
                     """

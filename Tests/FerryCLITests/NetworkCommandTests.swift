@@ -62,6 +62,10 @@ import Testing
         #expect(tasks.first?.bandwidthLimit == 1_048_576)
         #expect(tasks.first?.waitingReason == "metered network")
         #expect(server.counters.requests(path: "/bytes/300000") == 0)
+        let metrics = try await cli.run(["daemon", "metrics"])
+        #expect(metrics.stdout.contains(#"ferry_tasks_waiting{reason="metered network"} 1"#), "\(metrics.stdout)")
+        #expect(metrics.stdout.contains(#"ferry_network{condition="metered"} 1"#))
+        #expect(metrics.stdout.contains(#"ferry_network{condition="online"}"#))
 
         let priority = try await cli.run(["priority", "1", "low"])
         #expect(priority.status == 0, "\(priority.stderr)")
@@ -71,6 +75,7 @@ import Testing
         let global = try await cli.run(["limit", "--global", "5M"])
         #expect(global.stdout.contains("daemon-wide limit: 5.2 MB/s"), "\(global.stdout)")
         #expect(try await cli.run(["limit"]).stdout.contains("5.2 MB/s"))
+        #expect(try await cli.run(["daemon", "metrics"]).stdout.contains("ferry_bandwidth_limit_bytes_per_second 5242880"))
         #expect(try await cli.run(["limit", "--global", "off"]).stdout.contains("daemon-wide limit: none"))
 
         let allowed = try await cli.run(["policy", "1", "--allow-metered", "yes"])

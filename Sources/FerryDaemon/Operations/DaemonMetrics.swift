@@ -63,8 +63,28 @@ final class DaemonMetrics: Sendable {
 
     /// The registry in the Prometheus text format, after the scrape-time gauges are read: task counts
     /// and event backlogs from `store`, its size, and `rate` (the running transfers' bytes a second).
-    func exposition(store: FerryStore, rate: Double) throws -> String {
+    /// What the scheduler knows that the store does not: the network and the waiting tasks.
+    struct NetworkSample: Sendable {
+        var state: NetworkState
+        var waiting: [String: Int]
+        var bandwidthLimit: Int64?
+    }
+
+    func exposition(store: FerryStore, rate: Double, network: NetworkSample? = nil) throws -> String {
         var values: [(name: String, labels: [(String, String)], value: Double)] = []
+        if let network {
+            for reason in NetworkPolicy.WaitReason.allCases {
+                values.append((MetricCatalog.waiting, [("reason", reason.rawValue)], Double(network.waiting[reason.rawValue] ?? 0)))
+            }
+            let conditions = [
+                ("online", network.state.isOnline), ("metered", network.state.isMetered),
+                ("constrained", network.state.isConstrained), ("on_battery", network.state.power == .battery),
+            ]
+            for (condition, holds) in conditions {
+                values.append((MetricCatalog.network, [("condition", condition)], holds ? 1 : 0))
+            }
+            values.append((MetricCatalog.bandwidthLimit, [], Double(network.bandwidthLimit ?? 0)))
+        }
         // Every state appears for every session that has tasks, 0 included, so that a rate() or an
         // alert on a state does not see gaps.
         let counts = try store.taskCounts()

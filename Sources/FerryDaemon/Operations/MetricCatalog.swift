@@ -14,6 +14,9 @@ enum MetricCatalog {
     static let launchDelay = "ferry_launch_delay_seconds"
     static let storeSize = "ferry_store_bytes"
     static let pruned = "ferry_pruned_tasks_total"
+    static let waiting = "ferry_tasks_waiting"
+    static let network = "ferry_network"
+    static let bandwidthLimit = "ferry_bandwidth_limit_bytes_per_second"
 
     static let help: [String: String] = [
         tasks: "Background tasks by session and state (pending, running, suspended, completed).",
@@ -26,6 +29,9 @@ enum MetricCatalog {
         launchDelay: "The relaunch limiter's current delay before a session's next launch, in seconds.",
         storeSize: "Bytes the state database takes on disk (main file, write-ahead log and shared memory).",
         pruned: "Finished tasks removed by housekeeping or ferry clean.",
+        waiting: "Pending tasks the network does not allow now, by reason (offline, metered network, constrained network, on battery).",
+        network: "The network as ferryd judges tasks by: 1 when the condition holds (online, metered, constrained, on_battery).",
+        bandwidthLimit: "The daemon-wide bandwidth limit, bytes a second; 0: none.",
         TransportMetrics.Label.receivedBytes: "Response body bytes received, all transfers together.",
         TransportMetrics.Label.sentBytes: "Request body bytes sent, all transfers together.",
         TransportMetrics.Label.responses: "Response heads received, by protocol and status class.",
