@@ -3,6 +3,8 @@
 /// 10 KiB/s is paid for by a 6 s wait), and the average over a window stays within the rate plus one
 /// burst. Pure: the caller gives the time, in seconds on a monotonic clock.
 public struct TokenBucket: Sendable, Hashable {
+    /// Bytes a second, as given.
+    public private(set) var bytesPerSecond: Int64
     /// Bytes a second.
     public private(set) var rate: Double
     /// The most tokens that can pile up while nothing is taken.
@@ -14,6 +16,7 @@ public struct TokenBucket: Sendable, Hashable {
     /// A bucket for `bytesPerSecond` (> 0), starting full; its burst is 50 ms of the rate, at least
     /// 16 KiB, so a long transfer's average stays within about 1 % of the rate over 10 s.
     public init(bytesPerSecond: Int64) {
+        self.bytesPerSecond = max(1, bytesPerSecond)
         rate = Double(max(1, bytesPerSecond))
         burst = Self.burst(for: rate)
         level = burst
@@ -25,6 +28,7 @@ public struct TokenBucket: Sendable, Hashable {
     /// burst).
     public mutating func setRate(_ bytesPerSecond: Int64, now: Double) {
         refill(now: now)
+        self.bytesPerSecond = max(1, bytesPerSecond)
         rate = Double(max(1, bytesPerSecond))
         burst = Self.burst(for: rate)
         level = min(level, burst)

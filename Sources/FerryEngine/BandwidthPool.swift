@@ -29,7 +29,7 @@ public final class BandwidthPool: Sendable {
     }
 
     /// The limit now, bytes a second; nil: unlimited.
-    public var limit: Int64? { state.withLock { $0.share.bucket.map { Int64($0.rate) } } }
+    public var limit: Int64? { state.withLock { $0.share.bucket?.bytesPerSecond } }
 
     /// Changes the limit for every transfer in the pool, from now on.
     public func setLimit(_ bytesPerSecond: Int64?) {
@@ -154,7 +154,7 @@ public final class TaskThrottle: Sendable {
     deinit { pool?.leave(member) }
 
     /// The task's own limit, bytes a second; nil: none.
-    public var limit: Int64? { state.withLock { $0.own.map { Int64($0.rate) } } }
+    public var limit: Int64? { state.withLock { $0.own?.bytesPerSecond } }
 
     /// Changes the task's own limit (nil: none), from now on.
     public func setLimit(_ bytesPerSecond: Int64?) {
@@ -177,9 +177,6 @@ public final class TaskThrottle: Sendable {
         state.withLock { $0.weight = weight }
     }
 
-    /// Whether nothing limits the task: no own limit and no pool limit.
-    var isUnlimited: Bool { state.withLock { $0.own == nil } && pool?.limit == nil }
-
     /// `count` bytes moved; returns when more may move.
     /// - Throws: CancellationError when the task is cancelled while it waits.
     public func pay(_ count: Int) async throws {
@@ -190,7 +187,7 @@ public final class TaskThrottle: Sendable {
             if state.own != nil { wait = state.own!.take(count, now: now) }
             return (wait, state.weight)
         }
-        if wait > 0 { try await Task.sleep(nanoseconds: UInt64(wait * 1e9)) }
+        if wait > 0 { try await Task.sleep(nanoseconds: UInt64(min(wait, 86_400) * 1e9)) }
         try await pool?.take(member: member, count: count, weight: weight)
     }
 }

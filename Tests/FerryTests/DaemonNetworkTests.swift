@@ -206,6 +206,15 @@ import Glibc
                         body: ControlAPI.BandwidthLimit(bytesPerSecond: -1)
                     )
                 }
+                // The largest limit the API takes is kept and reported as given.
+                let largest: ControlAPI.BandwidthLimit = try await daemon.client.call(
+                    "PUT",
+                    "/v1/bandwidth",
+                    body: ControlAPI.BandwidthLimit(bytesPerSecond: .max)
+                )
+                #expect(largest.bytesPerSecond == .max)
+                let metrics = try await daemon.client.text("GET", "/metrics")
+                #expect(metrics.contains("ferry_bandwidth_limit_bytes_per_second"), "\(metrics)")
             }
         }
     }
