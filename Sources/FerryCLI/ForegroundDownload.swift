@@ -102,23 +102,11 @@ struct ForegroundDownload {
         }
 
         let display = ProgressDisplay(name: initialName, quiet: quiet)
-        let gate = TransferGate()
-        let limiter = limit.map { SharedRateLimiter(bytesPerSecond: $0) }
         var events = Downloader.Events()
-        events.gate = gate
         let wroteAny = Mutex(false)
         events.didWrite = { written, total, expected in
             if written > 0 { wroteAny.withLock { $0 = true } }
             display.update(done: total, total: expected)
-            guard let limiter else { return }
-            let wait = limiter.record(written, now: ProgressDisplay.now())
-            if wait > 0.01, gate.isOpen {
-                gate.close()
-                Task {
-                    try? await Task.sleep(for: .milliseconds(Int64(wait * 1000)))
-                    gate.open()
-                }
-            }
         }
         let resumedFrom = Mutex<Int64>(0)
         let continuing = resumeData != nil
@@ -160,7 +148,11 @@ struct ForegroundDownload {
         let started = ProgressDisplay.now()
         let result: Downloader.Result
         // Records the exchanges (SessionTransport), for --json's protocol, TLS version and address.
-        let context = TransferContext(cache: cache)
+        // --limit-rate: the engine's throttle pays for every chunk, all segments of -x N together.
+        let context = TransferContext(
+            cache: cache,
+            throttle: limit.map { TaskThrottle(bytesPerSecond: $0, pool: nil, weight: 0.5) }
+        )
         do {
             let outcome = try await TransferContext.$current.withValue(context) {
                 var driver = DownloadDriver(transport: transport)

@@ -45,6 +45,13 @@ struct ForegroundUpload {
     }
 
     func run() async throws -> (Report, ByteBuffer) {
+        // --limit-rate: the engine's throttle pays for every request body chunk, whichever way the
+        // file goes (one request, resumable, tus chunks).
+        let context = TransferContext(throttle: limit.map { TaskThrottle(bytesPerSecond: $0, pool: nil, weight: 0.5) })
+        return try await TransferContext.$current.withValue(context) { try await send() }
+    }
+
+    private func send() async throws -> (Report, ByteBuffer) {
         var request = Request(url: url)
         request.method = method
         for field in headers { request.headers.add(name: field.name, value: field.value) }
@@ -71,7 +78,6 @@ struct ForegroundUpload {
 
         let display = ProgressDisplay(name: name, quiet: quiet)
         let sent = Mutex<Int64>(0)
-        let limiter = limit.map { SharedRateLimiter(bytesPerSecond: $0) }
         let counted = stream.map { @Sendable (chunk: ByteBuffer) async -> ByteBuffer in
             let delta = Int64(chunk.readableBytes)
             let total = sent.withLock { total in
@@ -79,10 +85,6 @@ struct ForegroundUpload {
                 return total
             }
             display.update(done: total, total: length)
-            if let limiter {
-                let wait = limiter.record(delta, now: ProgressDisplay.now())
-                if wait > 0.001 { try? await Task.sleep(for: .milliseconds(Int64(wait * 1000))) }
-            }
             return chunk
         }
         let started = ProgressDisplay.now()

@@ -31,17 +31,6 @@ import Testing
     }
 }
 
-@Suite struct RateLimiterTests {
-    @Test func aTransferAheadOfTheRateWaitsTheDifference() {
-        var limiter = RateLimiter(bytesPerSecond: 1000)
-        #expect(limiter.record(500, now: 10) == 0.5)
-        // Half a second later, 500 more: one second's worth in half a second.
-        #expect(limiter.record(500, now: 10.5) == 0.5)
-        // Behind the rate: no wait.
-        #expect(limiter.record(100, now: 20) == 0)
-    }
-}
-
 @Suite struct ProgressLineTests {
     @Test func plainLinesSayBytesPercentRateAndETA() {
         let line = ProgressLine(name: "a.iso", done: 4_200_000, total: 10_000_000, rate: 1_000_000)

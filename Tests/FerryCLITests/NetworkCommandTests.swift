@@ -28,6 +28,31 @@ import Testing
         }
     }
 
+    @Test func limitRateHoldsForForegroundDownloadsAndEveryKindOfUpload() async throws {
+        // A floor, not a speed: 512 KiB at 256 KiB/s cannot move in under 1.2 s (2 s less a burst and
+        // the reads a bucket in credit lets through); unlimited, it takes milliseconds.
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let cli = CLIRunner(directory: directory)
+            try Data(repeating: 3, count: 524_288).write(to: URL(fileURLWithPath: directory + "/up.bin"))
+            let runs: [[String]] = [
+                ["get", "-q", "--limit-rate", "256K", "-x", "2", server.url("/bytes/524288?seed=6"), "-o", "down.bin"],
+                ["put", "-q", "--limit-rate", "256K", "up.bin", server.url("/upload/plain")],
+                ["put", "-q", "-X", "POST", "--limit-rate", "256K", "--resumable", "up.bin", server.url("/upload?keep=limit-r", on: .resumable)],
+                ["put", "-q", "--limit-rate", "256K", "--chunks", "2", "up.bin", server.url("/tus/")],
+            ]
+            for arguments in runs {
+                let start = ContinuousClock.now
+                let run = try await cli.run(arguments)
+                let took = ContinuousClock.now - start
+                #expect(run.status == 0, "\(arguments): \(run.stderr)")
+                #expect(took >= .milliseconds(1200), "\(arguments) took \(took)")
+            }
+            #expect(try fileSHA256(directory + "/down.bin") == bytesSHA256(524_288, seed: 6))
+        }
+    }
+
     private static func commands(_ cli: CLIRunner, server: TestServer, directory: String) async throws {
         // Usage errors say what is wrong and change nothing.
         for (arguments, message) in [
