@@ -62,6 +62,7 @@ import Glibc
                 #expect(kept > 0 && kept < Int64(size))
                 // At most one checkpoint's worth (256 KiB, and what the socket held) is fetched twice.
                 #expect(sentWhenStopped - kept <= 262_144 + 131_072, "sent \(sentWhenStopped), kept \(kept)")
+                print("metered flip: the server had sent \(sentWhenStopped) bytes, the task kept \(kept)")
                 try await setMetered(daemon, .no)
                 try await eventually("it finishes", within: 60) {
                     try await task(daemon, created.taskIdentifier).state == .completed
