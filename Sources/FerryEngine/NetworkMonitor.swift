@@ -38,14 +38,34 @@ public final class SystemNetworkSource: NetworkStateSource {
     private let settingsFile: String?
     private let stateFile: String?
     private let root: String
+    private let networkManagerQuery: [String]?
     private let networkManager = Mutex<(at: Double, value: Bool?)?>(nil)
 
+    /// The command that asks NetworkManager for its `Metered` property over D-Bus, when NetworkManager
+    /// runs here (`/run/NetworkManager`) and `busctl` exists; nil otherwise.
+    public static var busctlQuery: [String]? {
+        guard FileManager.default.fileExists(atPath: "/run/NetworkManager"),
+            let busctl = ["/usr/bin/busctl", "/bin/busctl"].first(where: FileManager.default.isExecutableFile(atPath:))
+        else { return nil }
+        return [
+            busctl, "--system", "get-property", "org.freedesktop.NetworkManager", "/org/freedesktop/NetworkManager",
+            "org.freedesktop.NetworkManager", "Metered",
+        ]
+    }
+
     /// A source reading `settingsFile` for the overrides (nil: none), `stateFile` instead of detection
-    /// when given, and `/proc` and `/sys` under `root` ("" for the machine's own).
-    public init(settingsFile: String?, stateFile: String? = nil, root: String = "") {
+    /// when given, `/proc` and `/sys` under `root` ("" for the machine's own), and NetworkManager's
+    /// metered value from what `networkManagerQuery` prints (default ``busctlQuery``; nil: not asked).
+    public init(
+        settingsFile: String?,
+        stateFile: String? = nil,
+        root: String = "",
+        networkManagerQuery: [String]? = SystemNetworkSource.busctlQuery
+    ) {
         self.settingsFile = settingsFile
         self.stateFile = stateFile
         self.root = root
+        self.networkManagerQuery = networkManagerQuery
     }
 
     public func read() async -> NetworkReading {
@@ -105,15 +125,8 @@ public final class SystemNetworkSource: NetworkStateSource {
         let now = Double(DispatchTime.now().uptimeNanoseconds) / 1e9
         if let cached = networkManager.withLock({ $0 }), now - cached.at < 1 { return cached.value }
         var value: Bool?
-        if root.isEmpty, FileManager.default.fileExists(atPath: "/run/NetworkManager"),
-            let busctl = ["/usr/bin/busctl", "/bin/busctl"].first(where: FileManager.default.isExecutableFile(atPath:)),
-            let output = await Self.output(
-                of: busctl,
-                [
-                    "--system", "get-property", "org.freedesktop.NetworkManager", "/org/freedesktop/NetworkManager",
-                    "org.freedesktop.NetworkManager", "Metered",
-                ]
-            )
+        if let query = networkManagerQuery, let executable = query.first,
+            let output = await Self.output(of: executable, Array(query.dropFirst()))
         {
             value = NetworkProbe.networkManagerMetered(output)
         }
