@@ -244,19 +244,25 @@ actor Scheduler {
     /// Journals taskIsWaitingForConnectivity for those of `tasks` that are pending, may not run now, and
     /// have not had it (once per task).
     private func reportWaiting(_ tasks: [StoredTask]) {
-        var told: Set<String> = []
-        for task in tasks where task.state == .pending && !task.waitReported {
-            guard let reason = task.networkPolicy.waitReason(in: network, host: task.host) else { continue }
-            do {
-                if try store.reportWaiting(session: task.session, identifier: task.taskIdentifier, reason: reason.rawValue) != nil {
-                    logger.info("\(task.key) waits: \(reason.rawValue)", metadata: task.key.metadata)
-                    told.insert(task.session)
-                }
-            } catch {
-                logger.error("cannot record that \(task.key) waits: \(error)", metadata: task.key.metadata)
-            }
+        let waiting = tasks.compactMap { task -> (session: String, identifier: Int, reason: String)? in
+            guard task.state == .pending, !task.waitReported,
+                let reason = task.networkPolicy.waitReason(in: network, host: task.host)
+            else { return nil }
+            return (task.session, task.taskIdentifier, reason.rawValue)
         }
-        for session in told { hub.signal(session, .journal) }
+        guard !waiting.isEmpty else { return }
+        do {
+            // One transaction for all of them (a batch of a thousand created on a metered network).
+            let events = try store.reportWaiting(waiting)
+            for event in events {
+                let key = TaskKey(session: event.session, identifier: event.taskIdentifier ?? 0)
+                let reason = event.payload.map { String(decoding: $0, as: UTF8.self) } ?? ""
+                logger.info("\(key) waits: \(reason)", metadata: key.metadata)
+            }
+            for session in Set(events.map(\.session)) { hub.signal(session, .journal) }
+        } catch {
+            logger.error("cannot record that \(waiting.count) task(s) wait: \(error)")
+        }
     }
 
     /// Suspends a task: a running transfer stops at its last checkpoint and keeps its partial data.

@@ -357,20 +357,34 @@ public final class FerryStore: Sendable {
     /// - Returns: the event, or nil when the task had it already (or is gone).
     @discardableResult
     public func reportWaiting(session: String, identifier: Int, reason: String) throws -> StoredEvent? {
-        try write { db in
-            try db.execute(
-                sql: "UPDATE task SET waitReported = 1 WHERE session = ? AND taskIdentifier = ? AND NOT waitReported",
-                arguments: [session, identifier]
-            )
-            guard db.changesCount > 0 else { return nil }
-            return try Self.journal(
-                db,
-                session: session,
-                task: identifier,
-                kind: .taskIsWaitingForConnectivity,
-                payload: Data(reason.utf8),
-                at: clock()
-            )
+        try reportWaiting([(session, identifier, reason)]).first
+    }
+
+    /// ``reportWaiting(session:identifier:reason:)`` for many tasks in one transaction (a batch created
+    /// while the network holds it back costs one sync, not one a task).
+    /// - Returns: the events journaled (tasks told already, or gone, have none).
+    @discardableResult
+    public func reportWaiting(_ tasks: [(session: String, identifier: Int, reason: String)]) throws -> [StoredEvent] {
+        guard !tasks.isEmpty else { return [] }
+        return try write { db in
+            var events: [StoredEvent] = []
+            for task in tasks {
+                try db.cachedStatement(
+                    sql: "UPDATE task SET waitReported = 1 WHERE session = ? AND taskIdentifier = ? AND NOT waitReported"
+                ).execute(arguments: [task.session, task.identifier])
+                guard db.changesCount > 0 else { continue }
+                events.append(
+                    try Self.journal(
+                        db,
+                        session: task.session,
+                        task: task.identifier,
+                        kind: .taskIsWaitingForConnectivity,
+                        payload: Data(task.reason.utf8),
+                        at: clock()
+                    )
+                )
+            }
+            return events
         }
     }
 

@@ -53,6 +53,23 @@ import Testing
         #expect(try await fixture.scheduler.listing(session: "s").map(\.waitingReason) == [nil, nil])
     }
 
+    @Test func aBatchCreatedOnAMeteredNetworkIsToldItWaitsOncePerTask() async throws {
+        let fixture = try SchedulerFixture()
+        defer { fixture.remove() }
+        await fixture.scheduler.networkChanged(metered)
+        var task = FerryStore.NewTask(kind: .download, request: Request(url: URL(string: "http://127.0.0.1:9/f")!))
+        task.allowsMetered = false
+        _ = try await fixture.scheduler.create(session: "s", Array(repeating: task, count: 200))
+        let events = try fixture.events()
+        #expect(events.count == 200)
+        #expect(Set(events).count == 200, "one per task")
+        #expect(events.allSatisfy { $0.hasPrefix("taskIsWaitingForConnectivity ") })
+        #expect(fixture.transfers.started.isEmpty)
+        // Another change of the network tells none of them again.
+        await fixture.scheduler.networkChanged(NetworkState(isMetered: true, isConstrained: true))
+        #expect(try fixture.events().count == 200)
+    }
+
     @Test func aMeteredFlipStopsARunningTaskAtACheckpointAsPendingAndItContinuesLater() async throws {
         let fixture = try SchedulerFixture()
         defer { fixture.remove() }
