@@ -232,7 +232,6 @@ struct GetCommand: AsyncParsableCommand {
         // The connection settings travel with each task: its CA's contents, this shell's proxy.
         let connection = try transfer.connectionSettings()
         let limit = try transfer.rateLimit()
-        let priority = try policy.priorityValue
         let creations = try urls.map { url -> ControlAPI.TaskCreation in
             let destination: String
             switch target(for: url) {
@@ -243,18 +242,15 @@ struct GetCommand: AsyncParsableCommand {
             request.headers = try transfer.headers(headers, for: url)
             request.connections = connections
             request.expectedDigest = checksum.flatMap(ContentDigest.init)
-            try policy.apply(to: &request)
             var creation = ControlAPI.TaskCreation(
                 kind: .download,
                 request: request,
                 taskDescription: destination,
-                priority: priority,
-                discretionary: false,
                 destination: destination,
                 destinationMode: Self.fileMode,
                 connection: connection
             )
-            creation.bandwidthLimit = limit
+            try policy.apply(to: &creation, limit: limit)
             return creation
         }
         var created: [BackgroundTaskInfo] = []

@@ -36,19 +36,20 @@ struct BackgroundPolicyOptions: ParsableArguments {
         _ = try priority.map(NetworkCommandSupport.priority)
     }
 
-    /// `request` with the policy's network access.
-    func apply(to request: inout Request) throws {
+    /// `creation` with the policy's network access and priority, `limit` as its own bandwidth limit
+    /// (`--limit-rate`), and not discretionary: the user asked for it now.
+    func apply(to creation: inout ControlAPI.TaskCreation, limit: Int64?) throws {
         if let allowMetered, try !NetworkCommandSupport.yesNo(allowMetered, flag: "--allow-metered") {
-            request.allowsCellularAccess = false
-            request.allowsExpensiveNetworkAccess = false
+            creation.request.allowsCellularAccess = false
+            creation.request.allowsExpensiveNetworkAccess = false
         }
         if let allowConstrained, try !NetworkCommandSupport.yesNo(allowConstrained, flag: "--allow-constrained") {
-            request.allowsConstrainedNetworkAccess = false
+            creation.request.allowsConstrainedNetworkAccess = false
         }
+        creation.priority = try priority.map(NetworkCommandSupport.priority)
+        creation.discretionary = false
+        creation.bandwidthLimit = limit
     }
-
-    /// The priority asked for, if any.
-    var priorityValue: Double? { get throws { try priority.map(NetworkCommandSupport.priority) } }
 }
 
 /// Parsing shared by the network commands.

@@ -128,17 +128,14 @@ struct PutCommand: AsyncParsableCommand {
         request.method = method
         request.headers = headers
         request.resumableUpload = resumable
-        try policy.apply(to: &request)
         var creation = ControlAPI.TaskCreation(
             kind: .upload,
             request: request,
             uploadFile: file,
             taskDescription: file,
-            priority: try policy.priorityValue,
-            discretionary: false,
             connection: try transfer.connectionSettings()
         )
-        creation.bandwidthLimit = try transfer.rateLimit()
+        try policy.apply(to: &creation, limit: try transfer.rateLimit())
         let info: BackgroundTaskInfo = try await CLI.call(
             client,
             "POST",

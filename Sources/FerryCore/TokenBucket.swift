@@ -52,6 +52,24 @@ public struct TokenBucket: Sendable, Hashable {
     public var wait: Double { level < 0 ? -level / rate : 0 }
 }
 
+extension Optional where Wrapped == TokenBucket {
+    /// Sets the limit from `now` on: nil removes the bucket, a first limit makes a full one, a new rate
+    /// keeps the tokens earned so far (``TokenBucket/setRate(_:now:)``).
+    public mutating func setLimit(_ bytesPerSecond: Int64?, now: Double) {
+        guard let bytesPerSecond else {
+            self = nil
+            return
+        }
+        if self == nil {
+            var bucket = TokenBucket(bytesPerSecond: bytesPerSecond)
+            bucket.refill(now: now)
+            self = bucket
+        } else {
+            self?.setRate(bytesPerSecond, now: now)
+        }
+    }
+}
+
 /// One bandwidth limit shared by many takers, weighted: while takers queue for it, each gets a share of
 /// the rate in proportion to its weight (start-time fair queuing, as in Goyal, Vin and Cheng 1996: a
 /// take is tagged with the later of the system's virtual time and the taker's last finish tag, and
@@ -85,16 +103,7 @@ public struct SharedBandwidth: Sendable {
 
     /// Changes the limit (nil: none; every queued take may then go at the next ``release(now:)``).
     public mutating func setLimit(_ bytesPerSecond: Int64?, now: Double) {
-        guard let bytesPerSecond else {
-            bucket = nil
-            return
-        }
-        if bucket == nil {
-            bucket = TokenBucket(bytesPerSecond: bytesPerSecond)
-            bucket?.refill(now: now)
-        } else {
-            bucket?.setRate(bytesPerSecond, now: now)
-        }
+        bucket.setLimit(bytesPerSecond, now: now)
     }
 
     /// `member` (any number that tells takers apart) moved `count` bytes and asks to go on, with

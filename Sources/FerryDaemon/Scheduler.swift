@@ -152,7 +152,7 @@ actor Scheduler {
     /// The network, the pending tasks it holds back by reason, and the daemon-wide limit (metrics).
     func networkSample() throws -> DaemonMetrics.NetworkSample {
         var waiting: [String: Int] = [:]
-        for task in try store.pendingUnreportedWaiting(in: network, includingReported: true)
+        for task in try store.pendingHeldBack(by: network, onlyUnreported: false)
         where entries[task.key]?.transfer == nil {
             if let reason = task.networkPolicy.waitReason(in: network, host: task.host) {
                 waiting[reason.rawValue, default: 0] += 1
@@ -185,8 +185,7 @@ actor Scheduler {
 
     /// Changes what a client may change of a task, then resumes it (the control API's resume).
     func resume(_ key: TaskKey, update: ControlAPI.TaskUpdate?) throws -> StoredTask {
-        if let update { try self.update(key, update) }
-        let task = try store.task(session: key.session, identifier: key.identifier)
+        let task = try update.map { try apply($0, to: key) } ?? store.task(session: key.session, identifier: key.identifier)
         try feed(key, task) { $0.resume() }
         reportWaiting([try store.task(session: key.session, identifier: key.identifier)])
         poke()
@@ -199,6 +198,14 @@ actor Scheduler {
     /// now allowed may start.
     @discardableResult
     func update(_ key: TaskKey, _ update: ControlAPI.TaskUpdate) throws -> StoredTask {
+        let task = try apply(update, to: key)
+        reportWaiting([task])
+        poke()
+        return task
+    }
+
+    /// Persists `update` and hands it to a running transfer (limit, weight, policy); the task afterwards.
+    private func apply(_ update: ControlAPI.TaskUpdate, to key: TaskKey) throws -> StoredTask {
         guard !update.isEmpty else { return try store.task(session: key.session, identifier: key.identifier) }
         try store.updateTask(session: key.session, identifier: key.identifier, update)
         let task = try store.task(session: key.session, identifier: key.identifier)
@@ -208,8 +215,6 @@ actor Scheduler {
             entries[key]?.transfer?.policy = task.networkPolicy
             enforcePolicy(key)
         }
-        reportWaiting([task])
-        poke()
         return task
     }
 
@@ -223,7 +228,7 @@ actor Scheduler {
         network = state
         for key in Array(entries.keys) where entries[key]?.transfer != nil { enforcePolicy(key) }
         do {
-            reportWaiting(try store.pendingUnreportedWaiting(in: state))
+            reportWaiting(try store.pendingHeldBack(by: state, onlyUnreported: true))
         } catch {
             logger.error("cannot read the waiting tasks: \(error)")
         }
@@ -457,7 +462,8 @@ actor Scheduler {
             }
             if let failure, case .waiting? = entries[key]?.machine.phase { metrics.retried(failure) }
             if failure != nil {
-                // Stopped because the network no longer allows it: it waits, and says so (once).
+                // Stopped because the network no longer allows it, or failed as the network changed: if the
+                // network holds it back now, it waits and says so (once).
                 reportWaiting([try store.task(session: key.session, identifier: key.identifier)])
             }
         } catch {

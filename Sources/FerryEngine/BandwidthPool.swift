@@ -143,6 +143,10 @@ public final class TaskThrottle: Sendable {
     private let pool: BandwidthPool?
     private let member: Int
 
+    /// The most bytes handed over between two payments: a larger read is handed over in slices of this
+    /// size (``SessionTransport``), so that takers of a pool interleave finely.
+    public static let slice = 65_536
+
     /// A throttle with `bytesPerSecond` of its own (nil: none), sharing `pool` (nil: none) with
     /// `weight` (the task's priority, 0...1).
     public init(bytesPerSecond: Int64?, pool: BandwidthPool?, weight: Double) {
@@ -159,17 +163,7 @@ public final class TaskThrottle: Sendable {
     /// Changes the task's own limit (nil: none), from now on.
     public func setLimit(_ bytesPerSecond: Int64?) {
         let now = BandwidthPool.now()
-        state.withLock { state in
-            guard let bytesPerSecond else {
-                state.own = nil
-                return
-            }
-            if state.own == nil {
-                state.own = TokenBucket(bytesPerSecond: bytesPerSecond)
-            } else {
-                state.own?.setRate(bytesPerSecond, now: now)
-            }
-        }
+        state.withLock { $0.own.setLimit(bytesPerSecond, now: now) }
     }
 
     /// Changes the task's weight in the pool (its priority).
@@ -182,11 +176,7 @@ public final class TaskThrottle: Sendable {
     public func pay(_ count: Int) async throws {
         guard count > 0 else { return }
         let now = BandwidthPool.now()
-        let (wait, weight) = state.withLock { state -> (Double, Double) in
-            var wait = 0.0
-            if state.own != nil { wait = state.own!.take(count, now: now) }
-            return (wait, state.weight)
-        }
+        let (wait, weight) = state.withLock { state in (state.own?.take(count, now: now) ?? 0, state.weight) }
         if wait > 0 { try await Task.sleep(nanoseconds: UInt64(min(wait, 86_400) * 1e9)) }
         try await pool?.take(member: member, count: count, weight: weight)
     }

@@ -200,9 +200,6 @@ public final class NetworkMonitor: Sendable {
         )
     }()
 
-    /// The last reading, if any.
-    public var last: NetworkReading? { state.withLock { $0.current } }
-
     /// The state now: the last reading while polling, else a fresh one.
     public func current() async -> NetworkReading {
         if let last = state.withLock({ $0.poller == nil ? nil : $0.current }) { return last }

@@ -172,9 +172,10 @@ public final class SessionTransport: HTTPTransport {
                 TransportBodyStream(OneBuffer(buffer: buffer, count: count))
             )
         case .bytes(let buffer):
-            // Throttled: handed over in 16 KiB slices, each paid for before the next.
-            let slices = stride(from: 0, to: buffer.readableBytes, by: 16_384).map {
-                buffer.getSlice(at: buffer.readerIndex + $0, length: min(16_384, buffer.readableBytes - $0))!
+            // Throttled: handed over in slices, each paid for before the next.
+            let slice = TaskThrottle.slice
+            let slices = stride(from: 0, to: buffer.readableBytes, by: slice).map {
+                buffer.getSlice(at: buffer.readerIndex + $0, length: min(slice, buffer.readableBytes - $0))!
             }
             return counting(
                 .stream(length: Int64(buffer.readableBytes), TransportBodyStream(Buffers(buffers: slices))),
@@ -182,23 +183,12 @@ public final class SessionTransport: HTTPTransport {
                 count
             )
         case .stream(let length, let stream):
-            guard let throttle else {
-                return .stream(
-                    length: length,
-                    TransportBodyStream(
-                        stream.map { chunk in
-                            count(Int64(chunk.readableBytes))
-                            return chunk
-                        }
-                    )
-                )
-            }
             return .stream(
                 length: length,
                 TransportBodyStream(
                     stream.map { chunk in
                         count(Int64(chunk.readableBytes))
-                        try await throttle.pay(chunk.readableBytes)
+                        try await throttle?.pay(chunk.readableBytes)
                         return chunk
                     }
                 )
@@ -269,48 +259,40 @@ public final class SessionTransport: HTTPTransport {
             let latestTiming: (@Sendable () -> TransportTiming)?
             let counter: Counter
             var received: Int64 = 0
-            /// Throttled: the rest of a large read, handed over in slices.
+            /// Throttled: what is left of the last read, handed over in slices.
             var rest: ByteBuffer?
 
-            /// Throttled transfers get their bytes in slices of at most this many, each paid for before
-            /// it is handed over: a read that piled up while the transfer waited (up to a megabyte) would
-            /// otherwise be one lump, and the shares of a limit would move in lumps.
-            static let slice = 65_536
-
             mutating func next() async throws -> ByteBuffer? {
-                if let throttle = context?.throttle, var rest, rest.readableBytes > 0 {
-                    let piece = rest.readSlice(length: Swift.min(Self.slice, rest.readableBytes))!
-                    self.rest = rest.readableBytes > 0 ? rest : nil
-                    try await pay(piece, throttle)
-                    return piece
+                if rest == nil {
+                    let chunk: ByteBuffer?
+                    do {
+                        chunk = try await base.next()
+                    } catch {
+                        flush(end: nil)
+                        permit.release()
+                        throw error
+                    }
+                    guard let chunk else {
+                        flush(end: Date())
+                        permit.release()
+                        return nil
+                    }
+                    received += Int64(chunk.readableBytes)
+                    counter.increment(by: Int64(chunk.readableBytes))
+                    guard context?.throttle != nil else { return chunk }
+                    rest = chunk
                 }
-                let chunk: ByteBuffer?
-                do {
-                    chunk = try await base.next()
-                } catch {
-                    flush(end: nil)
-                    permit.release()
-                    throw error
-                }
-                guard let chunk else {
-                    flush(end: Date())
-                    permit.release()
-                    return nil
-                }
-                received += Int64(chunk.readableBytes)
-                counter.increment(by: Int64(chunk.readableBytes))
-                if let throttle = context?.throttle {
-                    // The next read waits until this chunk is paid for: TCP's window does the rest.
-                    var whole = chunk
-                    let piece = whole.readSlice(length: Swift.min(Self.slice, whole.readableBytes))!
-                    rest = whole.readableBytes > 0 ? whole : nil
-                    try await pay(piece, throttle)
-                    return piece
-                }
-                return chunk
+                return try await nextSlice()
             }
 
-            private mutating func pay(_ piece: ByteBuffer, _ throttle: TaskThrottle) async throws {
+            /// Throttled: the next slice of the last read (``TaskThrottle/slice`` at most), paid for before
+            /// it is handed over. The next read waits until the whole read is paid for: TCP's window does
+            /// the rest. A read that piled up while the transfer waited (up to a megabyte) would otherwise
+            /// be one lump, and the shares of a limit would move in lumps.
+            private mutating func nextSlice() async throws -> ByteBuffer? {
+                guard var whole = rest, let throttle = context?.throttle else { return nil }
+                let piece = whole.readSlice(length: Swift.min(TaskThrottle.slice, whole.readableBytes))!
+                rest = whole.readableBytes > 0 ? whole : nil
                 do {
                     try await throttle.pay(piece.readableBytes)
                 } catch {
@@ -318,6 +300,7 @@ public final class SessionTransport: HTTPTransport {
                     permit.release()
                     throw error
                 }
+                return piece
             }
 
             private mutating func flush(end: Date?) {

@@ -276,12 +276,7 @@ public final class FerryStore: Sendable {
     public func tasks(in state: StoredTask.State, limit: Int = Int.max, network: NetworkState? = nil) throws
         -> [StoredTask]
     {
-        var filter = ""
-        if let network {
-            if network.isMetered { filter += " AND allowsMetered AND NOT discretionary" }
-            if network.isConstrained { filter += " AND allowsConstrained" }
-            if network.power == .battery { filter += " AND NOT discretionary" }
-        }
+        let filter = network.flatMap { Self.heldBack(by: $0, offline: false) }.map { " AND NOT (\($0))" } ?? ""
         return try pool.read { db in
             try Row.fetchAll(
                 db,
@@ -329,27 +324,32 @@ public final class FerryStore: Sendable {
     }
 
     /// Pending tasks that `network` does not let run, as far as SQL can tell (offline: every one; the
-    /// caller keeps those to this machine running), and that have not been told they wait.
-    /// - Parameter includingReported: also those told already (every pending task held back).
-    public func pendingUnreportedWaiting(in network: NetworkState, includingReported: Bool = false) throws
-        -> [StoredTask]
-    {
-        var blocked: [String] = []
-        if !network.isOnline { blocked.append("1") }
-        if network.isMetered { blocked.append("NOT allowsMetered OR discretionary") }
-        if network.isConstrained { blocked.append("NOT allowsConstrained") }
-        if network.power == .battery { blocked.append("discretionary") }
-        guard !blocked.isEmpty else { return [] }
+    /// caller keeps those to this machine running).
+    /// - Parameter onlyUnreported: only those not yet told they wait.
+    public func pendingHeldBack(by network: NetworkState, onlyUnreported: Bool) throws -> [StoredTask] {
+        guard let heldBack = Self.heldBack(by: network, offline: true) else { return [] }
         return try pool.read { db in
             try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT * FROM task WHERE state = 'pending'\(includingReported ? "" : " AND NOT waitReported")
-                    AND (\(blocked.map { "(\($0))" }.joined(separator: " OR ")))
+                    SELECT * FROM task WHERE state = 'pending'\(onlyUnreported ? " AND NOT waitReported" : "")
+                    AND (\(heldBack))
                     ORDER BY session, taskIdentifier
                     """
             ).map(StoredTask.init(row:))
         }
+    }
+
+    /// ``FerryCore/NetworkPolicy/waitReason(in:host:)`` as an SQL condition on the task table: true for a
+    /// task `network` holds back (metered, constrained, on battery; and, with `offline`, every task when
+    /// there is no default route, the host being left to the caller); nil when it holds back none.
+    private static func heldBack(by network: NetworkState, offline: Bool) -> String? {
+        var reasons: [String] = []
+        if offline, !network.isOnline { reasons.append("1") }
+        if network.isMetered { reasons.append("NOT allowsMetered OR discretionary") }
+        if network.isConstrained { reasons.append("NOT allowsConstrained") }
+        if network.power == .battery { reasons.append("discretionary") }
+        return reasons.isEmpty ? nil : reasons.map { "(\($0))" }.joined(separator: " OR ")
     }
 
     /// Journals taskIsWaitingForConnectivity for a task that has not had it, with `reason`, and marks it

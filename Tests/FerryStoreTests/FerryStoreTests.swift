@@ -58,12 +58,13 @@ func request(_ path: String) -> Request {
         // Pending tasks a metered network holds back, until told once.
         #expect(try store.tasks(in: .pending, network: NetworkState(isMetered: true)).isEmpty)
         #expect(try store.tasks(in: .pending, network: NetworkState()).count == 2)
-        #expect(try store.pendingUnreportedWaiting(in: NetworkState(isMetered: true)).map(\.taskIdentifier) == [1, 2])
+        #expect(try store.pendingHeldBack(by: NetworkState(isMetered: true), onlyUnreported: true).map(\.taskIdentifier) == [1, 2])
         #expect(try store.reportWaiting(session: "s", identifier: 1, reason: "metered network") != nil)
         #expect(try store.reportWaiting(session: "s", identifier: 1, reason: "metered network") == nil, "once")
         #expect(try store.events(session: "s").map(\.kind) == [.taskIsWaitingForConnectivity])
-        #expect(try store.pendingUnreportedWaiting(in: NetworkState(isMetered: true)).map(\.taskIdentifier) == [2])
-        #expect(try store.pendingUnreportedWaiting(in: NetworkState()).isEmpty)
+        #expect(try store.pendingHeldBack(by: NetworkState(isMetered: true), onlyUnreported: true).map(\.taskIdentifier) == [2])
+        #expect(try store.pendingHeldBack(by: NetworkState(isMetered: true), onlyUnreported: false).map(\.taskIdentifier) == [1, 2])
+        #expect(try store.pendingHeldBack(by: NetworkState(), onlyUnreported: true).isEmpty)
         #expect(throws: FerryStoreError.self) {
             try store.updateTask(session: "s", identifier: 9, ControlAPI.TaskUpdate(priority: 0.1))
         }

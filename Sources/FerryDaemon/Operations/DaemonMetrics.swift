@@ -61,15 +61,17 @@ final class DaemonMetrics: Sendable {
         Metrics.Counter(label: MetricCatalog.pruned, factory: factory).increment(by: Int64(count))
     }
 
-    /// The registry in the Prometheus text format, after the scrape-time gauges are read: task counts
-    /// and event backlogs from `store`, its size, and `rate` (the running transfers' bytes a second).
-    /// What the scheduler knows that the store does not: the network and the waiting tasks.
+    /// What the scheduler knows that the store does not: the network, the pending tasks it holds back by
+    /// reason, and the daemon-wide bandwidth limit.
     struct NetworkSample: Sendable {
         var state: NetworkState
         var waiting: [String: Int]
         var bandwidthLimit: Int64?
     }
 
+    /// The registry in the Prometheus text format, after the scrape-time gauges are read: task counts
+    /// and event backlogs from `store`, its size, `rate` (the running transfers' bytes a second) and
+    /// `network`.
     func exposition(store: FerryStore, rate: Double, network: NetworkSample? = nil) throws -> String {
         var values: [(name: String, labels: [(String, String)], value: Double)] = []
         if let network {
