@@ -3,7 +3,6 @@ import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
-import NIOHTTP2
 import NIOSSL
 import Synchronization
 
@@ -13,7 +12,7 @@ import Synchronization
 /// are complete.
 ///
 /// Lives on the connection's event loop; other threads reach it only through the loop.
-final class HTTP1ConnectionHandler: ChannelDuplexHandler {
+final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeDriver {
     typealias InboundIn = HTTPClientResponsePart
     typealias OutboundIn = HTTPClientRequestPart
     typealias OutboundOut = HTTPClientRequestPart
@@ -56,22 +55,8 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
     private var idleCloseTask: Scheduled<Void>?
     /// Called on the loop when an exchange ends with the connection reusable, or when it closes.
     var onOutcome: ((Outcome) -> Void)?
-    /// For an HTTP/2 stream: whether the connection's GOAWAY says the server did not process the stream.
-    var streamRefused: ((HTTP2StreamID) -> Bool)?
-
-    /// Body bytes gathered for the reader (HTTP/2 streams only): see ``coalescesBody``.
-    private var gathered: ByteBuffer?
-    /// Whether small body pieces are gathered into larger buffers before they go to the reader. An
-    /// HTTP/2 body arrives in DATA frames of a few KiB (nginx sends 8 KiB); handing each to the reader
-    /// costs a hand-off per frame. Gathering them into 48–64 KiB buffers (one copy, while the bytes are
-    /// still in the cache) took the user CPU of a discarded 1 GiB from nginx from 1.31–1.34 s to
-    /// 1.12–1.16 s (three runs each, interleaved).
-    private let coalescesBody: Bool
-    private static let gatherLimit = 64 << 10
-
-    init(idleTimeout: TimeAmount, coalescesBody: Bool = false) {
+    init(idleTimeout: TimeAmount) {
         self.idleTimeout = idleTimeout
-        self.coalescesBody = coalescesBody
     }
 
     /// Starts an exchange: the head promise completes when the response head arrives (or fails), the
@@ -180,16 +165,8 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
             exchange!.head = nil
             promise?.succeed(head)
         case .body(let buffer):
-            if coalescesBody, buffer.readableBytes < Self.gatherLimit / 2 {
-                if gathered == nil { gathered = context.channel.allocator.buffer(capacity: Self.gatherLimit) }
-                gathered!.writeImmutableBuffer(buffer)
-                if gathered!.readableBytes >= Self.gatherLimit - (Self.gatherLimit / 4) { handOverGathered() }
-            } else {
-                handOverGathered()
-                if exchange!.source?.yield(buffer) == .stopProducing { paused = true }
-            }
+            if exchange!.source?.yield(buffer) == .stopProducing { paused = true }
         case .end:
-            handOverGathered()
             exchange!.responseDone = true
             if !exchange!.requestDone {
                 // The server answered before taking the whole request (an early 413, say): the answer
@@ -199,18 +176,6 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
             }
             finishIfComplete()
         }
-    }
-
-    func channelReadComplete(context: ChannelHandlerContext) {
-        handOverGathered()
-        context.fireChannelReadComplete()
-    }
-
-    /// Gives the reader what was gathered.
-    private func handOverGathered() {
-        guard let buffer = gathered, buffer.readableBytes > 0 else { return }
-        gathered = nil
-        if exchange?.source?.yield(buffer) == .stopProducing { paused = true }
     }
 
     func read(context: ChannelHandlerContext) {
@@ -243,22 +208,6 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler {
         // A TLS peer that closes without close_notify (common, and what curl accepts): the close that
         // follows decides — a body whose length is known is complete or not, and channelInactive says so.
         if let tls = error as? NIOSSLError, case .uncleanShutdown = tls { return }
-        if let closed = error as? NIOHTTP2Errors.StreamClosed {
-            // An HTTP/2 stream ended by the server (RST_STREAM) or by a GOAWAY below it.
-            let refused = closed.errorCode == .refusedStream || streamRefused?(closed.streamID) == true
-            if refused, exchange?.receivedAnything == false {
-                failExchange(HTTP1ConnectionError.refused("HTTP/2 REFUSED_STREAM or GOAWAY"))
-            } else {
-                failExchange(
-                    FerryError(
-                        .networkConnectionLost,
-                        "the server reset the HTTP/2 stream (\(closed.errorCode)) before the response was complete"
-                    )
-                )
-            }
-            context.close(promise: nil)
-            return
-        }
         failExchange(Self.ferryError(for: error))
         context.close(promise: nil)
     }
@@ -350,24 +299,29 @@ final class HTTP1ExchangeState: Sendable {
     }
 }
 
-/// The handler an exchange runs on, known once its connection or HTTP/2 stream is ready (a stream is
-/// made on the loop, in the same turn that starts the exchange, so the caller never waits for it).
+/// What runs exchanges on a connection's loop: an HTTP/1.1 connection's handler, or an HTTP/2
+/// connection's (whose streams are its exchanges). The body reader and the waiting caller reach it by the
+/// exchange's number.
+protocol ExchangeDriver: AnyObject {
+    /// The reader wants more of exchange `id`'s body.
+    func resume(id: Int)
+    /// The reader stopped reading exchange `id`'s body (finished, failed or dropped it).
+    func readerGone(id: Int)
+    /// Ends exchange `id` with `error`.
+    func fail(id: Int, _ error: any Error)
+}
+
+/// The driver an exchange runs on, reached on its loop from other threads.
 final class HandlerSlot: Sendable {
-    private let box: NIOLockedValueBox<NIOLoopBound<HTTP1ConnectionHandler>?>
+    private let run: @Sendable (@escaping @Sendable (any ExchangeDriver) -> Void) -> Void
 
-    init(_ handler: NIOLoopBound<HTTP1ConnectionHandler>? = nil) {
-        box = NIOLockedValueBox(handler)
+    init<Driver: ExchangeDriver>(_ driver: NIOLoopBound<Driver>) {
+        run = { body in driver.eventLoop.execute { body(driver.value) } }
     }
 
-    var handler: NIOLoopBound<HTTP1ConnectionHandler>? {
-        get { box.withLockedValue { $0 } }
-        set { box.withLockedValue { $0 = newValue } }
-    }
-
-    /// Runs `body` with the handler on its loop; nothing when there is no handler yet.
-    func onLoop(_ body: @escaping @Sendable (HTTP1ConnectionHandler) -> Void) {
-        guard let handler else { return }
-        handler.eventLoop.execute { body(handler.value) }
+    /// Runs `body` with the driver on its loop.
+    func onLoop(_ body: @escaping @Sendable (any ExchangeDriver) -> Void) {
+        run(body)
     }
 }
 
@@ -402,6 +356,6 @@ enum HTTP1ConnectionError: Error {
     /// already closed, so the request may be sent again on a new one.
     case closedBeforeResponse
     /// An HTTP/2 server refused the stream without processing it (REFUSED_STREAM, or a GOAWAY whose
-    /// last stream is below it), or the connection could not open one: safe to send again elsewhere.
+    /// last stream is below it), or the connection could take no new stream: safe to send again elsewhere.
     case refused(String)
 }

@@ -50,8 +50,8 @@ final class HTTP1ConnectionPool: Sendable {
     enum Claim {
         /// An idle HTTP/1.1 connection.
         case idle(HTTP1Connection)
-        /// A stream (numbered `stream` on its connection) reserved on a shared HTTP/2 connection.
-        case shared(HTTP2Connection, stream: Int)
+        /// A stream reserved on a shared HTTP/2 connection.
+        case shared(HTTP2Connection)
         /// Another request is connecting to the origin and may find `h2`: claim again once it is done.
         case wait(EventLoopFuture<Void>)
         /// Connect. With `first`, this request is the one the others wait for: it calls
@@ -73,7 +73,7 @@ final class HTTP1ConnectionPool: Sendable {
         state.withLockedValue { state in
             if mayShare {
                 for connection in state.shared[origin] ?? [] {
-                    if let stream = connection.reserve() { return .shared(connection, stream: stream) }
+                    if connection.reserve() { return .shared(connection) }
                 }
             }
             while let connection = state.idle[origin]?.popLast() {

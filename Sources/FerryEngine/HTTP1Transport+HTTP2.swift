@@ -1,11 +1,10 @@
 import FerryCore
-import NIOConcurrencyHelpers
 import NIOCore
+import NIOHPACK
 import NIOHTTP1
-import NIOHTTP2
 
-/// HTTP/2 on ``HTTP1Transport``'s connections: the pipeline a connection gets when ALPN picks `h2`, and
-/// the stream each request runs on (docs/ARCHITECTURE.md, "The engine").
+/// HTTP/2 on ``HTTP1Transport``'s connections: the handler a connection gets when ALPN picks `h2`, and
+/// how a request runs on one of its streams (docs/ARCHITECTURE.md, "The engine").
 extension HTTP1Transport {
     /// Settings of the HTTP/2 connections (tests shorten the PING interval).
     struct HTTP2Settings: Sendable {
@@ -16,57 +15,39 @@ extension HTTP1Transport {
         var streamWindow = 4 << 20
         /// The connection's window, shared by its streams.
         var connectionWindow = 16 << 20
+        /// The largest frame the server may send (SETTINGS_MAX_FRAME_SIZE). DATA content is never
+        /// gathered whole, so this bounds only what other frames may hold.
+        var maximumFrameSize = 256 << 10
         /// How often an idle connection is checked with a PING.
         var pingInterval = TimeAmount.seconds(20)
         /// How long an idle connection is kept.
         var idleTimeout = TimeAmount.seconds(60)
     }
 
-    /// Puts swift-nio-http2 on a connection whose ALPN chose `h2` (on its loop).
+    /// Puts the HTTP/2 client on a connection whose ALPN chose `h2` (on its loop).
     static func configureHTTP2(
         _ channel: any Channel,
         origin: String,
         pool: HTTP1ConnectionPool,
-        settings: HTTP2Settings
+        settings: HTTP2Settings,
+        idleTimeout: TimeAmount
     ) throws -> HTTP2Connection {
-        var connectionConfiguration = NIOHTTP2Handler.ConnectionConfiguration()
-        connectionConfiguration.initialSettings = [
-            HTTP2Setting(parameter: .enablePush, value: 0),
-            HTTP2Setting(parameter: .maxConcurrentStreams, value: 100),
-            HTTP2Setting(parameter: .initialWindowSize, value: settings.streamWindow),
-            HTTP2Setting(parameter: .maxHeaderListSize, value: 1 << 16),
-        ]
-        connectionConfiguration.targetWindowSize = settings.connectionWindow
-        var streamConfiguration = NIOHTTP2Handler.StreamConfiguration()
-        streamConfiguration.targetWindowSize = settings.streamWindow
-        // Request bodies are written a chunk at a time, each once the previous is on the wire.
-        streamConfiguration.outboundBufferSizeHighWatermark = 1 << 20
-        streamConfiguration.outboundBufferSizeLowWatermark = 256 << 10
-        let operations = channel.pipeline.syncOperations
-        let multiplexer = try operations.configureHTTP2Pipeline(
-            mode: .client,
-            connectionConfiguration: connectionConfiguration,
-            streamConfiguration: streamConfiguration,
-            inboundStreamInitializer: { stream in
-                // Push is switched off; a server that opens a stream anyway gets it closed.
-                stream.close()
-            }
+        let handler = HTTP2ClientHandler(settings: settings, idleTimeout: idleTimeout)
+        let connection = HTTP2Connection(
+            channel: channel,
+            handler: NIOLoopBound(handler, eventLoop: channel.eventLoop),
+            origin: origin
         )
-        let connection = HTTP2Connection(channel: channel, multiplexer: multiplexer, origin: origin)
-        try operations.addHandler(
-            HTTP2ConnectionMonitor(
-                events: .init(
-                    maximumStreams: { connection.maximumStreams($0) },
-                    goAway: { lastProcessed in
-                        connection.drain(lastProcessed: lastProcessed)
-                        pool.retire(connection)
-                    },
-                    isIdle: { connection.isIdle }
-                ),
-                pingInterval: settings.pingInterval,
-                idleTimeout: settings.idleTimeout
-            )
+        handler.events = HTTP2ClientHandler.Events(
+            maximumStreams: { connection.maximumStreams($0) },
+            goAway: {
+                connection.drain()
+                pool.retire(connection)
+            },
+            streamClosed: { connection.release() },
+            isIdle: { connection.isIdle }
         )
+        try channel.pipeline.syncOperations.addHandler(handler)
         channel.closeFuture.whenComplete { _ in
             connection.drain()
             pool.retire(connection)
@@ -74,47 +55,146 @@ extension HTTP1Transport {
         return connection
     }
 
-    /// Opens reserved stream `number` of `connection`, with the HTTP/1-style codec and an exchange handler
-    /// of its own, and calls `then` on the loop as soon as the stream is active; the stream's slot is
-    /// given back when it closes. When the connection can no longer open streams, `failed` gets
-    /// ``HTTP1ConnectionError/refused(_:)`` (the request may go elsewhere).
-    func openStream(
-        _ number: Int,
+    /// Runs one exchange on a new stream of `connection`, whose slot the caller reserved.
+    func exchangeHTTP2(
+        _ request: TransportRequest,
+        route: HTTP1Route,
         on connection: HTTP2Connection,
-        slot: HandlerSlot,
-        then start: @escaping @Sendable (any Channel, NIOLoopBound<HTTP1ConnectionHandler>) -> Void,
-        failed: @escaping @Sendable (any Error) -> Void
-    ) {
-        let idle = idleTimeout
-        let made = connection.channel.eventLoop.makePromise(of: (any Channel).self)
-        connection.multiplexer.createStreamChannel(promise: made) { stream in
-            stream.eventLoop.makeCompletedFuture {
-                let handler = HTTP1ConnectionHandler(idleTimeout: idle, coalescesBody: true)
-                let operations = stream.pipeline.syncOperations
-                try operations.addHandler(HeadersEndStreamMerger())
-                try operations.addHandler(HTTP2FramePayloadToHTTP1ClientCodec(httpProtocol: .https))
-                try operations.addHandler(handler)
-                let bound = NIOLoopBound(handler, eventLoop: stream.eventLoop)
-                connection.opened(number, handler: bound)
-                handler.onOutcome = { _ in connection.release(number) }
-                handler.streamRefused = { connection.wasRefused($0) }
-                slot.handler = bound
-            }
+        timing: TransportTiming,
+        deadline: NIODeadline
+    ) async throws -> TransportResponse {
+        let handler = connection.handler
+        let loop = handler.eventLoop
+        let id = connection.nextExchangeID()
+        let slot = HandlerSlot(handler)
+        let shared = HTTP1ExchangeState(timing: timing)
+        let made = Producer.makeSequence(
+            elementType: ByteBuffer.self,
+            backPressureStrategy: .init(lowWatermark: 2, highWatermark: 4),
+            finishOnDeinit: false,
+            delegate: BodyDemand(slot: slot, shared: shared, id: id)
+        )
+        let headPromise = loop.makePromise(of: HTTPResponseHead.self)
+        let source = made.source
+        let streamed: TransportBodyStream?
+        let body: HTTP2ClientHandler.Request.Body
+        switch request.body {
+        case nil: (body, streamed) = (.none, nil)
+        case .bytes(let bytes): (body, streamed) = (.bytes(bytes), nil)
+        case .stream(_, let stream): (body, streamed) = (.streamed, stream)
         }
-        made.futureResult.whenComplete { result in
-            switch result {
-            case .success(let stream):
-                guard let handler = slot.handler else {
-                    connection.release(number)
-                    failed(HTTP1ConnectionError.refused("the stream could not be set up"))
-                    return
+        let started = HTTP2ClientHandler.Request(
+            headers: Self.http2Headers(request, route: route),
+            isHead: request.method == "HEAD",
+            body: body
+        )
+        let idle = request.idleTimeout.map { TimeAmount.milliseconds(Int64($0 * 1000)) }
+        loop.execute {
+            handler.value.start(
+                started,
+                exchange: id,
+                head: headPromise,
+                source: source,
+                shared: shared,
+                deadline: deadline,
+                idleTimeout: idle
+            )
+        }
+        if case .stream(let length, _) = request.body, let streamed {
+            Task { await Self.pumpHTTP2(streamed, length: length, handler: handler, shared: shared, id: id) }
+        }
+        return try await response(
+            head: headPromise,
+            slot: slot,
+            id: id,
+            protocolName: "h2",
+            body: made.sequence,
+            shared: shared
+        )
+    }
+
+    /// Sends a streamed request body on stream `id`, each piece once the one before is written (and the
+    /// server's window let it go); without a length an empty DATA frame ends it.
+    private static func pumpHTTP2(
+        _ stream: TransportBodyStream,
+        length: Int64?,
+        handler: NIOLoopBound<HTTP2ClientHandler>,
+        shared: HTTP1ExchangeState,
+        id: Int
+    ) async {
+        let loop = handler.eventLoop
+        do {
+            var sent: Int64 = 0
+            var ended = false
+            for try await chunk in stream {
+                if shared.isFinished { return }
+                sent += Int64(chunk.readableBytes)
+                if let length, sent > length {
+                    throw FerryError(.invalidOperation, "the request body is longer than the \(length) bytes its length promised")
                 }
-                start(stream, handler)
-            case .failure(let error):
-                if slot.handler == nil { connection.release(number) }
-                failed(HTTP1ConnectionError.refused("the connection could not open a stream: \(error)"))
+                // With a length, the piece that completes it carries END_STREAM.
+                let end = length.map { sent == $0 } ?? false
+                let written = loop.makePromise(of: Void.self)
+                loop.execute { handler.value.send(exchange: id, chunk, end: end, promise: written) }
+                try await written.futureResult.get()
+                if end {
+                    ended = true
+                    break
+                }
             }
+            if let length, sent < length {
+                throw FerryError(.invalidOperation, "the request body ended after \(sent) of the \(length) bytes its length promised")
+            }
+            if !ended {
+                let written = loop.makePromise(of: Void.self)
+                loop.execute { handler.value.send(exchange: id, ByteBuffer(), end: true, promise: written) }
+                try await written.futureResult.get()
+            }
+        } catch {
+            let failure = HTTP1ConnectionHandler.ferryError(for: error)
+            loop.execute { handler.value.fail(id: id, failure) }
         }
     }
 
+    /// The request's header fields for HTTP/2: the pseudo-header fields, then the caller's with their
+    /// names in lower case, without those HTTP/2 forbids (RFC 9113 §8.2.2) and with the body's length.
+    static func http2Headers(_ request: TransportRequest, route: HTTP1Route) -> HPACKHeaders {
+        let target = route.target
+        var authority = target.hostHeader
+        var fields: [(String, String)] = []
+        fields.reserveCapacity(16)
+        for field in request.headers {
+            let name = field.name.lowercased()
+            switch name {
+            case "host":
+                authority = field.value
+                continue
+            case "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "content-length":
+                continue
+            case "te":
+                if field.value.lowercased() != "trailers" { continue }
+            default:
+                break
+            }
+            fields.append((name, field.value))
+        }
+        var headers = HPACKHeaders()
+        headers.reserveCapacity(fields.count + 6)
+        headers.add(name: ":method", value: request.method)
+        headers.add(name: ":scheme", value: "https")
+        headers.add(name: ":authority", value: authority)
+        headers.add(name: ":path", value: target.requestTarget)
+        for (name, value) in fields { headers.add(name: name, value: value) }
+        switch request.body {
+        case nil:
+            if ["POST", "PUT", "PATCH"].contains(request.method) { headers.add(name: "content-length", value: "0") }
+        case .bytes(let buffer):
+            headers.add(name: "content-length", value: String(buffer.readableBytes))
+        case .stream(let length?, _):
+            headers.add(name: "content-length", value: String(length))
+        case .stream(nil, _):
+            break
+        }
+        return headers
+    }
 }

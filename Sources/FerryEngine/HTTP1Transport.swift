@@ -3,7 +3,6 @@ public import Foundation
 import NIOConcurrencyHelpers
 public import NIOCore
 import NIOHTTP1
-import NIOHTTP2
 import NIOPosix
 import NIOTLS
 
@@ -100,10 +99,10 @@ public final class HTTP1Transport: HTTPTransport {
                     continue
                 case .idle(let connection):
                     connection.info.describe(into: &timing, reused: true)
-                    return try await exchange(request, route: route, on: .http1(connection), timing: timing, deadline: deadline)
-                case .shared(let connection, let stream):
+                    return try await exchange(request, route: route, on: connection, timing: timing, deadline: deadline)
+                case .shared(let connection):
                     connection.info.describe(into: &timing, reused: true)
-                    return try await exchange(request, route: route, on: .http2(connection, stream: stream), timing: timing, deadline: deadline)
+                    return try await exchangeHTTP2(request, route: route, on: connection, timing: timing, deadline: deadline)
                 case .connect(let first):
                     reused = false
                     let made: Connection
@@ -117,17 +116,11 @@ public final class HTTP1Transport: HTTPTransport {
                     case .http1(let connection):
                         if let first { pool.settle(origin: route.key, first: first, speaksHTTP1: true) }
                         connection.info.describe(into: &timing, reused: false)
-                        return try await exchange(request, route: route, on: .http1(connection), timing: timing, deadline: deadline)
+                        return try await exchange(request, route: route, on: connection, timing: timing, deadline: deadline)
                     case .http2(let connection):
                         if let first { pool.settle(origin: route.key, first: first, speaksHTTP1: false) }
                         connection.info.describe(into: &timing, reused: false)
-                        return try await exchange(
-                            request,
-                            route: route,
-                            on: .http2(connection, stream: HTTP2Connection.creatorsStream),
-                            timing: timing,
-                            deadline: deadline
-                        )
+                        return try await exchangeHTTP2(request, route: route, on: connection, timing: timing, deadline: deadline)
                     }
                 }
             } catch HTTP1ConnectionError.closedBeforeResponse {
@@ -232,7 +225,7 @@ public final class HTTP1Transport: HTTPTransport {
         // (NIO's negotiation handler holds back what arrives until they are in place).
         let configure: @Sendable (any Channel, _ h2: Bool) throws -> Connection = { channel, h2 in
             if h2 {
-                return .http2(try Self.configureHTTP2(channel, origin: key, pool: pool, settings: http2))
+                return .http2(try Self.configureHTTP2(channel, origin: key, pool: pool, settings: http2, idleTimeout: idle))
             }
             let operations = channel.pipeline.syncOperations
             let handler = HTTP1ConnectionHandler(idleTimeout: idle)
@@ -503,35 +496,16 @@ public final class HTTP1Transport: HTTPTransport {
 
     // MARK: One exchange
 
-    /// What carries one exchange: an HTTP/1.1 connection, or a reserved stream of an HTTP/2 one.
-    private enum Carrier {
-        case http1(HTTP1Connection)
-        case http2(HTTP2Connection, stream: Int)
-    }
-
     private func exchange(
         _ request: TransportRequest,
         route: HTTP1Route,
-        on carrier: Carrier,
+        on connection: HTTP1Connection,
         timing: TransportTiming,
         deadline: NIODeadline
     ) async throws -> TransportResponse {
-        let loop: any EventLoop
-        let id: Int
-        let protocolName: String
-        let slot: HandlerSlot
-        switch carrier {
-        case .http1(let connection):
-            loop = connection.channel.eventLoop
-            id = connection.nextExchangeID()
-            protocolName = "http/1.1"
-            slot = HandlerSlot(connection.handler)
-        case .http2(let connection, _):
-            loop = connection.channel.eventLoop
-            id = 1
-            protocolName = "h2"
-            slot = HandlerSlot()
-        }
+        let loop = connection.channel.eventLoop
+        let id = connection.nextExchangeID()
+        let slot = HandlerSlot(connection.handler)
         let shared = HTTP1ExchangeState(timing: timing)
         let made = Producer.makeSequence(
             elementType: ByteBuffer.self,
@@ -540,14 +514,14 @@ public final class HTTP1Transport: HTTPTransport {
             delegate: BodyDemand(slot: slot, shared: shared, id: id)
         )
         let headPromise = loop.makePromise(of: HTTPResponseHead.self)
-        let (head, keepsAlive) = Self.requestHead(request, route: route, http2: protocolName == "h2")
-        // A stream carries one exchange.
-        let keepAlive = keepsAlive && protocolName != "h2"
+        let (head, keepAlive) = Self.requestHead(request, route: route)
         let body = request.body
         let idle = request.idleTimeout.map { TimeAmount.milliseconds(Int64($0 * 1000)) }
         let source = made.source
+        let channel = connection.channel
+        let handler = connection.handler
         // On the loop: begins the exchange on its handler and writes the request.
-        let start: @Sendable (any Channel, NIOLoopBound<HTTP1ConnectionHandler>) -> Void = { channel, handler in
+        loop.execute {
             guard
                 handler.value.begin(
                     id: id,
@@ -573,34 +547,38 @@ public final class HTTP1Transport: HTTPTransport {
                 }
             }
         }
-        switch carrier {
-        case .http1(let connection):
-            let handler = connection.handler
-            loop.execute { start(connection.channel, handler) }
-        case .http2(let connection, let stream):
-            // The stream is made and the request written in one turn of the loop.
-            openStream(stream, on: connection, slot: slot, then: start) { error in
-                headPromise.fail(error)
-                source.finish(error)
-            }
-        }
+        return try await response(
+            head: headPromise,
+            slot: slot,
+            id: id,
+            protocolName: "http/1.1",
+            body: made.sequence,
+            shared: shared
+        )
+    }
+
+    /// Waits for exchange `id`'s response head (a cancelled task cancels the exchange) and returns the
+    /// response, its body read from `body`.
+    func response(
+        head promise: EventLoopPromise<HTTPResponseHead>,
+        slot: HandlerSlot,
+        id: Int,
+        protocolName: String,
+        body: Producer,
+        shared: HTTP1ExchangeState
+    ) async throws -> TransportResponse {
         let responseHead = try await withTaskCancellationHandler {
-            try await headPromise.futureResult.get()
+            try await promise.futureResult.get()
         } onCancel: {
             slot.onLoop { $0.fail(id: id, FerryError(.cancelled, "the transfer was cancelled")) }
         }
         var headers = Headers()
-        for (name, value) in responseHead.headers {
-            // swift-nio-http2's codec adds `transfer-encoding: chunked` to an HTTP/2 head without a length,
-            // for HTTP/1 handlers; the server sent no such field.
-            if protocolName == "h2", name.lowercased() == "transfer-encoding" { continue }
-            headers.add(name: name, value: value)
-        }
+        for (name, value) in responseHead.headers { headers.add(name: name, value: value) }
         return TransportResponse(
             status: Int(responseHead.status.code),
             headers: headers,
             protocolName: protocolName,
-            body: TransportBodyStream(made.sequence),
+            body: TransportBodyStream(body),
             timing: shared.timing.withLockedValue { $0 },
             latestTiming: { shared.timing.withLockedValue { $0 } }
         )
@@ -682,11 +660,7 @@ public final class HTTP1Transport: HTTPTransport {
 
     /// The request head: the caller's fields plus Host and the body's framing; through an HTTP proxy
     /// without a tunnel, the absolute URL as target and the proxy's credentials.
-    static func requestHead(
-        _ request: TransportRequest,
-        route: HTTP1Route,
-        http2: Bool = false
-    ) -> (HTTPRequestHead, keepAlive: Bool) {
+    static func requestHead(_ request: TransportRequest, route: HTTP1Route) -> (HTTPRequestHead, keepAlive: Bool) {
         let target = route.target
         var headers = HTTPHeaders()
         var keepAlive = true
@@ -711,8 +685,7 @@ public final class HTTP1Transport: HTTPTransport {
         case .stream(let length?, _):
             headers.add(name: "Content-Length", value: String(length))
         case .stream(nil, _):
-            // HTTP/2 frames the body itself (RFC 9113 §8.2.2 forbids Transfer-Encoding).
-            if !http2 { headers.add(name: "Transfer-Encoding", value: "chunked") }
+            headers.add(name: "Transfer-Encoding", value: "chunked")
         }
         var uri = target.requestTarget
         if route.usesAbsoluteForm {

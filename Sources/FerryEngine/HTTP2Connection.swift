@@ -2,20 +2,21 @@ import FerryCore
 import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
-import NIOHTTP2
+import Synchronization
 
 /// One HTTP/2 connection of ``HTTP1Transport`` (ALPN chose `h2`): shared by every request to its origin,
 /// each on a stream of its own, up to the server's SETTINGS_MAX_CONCURRENT_STREAMS.
 ///
-/// Its streams are counted here (a slot is reserved before the stream is made and given back when the
-/// stream closes); ``HTTP2ConnectionMonitor``, on the connection's loop, reports the server's SETTINGS
-/// and GOAWAY, answers for idle PINGs, and closes the connection when it has been idle too long.
+/// Its streams are counted here (a slot is reserved before the stream is started and given back when
+/// the stream ends); ``HTTP2ClientHandler``, on the connection's loop, runs the streams and reports the
+/// server's SETTINGS and GOAWAY.
 final class HTTP2Connection: Sendable {
     let channel: any Channel
-    let multiplexer: NIOHTTP2Handler.StreamMultiplexer
+    let handler: NIOLoopBound<HTTP2ClientHandler>
     let origin: String
     /// Addresses, TLS and connect times, shared with HTTP/1.1 connections.
     let info = ConnectionInfo()
+    private let exchanges = Atomic<Int>(0)
 
     private struct State {
         /// Streams reserved or open.
@@ -24,53 +25,38 @@ final class HTTP2Connection: Sendable {
         var maximumStreams = 100
         /// GOAWAY received, or closed: no new streams.
         var draining = false
-        /// The last stream the server's GOAWAY says it processed.
-        var lastProcessed: HTTP2StreamID?
-        /// The handlers of the open streams (for shutting down).
-        var handlers: [Int: NIOLoopBound<HTTP1ConnectionHandler>] = [:]
-        var nextStream = 0
     }
 
     private let state = NIOLockedValueBox(State())
 
-    /// A connection whose stream 1 is reserved for the request that opened it (so an idle check between
+    /// A connection with one stream reserved for the request that opened it (so an idle check between
     /// the handshake and that request cannot close it under the request).
-    init(channel: any Channel, multiplexer: NIOHTTP2Handler.StreamMultiplexer, origin: String) {
+    init(channel: any Channel, handler: NIOLoopBound<HTTP2ClientHandler>, origin: String) {
         self.channel = channel
-        self.multiplexer = multiplexer
+        self.handler = handler
         self.origin = origin
-        state.withLockedValue { state in
-            state.streams = 1
-            state.nextStream = 1
-        }
+        state.withLockedValue { $0.streams = 1 }
     }
 
-    /// The stream reserved for the request that opened the connection.
-    static let creatorsStream = 1
-
-    /// Reserves a stream when the connection can take one more; the caller opens it or calls
-    /// ``release(_:)``. Returns the stream's number on this connection.
-    func reserve() -> Int? {
-        guard channel.isActive else { return nil }
+    /// Reserves a stream when the connection can take one more; the caller starts it (whose end gives
+    /// the slot back, as does a start that fails).
+    func reserve() -> Bool {
+        guard channel.isActive else { return false }
         return state.withLockedValue { state in
-            guard !state.draining, state.streams < state.maximumStreams else { return nil }
+            guard !state.draining, state.streams < state.maximumStreams else { return false }
             state.streams += 1
-            state.nextStream += 1
-            return state.nextStream
+            return true
         }
     }
 
-    /// Records the handler of stream `number` (so shutting down reaches it).
-    func opened(_ number: Int, handler: NIOLoopBound<HTTP1ConnectionHandler>) {
-        state.withLockedValue { $0.handlers[number] = handler }
+    /// A number for the next exchange on this connection.
+    func nextExchangeID() -> Int {
+        exchanges.add(1, ordering: .relaxed).newValue
     }
 
-    /// Gives back stream `number`'s slot: it closed, or could not be opened.
-    func release(_ number: Int) {
-        state.withLockedValue { state in
-            state.handlers[number] = nil
-            state.streams = max(0, state.streams - 1)
-        }
+    /// Gives back a stream's slot: it ended, or could not be started.
+    func release() {
+        state.withLockedValue { state in state.streams = max(0, state.streams - 1) }
     }
 
     /// The server's SETTINGS_MAX_CONCURRENT_STREAMS.
@@ -78,18 +64,9 @@ final class HTTP2Connection: Sendable {
         state.withLockedValue { $0.maximumStreams = value }
     }
 
-    /// GOAWAY naming `lastProcessed` (nil: the connection closed): no new stream goes here.
-    func drain(lastProcessed: HTTP2StreamID? = nil) {
-        state.withLockedValue { state in
-            state.draining = true
-            if let lastProcessed { state.lastProcessed = min(lastProcessed, state.lastProcessed ?? lastProcessed) }
-        }
-    }
-
-    /// Whether a GOAWAY said the server did not process stream `id` (RFC 9113 §6.8: it may be sent again
-    /// on another connection). swift-nio-http2 closes such streams with CANCEL, not REFUSED_STREAM.
-    func wasRefused(_ id: HTTP2StreamID) -> Bool {
-        state.withLockedValue { state in state.lastProcessed.map { id > $0 } ?? false }
+    /// GOAWAY arrived or the connection closed: no new stream goes here.
+    func drain() {
+        state.withLockedValue { $0.draining = true }
     }
 
     /// Whether new streams may go here.
@@ -100,13 +77,9 @@ final class HTTP2Connection: Sendable {
 
     /// Fails every open stream with a cancellation and closes the connection.
     func shutDown() {
-        let handlers = state.withLockedValue { state -> [NIOLoopBound<HTTP1ConnectionHandler>] in
-            state.draining = true
-            return Array(state.handlers.values)
-        }
-        for handler in handlers {
-            handler.eventLoop.execute { handler.value.shutDown() }
-        }
+        drain()
+        let handler = self.handler
+        handler.eventLoop.execute { handler.value.shutDown() }
         channel.close(promise: nil)
     }
 }

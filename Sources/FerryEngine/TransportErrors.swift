@@ -1,6 +1,5 @@
 import FerryCore
 import NIOCore
-import NIOHTTP2
 import NIOPosix
 import NIOSSL
 
@@ -57,9 +56,6 @@ enum TransportErrors {
                 )
             }
             return FerryError(.cannotConnectToHost, "could not connect: \(error)", failingURL: url)
-        }
-        if error is any NIOHTTP2Error {
-            return FerryError(.networkConnectionLost, "the HTTP/2 connection failed: \(error)", failingURL: url)
         }
         if error is ChannelError {
             return FerryError(.networkConnectionLost, "the connection failed: \(error)", failingURL: url)

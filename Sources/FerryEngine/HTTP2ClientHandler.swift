@@ -1,0 +1,803 @@
+import FerryCore
+import Foundation
+import NIOCore
+import NIOHPACK
+import NIOHTTP1
+import NIOSSL
+
+/// The client side of one HTTP/2 connection (RFC 9113), the last handler of its pipeline (after TLS):
+/// every stream of the connection runs here, on the connection's loop, without a channel of its own.
+///
+/// It reads frames with ``HTTP2FrameReader`` (DATA content goes to the reader as slices of the reads,
+/// not copied), keeps the flow-control windows (large ones, topped up as the reader takes the bytes, so
+/// a reader that stops holds the server back), sends request content within the server's windows,
+/// answers SETTINGS and PING, and acts on GOAWAY (streams the server did not process fail as refused, to
+/// be sent again elsewhere) and RST_STREAM. While no stream is open the connection is checked with a
+/// PING every `pingInterval` and closed after `idleTimeout`. See ``HTTP2Frame`` for why this is not
+/// swift-nio-http2.
+final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    /// What the connection learns that its owner (``HTTP2Connection``) needs.
+    struct Events {
+        /// The server's SETTINGS_MAX_CONCURRENT_STREAMS.
+        var maximumStreams: (Int) -> Void = { _ in }
+        /// GOAWAY arrived, or the connection is closing: no new streams.
+        var goAway: () -> Void = {}
+        /// A stream started by ``start(_:exchange:head:source:shared:deadline:idleTimeout:)`` ended (or
+        /// could not start): its slot is free.
+        var streamClosed: () -> Void = {}
+        /// Whether no stream is open or reserved.
+        var isIdle: () -> Bool = { true }
+    }
+
+    /// One request to start.
+    struct Request: Sendable {
+        /// Pseudo-header fields first, names in lowercase.
+        var headers: HPACKHeaders
+        var isHead: Bool
+        var body: Body
+
+        enum Body: Sendable {
+            case none
+            case bytes(ByteBuffer)
+            /// Sent in pieces by ``send(exchange:_:end:promise:)``.
+            case streamed
+        }
+    }
+
+    var events = Events()
+    private let settings: HTTP1Transport.HTTP2Settings
+    /// The streams' idle timeout unless a request asks for less.
+    private let idleTimeout: TimeAmount
+    private var context: ChannelHandlerContext?
+    private var reader: HTTP2FrameReader
+    private var encoder: HPACKEncoder
+    private var decoder: HPACKDecoder
+
+    private var streams: [UInt32: HTTP2Stream] = [:]
+    /// Exchange numbers to stream ids.
+    private var exchanges: [Int: UInt32] = [:]
+    private var nextStream: UInt32 = 1
+    /// Streams with content gathered in this read.
+    private var batched: [UInt32] = []
+    /// A header block continued in CONTINUATION frames.
+    private var continuing: (stream: UInt32, block: ByteBuffer, endStream: Bool)?
+
+    // The server's settings and windows.
+    private var peerInitialWindow = HTTP2Frame.defaultWindow
+    private var peerMaximumFrameSize = HTTP2Frame.defaultMaximumFrameSize
+    private var connectionSendWindow = HTTP2Frame.defaultWindow
+    /// Connection-level bytes received that the server has not been given window for again.
+    private var connectionUnacknowledged = 0
+
+    /// GOAWAY received (or sent): no new streams.
+    private var goingAway = false
+    private var closed = false
+    /// Control frames waiting for the next write.
+    private var outbox: ByteBuffer?
+    private var needsFlush = false
+
+    // Idle checks.
+    private var timer: Scheduled<Void>?
+    private var unansweredPing: UInt64?
+    private var pingsSent: UInt64 = 0
+    private var idleTicks: Int64 = 0
+
+    init(settings: HTTP1Transport.HTTP2Settings, idleTimeout: TimeAmount) {
+        self.settings = settings
+        self.idleTimeout = idleTimeout
+        self.reader = HTTP2FrameReader(maximumFrameSize: settings.maximumFrameSize)
+        let allocator = ByteBufferAllocator()
+        self.encoder = HPACKEncoder(allocator: allocator)
+        self.decoder = HPACKDecoder(allocator: allocator, maxDynamicTableSize: HPACKDecoder.maxDynamicTableSize, maxHeaderListSize: 1 << 16)
+    }
+
+    // MARK: Channel events
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        if context.channel.isActive { begin(context: context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        begin(context: context)
+        context.fireChannelActive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        timer?.cancel()
+        timer = nil
+        self.context = nil
+    }
+
+    /// The connection preface: the magic, SETTINGS, and the connection's window raised at once.
+    private func begin(context: ChannelHandlerContext) {
+        guard timer == nil, !closed else { return }
+        var preface = context.channel.allocator.buffer(capacity: 64)
+        preface.writeString(HTTP2Frame.preface)
+        preface.writeHTTP2Settings([
+            (.enablePush, 0),
+            (.maximumConcurrentStreams, 100),
+            (.initialWindowSize, settings.streamWindow),
+            (.maximumFrameSize, settings.maximumFrameSize),
+            (.maximumHeaderListSize, 1 << 16),
+        ])
+        if settings.connectionWindow > HTTP2Frame.defaultWindow {
+            preface.writeHTTP2WindowUpdate(stream: 0, increment: settings.connectionWindow - HTTP2Frame.defaultWindow)
+        }
+        context.writeAndFlush(wrapOutboundOut(preface), promise: nil)
+        arm(context: context)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let bytes = unwrapInboundIn(data)
+        do {
+            try reader.read(bytes) { event in
+                switch event {
+                case .frame(let header, let payload):
+                    try handle(header, payload, context: context)
+                case .data(let stream, let content, let window, let endStream):
+                    try handleData(stream: stream, content, window: window, endStream: endStream, context: context)
+                }
+            }
+        } catch let violation as HTTP2Frame.Violation {
+            connectionError(violation, context: context)
+        } catch {
+            connectionError(
+                HTTP2Frame.Violation(code: .compressionError, message: "a header block could not be decoded (\(error))"),
+                context: context
+            )
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        handOverBatches()
+        flushIfNeeded(context: context)
+        context.fireChannelReadComplete()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        closed = true
+        timer?.cancel()
+        timer = nil
+        events.goAway()
+        for id in Array(streams.keys) {
+            guard let stream = streams[id] else { continue }
+            fail(
+                id,
+                stream.receivedAnything
+                    ? FerryError(.networkConnectionLost, "the server closed the connection before the response was complete")
+                    : HTTP1ConnectionError.closedBeforeResponse,
+                reset: nil
+            )
+        }
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // A TLS peer that closes without close_notify: the close that follows decides.
+        if let tls = error as? NIOSSLError, case .uncleanShutdown = tls { return }
+        let failure = TransportErrors.ferryError(for: error)
+        for id in Array(streams.keys) { fail(id, failure, reset: nil) }
+        context.close(promise: nil)
+    }
+
+    // MARK: Requests (called on the loop by the transport)
+
+    /// Starts `request` on a new stream. The head promise completes with the response head (or fails:
+    /// with ``HTTP1ConnectionError/refused(_:)`` when the connection can take no new stream); the
+    /// content goes to `source`.
+    func start(
+        _ request: Request,
+        exchange: Int,
+        head: EventLoopPromise<HTTPResponseHead>,
+        source: HTTP1ConnectionHandler.Producer.Source,
+        shared: HTTP1ExchangeState,
+        deadline: NIODeadline,
+        idleTimeout requested: TimeAmount?
+    ) {
+        guard let context, context.channel.isActive, !goingAway, !closed, nextStream < UInt32(Int32.max) else {
+            let refusal = HTTP1ConnectionError.refused("the HTTP/2 connection is closing")
+            head.fail(refusal)
+            source.finish(refusal)
+            events.streamClosed()
+            return
+        }
+        let id = nextStream
+        nextStream += 2
+        var block = context.channel.allocator.buffer(capacity: 256)
+        do {
+            try encoder.encode(headers: request.headers, to: &block)
+        } catch {
+            let failure = FerryError(.badURL, "the request's header fields cannot be sent over HTTP/2 (\(error))")
+            head.fail(failure)
+            source.finish(failure)
+            events.streamClosed()
+            return
+        }
+        var stream = HTTP2Stream(
+            exchange: exchange,
+            id: id,
+            head: head,
+            source: source,
+            shared: shared,
+            isHead: request.isHead,
+            sendWindow: peerInitialWindow,
+            idle: min(idleTimeout, requested ?? idleTimeout)
+        )
+        let loop = context.eventLoop.assumeIsolated()
+        if deadline < .distantFuture {
+            stream.deadlineTask = loop.scheduleTask(deadline: deadline) { [self] in
+                fail(exchange: exchange, FerryError(.timedOut, "the transfer took longer than the resource timeout"))
+            }
+        }
+        stream.idleTask = loop.scheduleTask(in: stream.idle) { [self] in checkIdle(id) }
+        shared.timing.withLockedValue { $0.requestStart = Date() }
+        var endStream = false
+        switch request.body {
+        case .none: endStream = true
+        case .bytes(let bytes):
+            if bytes.readableBytes == 0 { endStream = true } else { stream.outbound.append((bytes, true, nil)) }
+        case .streamed: break
+        }
+        stream.requestDone = endStream
+        streams[id] = stream
+        exchanges[exchange] = id
+        var frames = takeOutbox(context: context, capacity: block.readableBytes + 32)
+        frames.writeHTTP2Headers(stream: id, block: block, endStream: endStream, maximumFrameSize: peerMaximumFrameSize)
+        if endStream {
+            let written = context.eventLoop.makePromise(of: Void.self)
+            written.futureResult.whenSuccess { shared.timing.withLockedValue { $0.requestEnd = Date() } }
+            context.write(wrapOutboundOut(frames), promise: written)
+        } else {
+            context.write(wrapOutboundOut(frames), promise: nil)
+            sendOutbound(id, context: context)
+        }
+        context.flush()
+        needsFlush = false
+    }
+
+    /// Request content for a streamed body; `promise` completes once it is written (or fails when the
+    /// stream has ended).
+    func send(exchange: Int, _ bytes: ByteBuffer, end: Bool, promise: EventLoopPromise<Void>?) {
+        guard let id = exchanges[exchange], let context, streams[id] != nil, streams[id]!.requestDone == false else {
+            promise?.fail(FerryError(.cancelled, "the HTTP/2 stream has ended"))
+            return
+        }
+        streams[id]!.outbound.append((bytes, end, promise))
+        if end { streams[id]!.requestDone = true }
+        streams[id]!.lastActivity = .now()
+        sendOutbound(id, context: context)
+        flushIfNeeded(context: context)
+    }
+
+    // MARK: ExchangeDriver
+
+    func resume(id exchange: Int) {
+        guard let id = exchanges[exchange], streams[id]?.paused == true, let context else { return }
+        streams[id]!.paused = false
+        acknowledge(id, force: true)
+        flushIfNeeded(context: context)
+    }
+
+    func readerGone(id exchange: Int) {
+        guard let id = exchanges[exchange], let stream = streams[id], !stream.responseDone else { return }
+        fail(id, FerryError(.cancelled, "the response body was abandoned"), reset: .cancel)
+    }
+
+    func fail(id exchange: Int, _ error: any Error) {
+        fail(exchange: exchange, error)
+    }
+
+    private func fail(exchange: Int, _ error: any Error) {
+        guard let id = exchanges[exchange] else { return }
+        fail(id, error, reset: .cancel)
+    }
+
+    /// Fails every stream with a cancellation and closes the connection.
+    func shutDown() {
+        goingAway = true
+        for id in Array(streams.keys) {
+            fail(id, FerryError(.cancelled, "the transfer was cancelled: the session's connections were shut down"), reset: nil)
+        }
+        context?.close(promise: nil)
+    }
+
+    // MARK: Frames
+
+    private func handle(_ header: HTTP2Frame.Header, _ payload: ByteBuffer, context: ChannelHandlerContext) throws {
+        if let continuing, header.kind != .continuation || header.stream != continuing.stream {
+            throw HTTP2Frame.Violation(code: .protocolError, message: "a header block was interrupted by another frame")
+        }
+        var payload = payload
+        switch header.kind {
+        case .headers:
+            try checkServerStream(header.stream, "HEADERS")
+            if header.has(HTTP2Frame.Flag.padded) { payload = try Self.unpadded(payload, "HEADERS") }
+            if header.has(HTTP2Frame.Flag.priority) {
+                guard payload.readableBytes >= 5 else {
+                    throw HTTP2Frame.Violation(code: .frameSizeError, message: "a HEADERS frame too short for its priority")
+                }
+                payload.moveReaderIndex(forwardBy: 5)
+            }
+            let endStream = header.has(HTTP2Frame.Flag.endStream)
+            if header.has(HTTP2Frame.Flag.endHeaders) {
+                try headers(on: header.stream, block: payload, endStream: endStream, context: context)
+            } else {
+                continuing = (header.stream, payload, endStream)
+            }
+        case .continuation:
+            guard let (stream, gathered, endStream) = continuing else {
+                throw HTTP2Frame.Violation(code: .protocolError, message: "a CONTINUATION frame without a header block")
+            }
+            var block = gathered
+            block.writeBuffer(&payload)
+            if header.has(HTTP2Frame.Flag.endHeaders) {
+                continuing = nil
+                try headers(on: stream, block: block, endStream: endStream, context: context)
+            } else {
+                continuing = (stream, block, endStream)
+            }
+        case .settings:
+            guard header.stream == 0 else {
+                throw HTTP2Frame.Violation(code: .protocolError, message: "SETTINGS on a stream")
+            }
+            if header.has(HTTP2Frame.Flag.ack) { return }
+            guard header.length % 6 == 0 else {
+                throw HTTP2Frame.Violation(code: .frameSizeError, message: "a SETTINGS frame of \(header.length) bytes")
+            }
+            try applySettings(payload, context: context)
+        case .ping:
+            guard header.length == 8, header.stream == 0, let data = payload.readInteger(as: UInt64.self) else {
+                throw HTTP2Frame.Violation(code: .frameSizeError, message: "a PING frame of \(header.length) bytes")
+            }
+            if header.has(HTTP2Frame.Flag.ack) {
+                if data == unansweredPing { unansweredPing = nil }
+            } else {
+                queue(context: context) { $0.writeHTTP2Ping(data, ack: true) }
+            }
+        case .goAway:
+            guard header.stream == 0, let last = payload.readInteger(as: UInt32.self),
+                let code = payload.readInteger(as: UInt32.self)
+            else {
+                throw HTTP2Frame.Violation(code: .frameSizeError, message: "a GOAWAY frame of \(header.length) bytes")
+            }
+            goAway(lastProcessed: last & 0x7FFF_FFFF, code: HTTP2Frame.ErrorCode(rawValue: code), context: context)
+        case .windowUpdate:
+            guard header.length == 4, let raw = payload.readInteger(as: UInt32.self) else {
+                throw HTTP2Frame.Violation(code: .frameSizeError, message: "a WINDOW_UPDATE frame of \(header.length) bytes")
+            }
+            try windowUpdate(stream: header.stream, increment: Int(raw & 0x7FFF_FFFF), context: context)
+        case .resetStream:
+            guard header.length == 4, header.stream != 0, let code = payload.readInteger(as: UInt32.self) else {
+                throw HTTP2Frame.Violation(code: .frameSizeError, message: "an RST_STREAM frame of \(header.length) bytes")
+            }
+            reset(header.stream, by: HTTP2Frame.ErrorCode(rawValue: code))
+        case .pushPromise:
+            throw HTTP2Frame.Violation(code: .protocolError, message: "PUSH_PROMISE, though this client switched push off")
+        case .priority, .data, nil:
+            // PRIORITY is advice this client does not need; unknown frame types are ignored (RFC 9113 §4.1).
+            break
+        }
+    }
+
+    private func handleData(
+        stream id: UInt32,
+        _ content: ByteBuffer,
+        window: Int,
+        endStream: Bool,
+        context: ChannelHandlerContext
+    ) throws {
+        if continuing != nil {
+            throw HTTP2Frame.Violation(code: .protocolError, message: "a header block was interrupted by DATA")
+        }
+        try checkServerStream(id, "DATA")
+        // The connection's window is given back as bytes arrive; each stream's as its reader takes them.
+        connectionUnacknowledged += window
+        if connectionUnacknowledged >= settings.connectionWindow / 4 {
+            let increment = connectionUnacknowledged
+            connectionUnacknowledged = 0
+            queue(context: context) { $0.writeHTTP2WindowUpdate(stream: 0, increment: increment) }
+        }
+        // A stream this side has reset or finished: its bytes are dropped.
+        guard var stream = streams[id] else { return }
+        guard stream.head == nil, !stream.responseDone else {
+            streams[id] = stream
+            fail(id, FerryError(.badServerResponse, "the server sent content before the response's header fields"), reset: .protocolError)
+            return
+        }
+        stream.lastActivity = .now()
+        stream.unacknowledged += window
+        let count = content.readableBytes
+        if count > 0 {
+            stream.receivedLength += Int64(count)
+            if let expected = stream.expectedLength, stream.receivedLength > expected {
+                streams[id] = stream
+                fail(
+                    id,
+                    FerryError(.badServerResponse, "the server sent more than the \(expected) bytes its Content-Length promised"),
+                    reset: .protocolError
+                )
+                return
+            }
+            if stream.batch.isEmpty, !endStream { batched.append(id) }
+            stream.batch.append(content)
+        }
+        streams[id] = stream
+        if endStream { responseEnded(id, context: context) }
+    }
+
+    /// A whole header block for stream `id`: the response head, an informational response, or trailers.
+    private func headers(on id: UInt32, block: ByteBuffer, endStream: Bool, context: ChannelHandlerContext) throws {
+        var block = block
+        // Decoded even for a stream that is gone: the decoder's table must stay in step with the server's.
+        let fields = try decoder.decodeHeaders(from: &block)
+        guard var stream = streams[id] else { return }
+        stream.lastActivity = .now()
+        stream.receivedAnything = true
+        if let head = stream.head {
+            var status: Int?
+            var headers = HTTPHeaders()
+            for field in fields {
+                if field.name == ":status" {
+                    status = Int(field.value)
+                } else if !field.name.hasPrefix(":") {
+                    headers.add(name: field.name, value: field.value)
+                }
+            }
+            guard let status, (100...999).contains(status) else {
+                streams[id] = stream
+                fail(id, FerryError(.badServerResponse, "the server's HTTP/2 response has no valid :status"), reset: .protocolError)
+                return
+            }
+            if (100..<200).contains(status) {
+                // Informational (103 Early Hints, say): the real head follows.
+                streams[id] = stream
+                if endStream {
+                    fail(id, FerryError(.badServerResponse, "the server ended the stream after an informational response"), reset: nil)
+                }
+                return
+            }
+            if !stream.isHead, status != 204, status != 304, let length = headers.first(name: "content-length") {
+                guard let expected = Int64(length), expected >= 0 else {
+                    streams[id] = stream
+                    fail(id, FerryError(.badServerResponse, "the server sent an invalid Content-Length (\(length))"), reset: .protocolError)
+                    return
+                }
+                stream.expectedLength = expected
+            }
+            stream.head = nil
+            streams[id] = stream
+            stream.shared.timing.withLockedValue { $0.responseStart = Date() }
+            head.succeed(HTTPResponseHead(version: .http2, status: .init(statusCode: status), headers: headers))
+        } else {
+            // Trailers: the response's end.
+            streams[id] = stream
+            guard endStream else {
+                fail(id, FerryError(.badServerResponse, "the server sent a second header block without ending the stream"), reset: .protocolError)
+                return
+            }
+        }
+        if endStream { responseEnded(id, context: context) }
+    }
+
+    private func applySettings(_ payload: ByteBuffer, context: ChannelHandlerContext) throws {
+        var payload = payload
+        while let raw = payload.readInteger(as: UInt16.self), let value = payload.readInteger(as: UInt32.self) {
+            switch HTTP2Frame.Setting(rawValue: raw) {
+            case .headerTableSize:
+                try? encoder.setDynamicTableSize(min(Int(value), HPACKEncoder.defaultDynamicTableSize))
+            case .maximumConcurrentStreams:
+                events.maximumStreams(Int(value))
+            case .initialWindowSize:
+                guard Int(value) <= HTTP2Frame.maximumWindow else {
+                    throw HTTP2Frame.Violation(code: .flowControlError, message: "an initial window of \(value)")
+                }
+                let delta = Int(value) - peerInitialWindow
+                peerInitialWindow = Int(value)
+                for id in streams.keys { streams[id]!.sendWindow += delta }
+            case .maximumFrameSize:
+                guard (HTTP2Frame.defaultMaximumFrameSize...0xFF_FFFF).contains(Int(value)) else {
+                    throw HTTP2Frame.Violation(code: .protocolError, message: "a maximum frame size of \(value)")
+                }
+                peerMaximumFrameSize = Int(value)
+            case .enablePush, .maximumHeaderListSize, nil:
+                break
+            }
+        }
+        queue(context: context) { $0.writeHTTP2SettingsAck() }
+        for id in Array(streams.keys) where !(streams[id]?.outbound.isEmpty ?? true) { sendOutbound(id, context: context) }
+    }
+
+    private func windowUpdate(stream id: UInt32, increment: Int, context: ChannelHandlerContext) throws {
+        if id == 0 {
+            guard increment > 0 else {
+                throw HTTP2Frame.Violation(code: .protocolError, message: "a WINDOW_UPDATE of 0 for the connection")
+            }
+            connectionSendWindow += increment
+            guard connectionSendWindow <= HTTP2Frame.maximumWindow else {
+                throw HTTP2Frame.Violation(code: .flowControlError, message: "the connection's window grew past 2^31-1")
+            }
+            for id in Array(streams.keys) where !(streams[id]?.outbound.isEmpty ?? true) { sendOutbound(id, context: context) }
+            return
+        }
+        guard streams[id] != nil else { return }
+        streams[id]!.sendWindow += increment
+        if increment == 0 || streams[id]!.sendWindow > HTTP2Frame.maximumWindow {
+            fail(id, FerryError(.badServerResponse, "the server sent an invalid WINDOW_UPDATE for the stream"), reset: .flowControlError)
+            return
+        }
+        sendOutbound(id, context: context)
+    }
+
+    private func reset(_ id: UInt32, by code: HTTP2Frame.ErrorCode) {
+        guard let stream = streams[id] else { return }
+        if code == .refusedStream, !stream.receivedAnything {
+            fail(id, HTTP1ConnectionError.refused("HTTP/2 REFUSED_STREAM"), reset: nil)
+        } else if code == .noError, stream.responseDone {
+            // The server took the answer as the end (it need not read the rest of the request).
+            return
+        } else {
+            fail(
+                id,
+                FerryError(.networkConnectionLost, "the server reset the HTTP/2 stream (\(code)) before the response was complete"),
+                reset: nil
+            )
+        }
+    }
+
+    private func goAway(lastProcessed: UInt32, code: HTTP2Frame.ErrorCode, context: ChannelHandlerContext) {
+        goingAway = true
+        events.goAway()
+        // Streams above the last one the server processed were not: safe to send again elsewhere.
+        for id in Array(streams.keys) where id > lastProcessed {
+            fail(id, HTTP1ConnectionError.refused("GOAWAY (\(code)) below the stream"), reset: nil)
+        }
+        closeIfDrained(context: context)
+    }
+
+    // MARK: Streams
+
+    /// The server ended stream `id`'s response.
+    private func responseEnded(_ id: UInt32, context: ChannelHandlerContext) {
+        guard var stream = streams[id] else { return }
+        if let expected = stream.expectedLength, stream.receivedLength != expected {
+            fail(
+                id,
+                FerryError(
+                    .networkConnectionLost,
+                    "the server ended the response after \(stream.receivedLength) of the \(expected) bytes its Content-Length promised"
+                ),
+                reset: nil
+            )
+            return
+        }
+        stream.responseDone = true
+        if !stream.requestDone {
+            // An answer before the whole request (an early 413, say): the rest is not sent (RFC 9113 §8.1).
+            stream.requestDone = true
+            for pending in stream.outbound { pending.promise?.fail(FerryError(.cancelled, "the server answered before the whole request")) }
+            stream.outbound = []
+            queue(context: context) { $0.writeHTTP2ResetStream(stream: id, code: .noError) }
+        }
+        streams[id] = stream
+        finish(id)
+    }
+
+    /// Ends stream `id` with its response complete.
+    private func finish(_ id: UInt32) {
+        guard let stream = remove(id) else { return }
+        if !stream.batch.isEmpty { _ = stream.source.yield(contentsOf: stream.batch) }
+        stream.shared.finished()
+        stream.source.finish()
+    }
+
+    /// Ends stream `id` with `error`, telling the server with RST_STREAM `reset` when given.
+    private func fail(_ id: UInt32, _ error: any Error, reset code: HTTP2Frame.ErrorCode?) {
+        guard let stream = remove(id) else { return }
+        if let code, let context, !closed {
+            queue(context: context) { $0.writeHTTP2ResetStream(stream: id, code: code) }
+            flushIfNeeded(context: context)
+        }
+        for pending in stream.outbound { pending.promise?.fail(error) }
+        stream.shared.finished()
+        stream.head?.fail(error)
+        stream.source.finish(error)
+    }
+
+    private func remove(_ id: UInt32) -> HTTP2Stream? {
+        guard let stream = streams.removeValue(forKey: id) else { return nil }
+        exchanges[stream.exchange] = nil
+        stream.deadlineTask?.cancel()
+        stream.idleTask?.cancel()
+        events.streamClosed()
+        if let context { closeIfDrained(context: context) }
+        return stream
+    }
+
+    /// After GOAWAY, the connection closes once its last stream has ended.
+    private func closeIfDrained(context: ChannelHandlerContext) {
+        guard goingAway, streams.isEmpty, !closed else { return }
+        closed = true
+        flushIfNeeded(context: context)
+        context.close(promise: nil)
+    }
+
+    /// Gives each reader what arrived for it in this read, and the server window for what it took.
+    private func handOverBatches() {
+        for id in batched {
+            guard var stream = streams[id], !stream.batch.isEmpty else { continue }
+            let pieces = stream.batch
+            stream.batch = []
+            if stream.source.yield(contentsOf: pieces) == .stopProducing { stream.paused = true }
+            streams[id] = stream
+            acknowledge(id, force: false)
+        }
+        batched.removeAll(keepingCapacity: true)
+    }
+
+    /// Gives the server window again for what stream `id` received, unless its reader is full; without
+    /// `force` only once a quarter of the window is owed (fewer frames).
+    private func acknowledge(_ id: UInt32, force: Bool) {
+        guard let stream = streams[id], !stream.paused, !stream.responseDone, stream.unacknowledged > 0,
+            force || stream.unacknowledged >= settings.streamWindow / 4, let context
+        else { return }
+        let increment = stream.unacknowledged
+        streams[id]!.unacknowledged = 0
+        queue(context: context) { $0.writeHTTP2WindowUpdate(stream: id, increment: increment) }
+    }
+
+    /// Writes what the windows allow of stream `id`'s waiting content.
+    private func sendOutbound(_ id: UInt32, context: ChannelHandlerContext) {
+        guard var stream = streams[id] else { return }
+        while let (waiting, end, given) = stream.outbound.first {
+            var bytes = waiting
+            var promise = given
+            let allowed = min(stream.sendWindow, connectionSendWindow, peerMaximumFrameSize)
+            if bytes.readableBytes > 0, allowed <= 0 { break }
+            let count = min(allowed, bytes.readableBytes)
+            let last = count == bytes.readableBytes
+            let piece = bytes.readSlice(length: count)!
+            stream.sendWindow -= count
+            connectionSendWindow -= count
+            var frame = takeOutbox(context: context, capacity: HTTP2Frame.headerLength)
+            frame.writeHTTP2FrameHeader(
+                length: count,
+                kind: .data,
+                flags: last && end ? HTTP2Frame.Flag.endStream : 0,
+                stream: id
+            )
+            context.write(wrapOutboundOut(frame), promise: nil)
+            if last {
+                stream.outbound.removeFirst()
+                if end {
+                    let shared = stream.shared
+                    let written = context.eventLoop.makePromise(of: Void.self)
+                    written.futureResult.whenSuccess { shared.timing.withLockedValue { $0.requestEnd = Date() } }
+                    if let promise { written.futureResult.cascade(to: promise) }
+                    promise = written
+                }
+                context.write(wrapOutboundOut(piece), promise: promise)
+            } else {
+                stream.outbound[0].bytes = bytes
+                context.write(wrapOutboundOut(piece), promise: nil)
+            }
+            needsFlush = true
+        }
+        streams[id] = stream
+    }
+
+    // MARK: Writing
+
+    /// Appends a control frame to the outbox (written with the next write, or at the end of the read).
+    private func queue(context: ChannelHandlerContext, _ write: (inout ByteBuffer) -> Void) {
+        if outbox == nil { outbox = context.channel.allocator.buffer(capacity: 64) }
+        write(&outbox!)
+        needsFlush = true
+    }
+
+    /// The outbox's frames, to be written ahead of a frame of `capacity` more bytes.
+    private func takeOutbox(context: ChannelHandlerContext, capacity: Int) -> ByteBuffer {
+        if var frames = outbox {
+            outbox = nil
+            frames.reserveCapacity(minimumWritableBytes: capacity)
+            return frames
+        }
+        return context.channel.allocator.buffer(capacity: capacity)
+    }
+
+    private func flushIfNeeded(context: ChannelHandlerContext) {
+        if let frames = outbox {
+            outbox = nil
+            context.write(wrapOutboundOut(frames), promise: nil)
+            needsFlush = true
+        }
+        if needsFlush {
+            needsFlush = false
+            context.flush()
+        }
+    }
+
+    /// A protocol breach by the server: GOAWAY names it, every stream fails, the connection closes.
+    private func connectionError(_ violation: HTTP2Frame.Violation, context: ChannelHandlerContext) {
+        guard !closed else { return }
+        goingAway = true
+        queue(context: context) {
+            $0.writeHTTP2GoAway(lastStream: 0, code: violation.code, message: violation.message)
+        }
+        flushIfNeeded(context: context)
+        let failure = FerryError(.badServerResponse, "the server broke the HTTP/2 protocol: \(violation.message)")
+        for id in Array(streams.keys) { fail(id, failure, reset: nil) }
+        closed = true
+        context.close(promise: nil)
+    }
+
+    private func checkServerStream(_ id: UInt32, _ frame: String) throws {
+        guard id != 0 else {
+            throw HTTP2Frame.Violation(code: .protocolError, message: "\(frame) on stream 0")
+        }
+        guard id & 1 == 1, id < nextStream else {
+            throw HTTP2Frame.Violation(code: .protocolError, message: "\(frame) on stream \(id), which this client never opened")
+        }
+    }
+
+    private static func unpadded(_ payload: ByteBuffer, _ frame: String) throws -> ByteBuffer {
+        var payload = payload
+        guard let padding = payload.readInteger(as: UInt8.self), Int(padding) <= payload.readableBytes else {
+            throw HTTP2Frame.Violation(code: .protocolError, message: "a \(frame) frame's padding is longer than the frame")
+        }
+        return payload.readSlice(length: payload.readableBytes - Int(padding))!
+    }
+
+    // MARK: Timers
+
+    private func checkIdle(_ id: UInt32) {
+        guard let stream = streams[id], let context else { return }
+        if stream.paused || stream.lastActivity + stream.idle > .now() {
+            // The reader holds the content back, or bytes moved lately: look again later.
+            let next: NIODeadline = stream.paused ? .now() + stream.idle : stream.lastActivity + stream.idle
+            streams[id]!.idleTask = context.eventLoop.assumeIsolated().scheduleTask(deadline: next) { [self] in
+                checkIdle(id)
+            }
+            return
+        }
+        fail(id, FerryError(.timedOut, "no data arrived within the request timeout; the transfer can be resumed"), reset: .cancel)
+    }
+
+    private func arm(context: ChannelHandlerContext) {
+        timer = context.eventLoop.assumeIsolated().scheduleTask(in: settings.pingInterval) { [self] in
+            tick(context: context)
+        }
+    }
+
+    /// Every `pingInterval`: an idle connection is pinged, and closed when the previous PING went
+    /// unanswered (its peer is gone) or once it has been idle for `idleTimeout`.
+    private func tick(context: ChannelHandlerContext) {
+        guard context.channel.isActive, !closed else { return }
+        guard streams.isEmpty, events.isIdle() else {
+            // Streams are open: their own timeouts watch the connection.
+            idleTicks = 0
+            unansweredPing = nil
+            arm(context: context)
+            return
+        }
+        idleTicks += 1
+        if unansweredPing != nil || settings.pingInterval * idleTicks >= settings.idleTimeout {
+            goingAway = true
+            events.goAway()
+            queue(context: context) { $0.writeHTTP2GoAway(lastStream: 0, code: .noError) }
+            closed = true
+            flushIfNeeded(context: context)
+            context.close(promise: nil)
+            return
+        }
+        pingsSent += 1
+        unansweredPing = pingsSent
+        queue(context: context) { [pingsSent] in $0.writeHTTP2Ping(pingsSent, ack: false) }
+        flushIfNeeded(context: context)
+        arm(context: context)
+    }
+}

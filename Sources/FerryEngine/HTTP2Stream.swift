@@ -1,0 +1,65 @@
+import NIOCore
+import NIOHTTP1
+
+/// One request and its response on an HTTP/2 connection of ``HTTP2ClientHandler`` (its state only;
+/// the handler acts on it, on the connection's loop).
+struct HTTP2Stream {
+    /// The transport's number for the exchange (the body reader's demand names it).
+    let exchange: Int
+    let id: UInt32
+    /// Completed with the response head; nil once it has been.
+    var head: EventLoopPromise<HTTPResponseHead>?
+    var source: HTTP1ConnectionHandler.Producer.Source
+    let shared: HTTP1ExchangeState
+    /// A HEAD request: its response has no content, whatever Content-Length says.
+    let isHead: Bool
+
+    /// END_STREAM has been sent.
+    var requestDone = false
+    /// END_STREAM has arrived.
+    var responseDone = false
+    /// Any of the response (HEADERS included) has arrived.
+    var receivedAnything = false
+
+    /// Request content waiting for flow-control window, in order, each with the promise completed once
+    /// all of it is written.
+    var outbound: [(bytes: ByteBuffer, end: Bool, promise: EventLoopPromise<Void>?)] = []
+    /// What this stream may still send (the server's window for it).
+    var sendWindow: Int
+
+    /// Content read and not yet given to the reader (handed over once a read is done, in one go).
+    var batch: [ByteBuffer] = []
+    /// The reader has as much as it wants: the window the server may fill is not topped up.
+    var paused = false
+    /// Bytes received that the server has not been given window for again.
+    var unacknowledged = 0
+    /// Content-Length of the response, when it has content and says so.
+    var expectedLength: Int64?
+    var receivedLength: Int64 = 0
+
+    var deadlineTask: Scheduled<Void>?
+    var idleTask: Scheduled<Void>?
+    var lastActivity = NIODeadline.now()
+    /// The idle timeout: the connection's, or the request's when shorter.
+    let idle: TimeAmount
+
+    init(
+        exchange: Int,
+        id: UInt32,
+        head: EventLoopPromise<HTTPResponseHead>,
+        source: HTTP1ConnectionHandler.Producer.Source,
+        shared: HTTP1ExchangeState,
+        isHead: Bool,
+        sendWindow: Int,
+        idle: TimeAmount
+    ) {
+        self.exchange = exchange
+        self.id = id
+        self.head = head
+        self.source = source
+        self.shared = shared
+        self.isHead = isHead
+        self.sendWindow = sendWindow
+        self.idle = idle
+    }
+}
