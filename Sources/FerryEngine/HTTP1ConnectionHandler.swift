@@ -315,8 +315,13 @@ protocol ExchangeDriver: AnyObject {
 final class HandlerSlot: Sendable {
     private let run: @Sendable (@escaping @Sendable (any ExchangeDriver) -> Void) -> Void
 
-    init<Driver: ExchangeDriver>(_ driver: NIOLoopBound<Driver>) {
-        run = { body in driver.eventLoop.execute { body(driver.value) } }
+    convenience init<Driver: ExchangeDriver>(_ driver: NIOLoopBound<Driver>) {
+        self.init { body in driver.eventLoop.execute { body(driver.value) } }
+    }
+
+    /// A slot whose calls go through `run`, which must call its argument with the driver on its loop.
+    init(run: @escaping @Sendable (@escaping @Sendable (any ExchangeDriver) -> Void) -> Void) {
+        self.run = run
     }
 
     /// Runs `body` with the driver on its loop.

@@ -72,9 +72,13 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
     private var connectionSendWindow = HTTP2Frame.defaultWindow
     /// Connection-level bytes received that the server has not been given window for again.
     private var connectionUnacknowledged = 0
+    /// What the server may still send on the connection before it oversteps the window.
+    private var connectionReceiveWindow = HTTP2Frame.defaultWindow
 
     /// GOAWAY received (or sent): no new streams.
     private var goingAway = false
+    /// The owner has been told that the connection takes no new streams.
+    private var announcedGoAway = false
     private var closed = false
     /// Control frames waiting for the next write.
     private var outbox: ByteBuffer?
@@ -127,6 +131,7 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
         ])
         if settings.connectionWindow > HTTP2Frame.defaultWindow {
             preface.writeHTTP2WindowUpdate(stream: 0, increment: settings.connectionWindow - HTTP2Frame.defaultWindow)
+            connectionReceiveWindow = settings.connectionWindow
         }
         context.writeAndFlush(wrapOutboundOut(preface), promise: nil)
         arm(context: context)
@@ -163,7 +168,7 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
         closed = true
         timer?.cancel()
         timer = nil
-        events.goAway()
+        announceGoAway()
         for id in Array(streams.keys) {
             guard let stream = streams[id] else { continue }
             fail(
@@ -226,6 +231,7 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
             shared: shared,
             isHead: request.isHead,
             sendWindow: peerInitialWindow,
+            receiveWindow: settings.streamWindow,
             idle: min(idleTimeout, requested ?? idleTimeout)
         )
         let loop = context.eventLoop.assumeIsolated()
@@ -396,10 +402,15 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
         }
         try checkServerStream(id, "DATA")
         // The connection's window is given back as bytes arrive; each stream's as its reader takes them.
+        connectionReceiveWindow -= window
+        guard connectionReceiveWindow >= 0 else {
+            throw HTTP2Frame.Violation(code: .flowControlError, message: "the server sent more than the connection's window")
+        }
         connectionUnacknowledged += window
         if connectionUnacknowledged >= settings.connectionWindow / 4 {
             let increment = connectionUnacknowledged
             connectionUnacknowledged = 0
+            connectionReceiveWindow += increment
             queue(context: context) { $0.writeHTTP2WindowUpdate(stream: 0, increment: increment) }
         }
         // A stream this side has reset or finished: its bytes are dropped.
@@ -411,6 +422,12 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
         }
         stream.lastActivity = .now()
         stream.unacknowledged += window
+        stream.receiveWindow -= window
+        guard stream.receiveWindow >= 0 else {
+            streams[id] = stream
+            fail(id, FerryError(.badServerResponse, "the server sent more than the stream's window"), reset: .flowControlError)
+            return
+        }
         let count = content.readableBytes
         if count > 0 {
             stream.receivedLength += Int64(count)
@@ -551,12 +568,20 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
 
     private func goAway(lastProcessed: UInt32, code: HTTP2Frame.ErrorCode, context: ChannelHandlerContext) {
         goingAway = true
-        events.goAway()
+        announceGoAway()
         // Streams above the last one the server processed were not: safe to send again elsewhere.
         for id in Array(streams.keys) where id > lastProcessed {
             fail(id, HTTP1ConnectionError.refused("GOAWAY (\(code)) below the stream"), reset: nil)
         }
         closeIfDrained(context: context)
+    }
+
+    /// Tells the owner, once, that no new stream may go here.
+    private func announceGoAway() {
+        goingAway = true
+        guard !announcedGoAway else { return }
+        announcedGoAway = true
+        events.goAway()
     }
 
     // MARK: Streams
@@ -647,6 +672,7 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
         else { return }
         let increment = stream.unacknowledged
         streams[id]!.unacknowledged = 0
+        streams[id]!.receiveWindow += increment
         queue(context: context) { $0.writeHTTP2WindowUpdate(stream: id, increment: increment) }
     }
 
@@ -787,7 +813,7 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
         idleTicks += 1
         if unansweredPing != nil || settings.pingInterval * idleTicks >= settings.idleTimeout {
             goingAway = true
-            events.goAway()
+            announceGoAway()
             queue(context: context) { $0.writeHTTP2GoAway(lastStream: 0, code: .noError) }
             closed = true
             flushIfNeeded(context: context)

@@ -33,6 +33,8 @@ struct HTTP2Stream {
     var paused = false
     /// Bytes received that the server has not been given window for again.
     var unacknowledged = 0
+    /// What the server may still send before it oversteps the window.
+    var receiveWindow: Int
     /// Content-Length of the response, when it has content and says so.
     var expectedLength: Int64?
     var receivedLength: Int64 = 0
@@ -51,6 +53,7 @@ struct HTTP2Stream {
         shared: HTTP1ExchangeState,
         isHead: Bool,
         sendWindow: Int,
+        receiveWindow: Int,
         idle: TimeAmount
     ) {
         self.exchange = exchange
@@ -60,6 +63,7 @@ struct HTTP2Stream {
         self.shared = shared
         self.isHead = isHead
         self.sendWindow = sendWindow
+        self.receiveWindow = receiveWindow
         self.idle = idle
     }
 }
