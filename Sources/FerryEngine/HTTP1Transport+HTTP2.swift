@@ -70,7 +70,11 @@ extension HTTP1Transport {
         let shared = HTTP1ExchangeState(timing: timing)
         let made = Producer.makeSequence(
             elementType: ByteBuffer.self,
-            backPressureStrategy: .init(lowWatermark: 2, highWatermark: 4),
+            // Pieces are DATA frames (nginx sends 8 KiB), so the reader may hold many; what bounds the
+            // bytes buffered is the stream's flow-control window, not this. With 2 and 4, as over
+            // HTTP/1.1, the reader paused and resumed thousands of times a GiB, each a wake-up of the
+            // loop (4,029 eventfd writes for 1 GiB, measured).
+            backPressureStrategy: .init(lowWatermark: 64, highWatermark: 256),
             finishOnDeinit: false,
             delegate: BodyDemand(slot: slot, shared: shared, id: id)
         )

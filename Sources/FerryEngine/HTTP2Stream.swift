@@ -27,7 +27,13 @@ struct HTTP2Stream {
     /// What this stream may still send (the server's window for it).
     var sendWindow: Int
 
-    /// Content read and not yet given to the reader (handed over once a read is done, in one go).
+    /// Content read and not yet given to the reader (handed over once a read is done, in one go): slices
+    /// of the reads, not copies.
+    ///
+    /// Measured against copying the content into 64 KiB buffers of the stream's own (which leaves
+    /// NIOSSL's plaintext buffer unshared, so its next read does not copy it on write): the same CPU for
+    /// a discarded GiB (0.94–1.51 s user copying, 0.97–1.02 s not), and slower into tmpfs (1.92–2.09 s
+    /// against 1.67–1.80 s; curl 1.88–2.94 s), so the slices stay.
     var batch: [ByteBuffer] = []
     /// The reader has as much as it wants: the window the server may fill is not topped up.
     var paused = false
