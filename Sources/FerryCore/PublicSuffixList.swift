@@ -59,22 +59,39 @@ public struct PublicSuffixList: Sendable {
         var rules = Set<String>()
         var wildcards = Set<String>()
         var exceptions = Set<String>()
-        for line in text.split(whereSeparator: \.isNewline) {
-            let rule = line.split(whereSeparator: \.isWhitespace).first.map(String.init) ?? ""
-            guard !rule.isEmpty, !rule.hasPrefix("//") else { continue }
-            let lowered = rule.lowercased()
-            if lowered.hasPrefix("!") {
-                exceptions.insert(String(lowered.dropFirst()))
-            } else if lowered.hasPrefix("*.") {
-                wildcards.insert(String(lowered.dropFirst(2)))
-            } else {
-                rules.insert(lowered)
+        // Read as UTF-8 bytes: splitting the 230 KB list by Characters (grapheme breaking, Unicode
+        // properties) took about 25 ms, a third of a one-request `ferry-bench` run (perf).
+        var text = text
+        text.withUTF8 { bytes in
+            var index = 0
+            let end = bytes.count
+            while index < end {
+                // One line: its first word is the rule.
+                var lineEnd = index
+                while lineEnd < end, bytes[lineEnd] != UInt8(ascii: "\n") { lineEnd += 1 }
+                var wordEnd = index
+                while wordEnd < lineEnd, !Self.isSpace(bytes[wordEnd]) { wordEnd += 1 }
+                defer { index = lineEnd + 1 }
+                guard wordEnd > index else { continue }
+                if wordEnd - index >= 2, bytes[index] == UInt8(ascii: "/"), bytes[index + 1] == UInt8(ascii: "/") { continue }
+                let rule = String(decoding: UnsafeBufferPointer(rebasing: bytes[index..<wordEnd]), as: UTF8.self).lowercased()
+                if rule.hasPrefix("!") {
+                    exceptions.insert(String(rule.dropFirst()))
+                } else if rule.hasPrefix("*.") {
+                    wildcards.insert(String(rule.dropFirst(2)))
+                } else {
+                    rules.insert(rule)
+                }
             }
         }
         self.rules = rules
         self.wildcards = wildcards
         self.exceptions = exceptions
         self.isComplete = complete
+    }
+
+    private static func isSpace(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") || byte == UInt8(ascii: "\r")
     }
 
     /// Whether `domain` (lower case, no trailing dot) is a public suffix itself.

@@ -13,7 +13,9 @@ import Testing
 
     @Test func authorizationAndCookiesAreNotForwardedToAnotherOrigin() async throws {
         try await TestServer.withServer { server in
-            let session = try makeSession(trusting: server)
+            // Ephemeral: the default configuration's cookie jar is shared with tests that store cookies for
+            // 127.0.0.1 (any port), which would then be sent here as the jar's, not the caller's.
+            let session = try makeSession(.ephemeral, trusting: server)
             defer { session.invalidateAndCancel() }
             func echo(_ path: String) async throws -> Echo {
                 var sent = request(server.url(path))
