@@ -138,14 +138,16 @@ final class TLSClient: Sendable {
         }
         if settings.allowsUntrustedCertificates { return nil }
         let certificates: [Certificate]
+        let encoded: [[UInt8]]
         do {
-            certificates = try chain.map { try Certificate(derEncoded: try $0.toDERBytes()) }
+            encoded = try chain.map { try $0.toDERBytes() }
+            certificates = try encoded.map { try Certificate(derEncoded: $0) }
         } catch {
             return TLSFailure(.serverCertificateUntrusted, "\(host) sent a certificate that cannot be parsed")
         }
         let leaf = certificates[0]
         let now = Date()
-        var verifier = Verifier(rootCertificates: await roots.store()) {
+        var verifier = Verifier(rootCertificates: await roots.store(for: encoded)) {
             RFC5280Policy(validationTime: now)
             ServerIdentityPolicy(serverHostname: isAddress ? nil : host, serverIP: isAddress ? host : nil)
         }
@@ -293,87 +295,6 @@ final class TLSReport: Sendable {
     var refusal: TLSFailure? { failure.withLockedValue { $0 } }
 }
 
-/// The certificates trusted: the system's (or `SSL_CERT_FILE`/`SSL_CERT_DIR`'s) and extra ones.
-final class TrustRoots: Sendable {
-    private let additional: [Certificate]
-    /// Built on the first verification, then shared by every connection of the transport.
-    private let built = Mutex<CertificateStore?>(nil)
-
-    /// - Throws: ``FerryError`` when an extra root is not a PEM certificate.
-    init(additionalPEM: [String]) throws {
-        var certificates: [Certificate] = []
-        for pem in additionalPEM {
-            do {
-                let parsed = try SystemTrustBundle.certificates(inPEM: pem)
-                guard !parsed.isEmpty else { throw FerryError(.invalidOperation, "no certificate") }
-                certificates += parsed
-            } catch {
-                throw FerryError(.invalidOperation, "an additional trust root is not a PEM certificate")
-            }
-        }
-        additional = certificates
-    }
-
-    /// The store to verify against.
-    func store() async -> CertificateStore {
-        if let store = built.withLock({ $0 }) { return store }
-        var store = CertificateStore(await SystemTrustBundle.shared.certificates())
-        store.append(contentsOf: additional)
-        built.withLock { $0 = store }
-        return store
-    }
-}
-
-/// The system's trust roots, read once per process: `SSL_CERT_FILE` if set (else the distribution's
-/// bundle), and the certificates in `SSL_CERT_DIR`'s directories if set (OpenSSL's rules).
-actor SystemTrustBundle {
-    static let shared = SystemTrustBundle()
-
-    /// Where distributions keep the bundle (the first that exists is read).
-    static let bundlePaths = [
-        "/etc/ssl/certs/ca-certificates.crt",  // Debian, Ubuntu, Arch, Alpine
-        "/etc/pki/tls/certs/ca-bundle.crt",  // Fedora, RHEL
-        "/etc/ssl/ca-bundle.pem",  // openSUSE
-        "/etc/ssl/cert.pem",  // Alpine, macOS
-    ]
-
-    private var loaded: [Certificate]?
-
-    func certificates() -> [Certificate] {
-        if let loaded { return loaded }
-        let environment = ProcessInfo.processInfo.environment
-        var certificates: [Certificate] = []
-        let files = environment["SSL_CERT_FILE"].flatMap { $0.isEmpty ? nil : [$0] } ?? Self.bundlePaths
-        for path in files {
-            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { continue }
-            certificates += Self.parse(text)
-            break
-        }
-        if let directories = environment["SSL_CERT_DIR"], !directories.isEmpty {
-            for directory in directories.split(separator: ":").map(String.init) {
-                let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-                for name in names.sorted() {
-                    guard let text = try? String(contentsOfFile: directory + "/" + name, encoding: .utf8) else { continue }
-                    certificates += Self.parse(text)
-                }
-            }
-        }
-        loaded = certificates
-        return certificates
-    }
-
-    /// The certificates in a PEM text; a block that does not parse is skipped (as OpenSSL does).
-    private static func parse(_ text: String) -> [Certificate] {
-        PEMBlocks.find(in: text, label: { $0 == "CERTIFICATE" }).compactMap { try? Certificate(pemEncoded: $0) }
-    }
-
-    /// Every certificate in a PEM text.
-    /// - Throws: when a certificate block does not parse.
-    static func certificates(inPEM text: String) throws -> [Certificate] {
-        try PEMBlocks.find(in: text, label: { $0 == "CERTIFICATE" }).map { try Certificate(pemEncoded: $0) }
-    }
-}
-
 /// The blocks of a PEM text (`-----BEGIN LABEL-----` … `-----END LABEL-----`) whose label passes a test;
 /// text between blocks is ignored, as OpenSSL ignores it.
 enum PEMBlocks {
@@ -408,5 +329,11 @@ enum PEMBlocks {
             index = stop + end.count
         }
         return found
+    }
+
+    /// The DER bytes of a PEM block (nil when its body is not base64).
+    static func der(of block: String) -> [UInt8]? {
+        let body = block.split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined()
+        return Data(base64Encoded: body, options: .ignoreUnknownCharacters).map { Array($0) }
     }
 }

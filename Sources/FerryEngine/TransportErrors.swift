@@ -7,7 +7,7 @@ import NIOSSL
 import Glibc
 #endif
 
-/// Turns the errors of SwiftNIO, NIOSSL and swift-nio-http2 into ``FerryError``s with URLError-like codes.
+/// Turns the errors of SwiftNIO and NIOSSL into ``FerryError``s with URLError-like codes.
 enum TransportErrors {
     static func ferryError(for error: any Error, url: String? = nil) -> FerryError {
         if let error = error as? FerryError { return error }
@@ -19,11 +19,12 @@ enum TransportErrors {
             if String(describing: error).contains("CERTIFICATE_VERIFY_FAILED") {
                 return FerryError(
                     .serverCertificateUntrusted,
-                    "the server's certificate is not trusted (\(error)); trust its CA to connect",
+                    "the server's certificate is not trusted; trust its CA to connect",
                     failingURL: url
                 )
             }
-            return FerryError(.secureConnectionFailed, "TLS failed: \(error)", failingURL: url)
+            // BoringSSL's reasons in plain words, without its internals (file names, line numbers).
+            return FerryError(.secureConnectionFailed, "TLS failed: \(TLSClient.plainReason(error))", failingURL: url)
         }
         if let error = error as? IOError {
             switch error.errnoCode {

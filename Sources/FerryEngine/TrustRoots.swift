@@ -1,0 +1,180 @@
+import FerryCore
+import Foundation
+import SwiftASN1
+import Synchronization
+import X509
+
+/// The certificates trusted: the system's (or `SSL_CERT_FILE`/`SSL_CERT_DIR`'s) and extra ones.
+final class TrustRoots: Sendable {
+    private let additional: [Certificate]
+    /// Every root parsed, for a chain no root was found for by name.
+    private let everything = Mutex<CertificateStore?>(nil)
+
+    /// - Throws: ``FerryError`` when an extra root is not a PEM certificate.
+    init(additionalPEM: [String]) throws {
+        var certificates: [Certificate] = []
+        for pem in additionalPEM {
+            do {
+                let parsed = try SystemTrustBundle.certificates(inPEM: pem)
+                guard !parsed.isEmpty else { throw FerryError(.invalidOperation, "no certificate") }
+                certificates += parsed
+            } catch {
+                throw FerryError(.invalidOperation, "an additional trust root is not a PEM certificate")
+            }
+        }
+        additional = certificates
+    }
+
+    /// The roots to verify `chain` (DER, leaf first) against: the extra ones, and the system's whose
+    /// subject is the issuer of a certificate in the chain (the only ones that can anchor it). When the
+    /// system has none by those names, all of them (a name may be encoded differently but equal).
+    func store(for chain: [[UInt8]]) async -> CertificateStore {
+        let issuers = chain.compactMap { DERNames.of(certificate: $0)?.issuer }
+        var store = CertificateStore(additional)
+        let named = await SystemTrustBundle.shared.roots(named: issuers)
+        if !named.isEmpty || additional.contains(where: { root in issuers.contains { $0 == DERNames.encoded(root.subject) } }) {
+            store.append(contentsOf: named)
+            return store
+        }
+        if let all = everything.withLock({ $0 }) { return all }
+        store.append(contentsOf: await SystemTrustBundle.shared.all())
+        everything.withLock { $0 = store }
+        return store
+    }
+}
+
+/// The system's trust roots, read once per process: `SSL_CERT_FILE` if set (else the distribution's
+/// bundle), and the certificates in `SSL_CERT_DIR`'s directories if set (OpenSSL's rules).
+///
+/// The files are read and indexed by subject name at first use, but a certificate is parsed only when a
+/// chain names it as an issuer: parsing the 140 roots of a Debian bundle with swift-certificates (RSA
+/// keys included) took about 25 ms of every process's first https request (perf), where OpenSSL (and so
+/// curl) looks roots up by name as well.
+actor SystemTrustBundle {
+    static let shared = SystemTrustBundle()
+
+    /// Where distributions keep the bundle (the first that exists is read).
+    static let bundlePaths = [
+        "/etc/ssl/certs/ca-certificates.crt",  // Debian, Ubuntu, Arch, Alpine
+        "/etc/pki/tls/certs/ca-bundle.crt",  // Fedora, RHEL
+        "/etc/ssl/ca-bundle.pem",  // openSUSE
+        "/etc/ssl/cert.pem",  // Alpine, macOS
+    ]
+
+    /// The roots' DER by their subject's DER.
+    private var index: [[UInt8]: [[UInt8]]]?
+    private var parsed: [[UInt8]: [Certificate]] = [:]
+    private var loaded: [Certificate]?
+
+    /// The roots whose subject is one of `names` (DER-encoded Names).
+    func roots(named names: [[UInt8]]) -> [Certificate] {
+        let index = self.index ?? load()
+        var found: [Certificate] = []
+        for name in Set(names) {
+            if let known = parsed[name] {
+                found += known
+                continue
+            }
+            let certificates = (index[name] ?? []).compactMap { try? Certificate(derEncoded: $0) }
+            parsed[name] = certificates
+            found += certificates
+        }
+        return found
+    }
+
+    /// Every root, parsed.
+    func all() -> [Certificate] {
+        if let loaded { return loaded }
+        let index = self.index ?? load()
+        let certificates = index.values.joined().compactMap { try? Certificate(derEncoded: $0) }
+        loaded = certificates
+        return certificates
+    }
+
+    private func load() -> [[UInt8]: [[UInt8]]] {
+        let environment = ProcessInfo.processInfo.environment
+        var texts: [String] = []
+        let files = environment["SSL_CERT_FILE"].flatMap { $0.isEmpty ? nil : [$0] } ?? Self.bundlePaths
+        for path in files {
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { continue }
+            texts.append(text)
+            break
+        }
+        if let directories = environment["SSL_CERT_DIR"], !directories.isEmpty {
+            for directory in directories.split(separator: ":").map(String.init) {
+                let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+                for name in names.sorted() {
+                    guard let text = try? String(contentsOfFile: directory + "/" + name, encoding: .utf8) else { continue }
+                    texts.append(text)
+                }
+            }
+        }
+        var index: [[UInt8]: [[UInt8]]] = [:]
+        var seen = Set<[UInt8]>()
+        for text in texts {
+            for block in PEMBlocks.find(in: text, label: { $0 == "CERTIFICATE" }) {
+                // A block that does not decode is skipped, as OpenSSL does; so is a root read twice (a
+                // directory holds each under its name and its hash).
+                guard let der = PEMBlocks.der(of: block), let subject = DERNames.of(certificate: der)?.subject,
+                    seen.insert(der).inserted
+                else { continue }
+                index[subject, default: []].append(der)
+            }
+        }
+        self.index = index
+        return index
+    }
+
+    /// Every certificate in a PEM text.
+    /// - Throws: when a certificate block does not parse.
+    static func certificates(inPEM text: String) throws -> [Certificate] {
+        try PEMBlocks.find(in: text, label: { $0 == "CERTIFICATE" }).map { try Certificate(pemEncoded: $0) }
+    }
+}
+
+/// The issuer and subject of a DER certificate, as the raw DER of their Names (RFC 5280 §4.1), read
+/// without parsing the rest.
+enum DERNames {
+    static func of(certificate der: [UInt8]) -> (issuer: [UInt8], subject: [UInt8])? {
+        // Certificate ::= SEQUENCE { tbsCertificate SEQUENCE { [0] version OPTIONAL, serialNumber,
+        //   signature, issuer, validity, subject, ... }, ... }
+        guard let certificate = element(der, at: 0), certificate.tag == 0x30,
+            let tbs = element(der, at: certificate.contentStart), tbs.tag == 0x30
+        else { return nil }
+        var position = tbs.contentStart
+        if let version = element(der, at: position), version.tag == 0xA0 { position = version.end }
+        // serialNumber, signature, issuer, validity, subject.
+        var fields: [Range<Int>] = []
+        while fields.count < 5, position < tbs.end, let field = element(der, at: position) {
+            fields.append(position..<field.end)
+            position = field.end
+        }
+        guard fields.count == 5 else { return nil }
+        return (Array(der[fields[2]]), Array(der[fields[4]]))
+    }
+
+    /// A Name as DER, for comparing with ``of(certificate:)``'s.
+    static func encoded(_ name: DistinguishedName) -> [UInt8] {
+        var serializer = DER.Serializer()
+        try? serializer.serialize(name)
+        return serializer.serializedBytes
+    }
+
+    /// The TLV at `index`: its tag, where its content starts, where it ends.
+    private static func element(_ der: [UInt8], at index: Int) -> (tag: UInt8, contentStart: Int, end: Int)? {
+        guard index + 2 <= der.count else { return nil }
+        let tag = der[index]
+        let first = Int(der[index + 1])
+        var length = first
+        var contentStart = index + 2
+        if first & 0x80 != 0 {
+            let count = first & 0x7F
+            guard count >= 1, count <= 4, index + 2 + count <= der.count else { return nil }
+            length = 0
+            for offset in 0..<count { length = length << 8 | Int(der[index + 2 + offset]) }
+            contentStart += count
+        }
+        guard contentStart + length <= der.count else { return nil }
+        return (tag, contentStart, contentStart + length)
+    }
+}
