@@ -269,12 +269,13 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
     /// Request content for a streamed body; `promise` completes once it is written (or fails when the
     /// stream has ended).
     func send(exchange: Int, _ bytes: ByteBuffer, end: Bool, promise: EventLoopPromise<Void>?) {
-        guard let id = exchanges[exchange], let context, streams[id] != nil, streams[id]!.requestDone == false else {
+        guard let id = exchanges[exchange], let context, let stream = streams[id], !stream.requestDone,
+            stream.outbound.last?.end != true
+        else {
             promise?.fail(FerryError(.cancelled, "the HTTP/2 stream has ended"))
             return
         }
         streams[id]!.outbound.append((bytes, end, promise))
-        if end { streams[id]!.requestDone = true }
         streams[id]!.lastActivity = .now()
         sendOutbound(id, context: context)
         flushIfNeeded(context: context)
@@ -703,6 +704,7 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
             if last {
                 stream.outbound.removeFirst()
                 if end {
+                    stream.requestDone = true
                     let shared = stream.shared
                     let written = context.eventLoop.makePromise(of: Void.self)
                     written.futureResult.whenSuccess { shared.timing.withLockedValue { $0.requestEnd = Date() } }
@@ -830,3 +832,4 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
         arm(context: context)
     }
 }
+

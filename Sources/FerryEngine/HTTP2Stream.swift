@@ -14,7 +14,7 @@ struct HTTP2Stream {
     /// A HEAD request: its response has no content, whatever Content-Length says.
     let isHead: Bool
 
-    /// END_STREAM has been sent.
+    /// END_STREAM has been written (content still waiting for window does not count).
     var requestDone = false
     /// END_STREAM has arrived.
     var responseDone = false

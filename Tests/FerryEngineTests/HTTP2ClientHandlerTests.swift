@@ -339,6 +339,23 @@ import Testing
         let rest = try sent(channel).filter { $0.type == 0 }
         #expect(rest.map(\.payload.count).reduce(0, +) == 100_000 - 65535)
         #expect(rest.last?.flags == 1 && done)
+        // The whole request went: the answer ends the stream without a reset.
+        try server.headers(1, [(":status", "201")], endStream: true)
+        #expect(try sent(channel).filter { $0.type == 3 }.isEmpty)
+    }
+
+    @Test func anAnswerBeforeTheWholeRequestStopsTheRestWithAReset() throws {
+        let seen = Seen()
+        let (channel, handler, server) = try connected(seen)
+        let exchange = start(handler, channel, exchange: 1, method: "POST", body: .bytes(ByteBuffer(repeating: 3, count: 100_000)))
+        #expect(try sent(channel).filter { $0.type == 0 }.map(\.payload.count).reduce(0, +) == 65535)
+        try server.headers(1, [(":status", "413")], endStream: true)
+        #expect(try exchange.head.wait().status.code == 413)
+        // RST_STREAM NO_ERROR: the server need not wait for the rest (RFC 9113 §8.1), which is not sent.
+        let reset = try sent(channel)
+        #expect(reset.map(\.type) == [3] && reset[0].integer == 0)
+        try server.send { $0.writeHTTP2WindowUpdate(stream: 0, increment: 100_000) }
+        #expect(try sent(channel).filter { $0.type == 0 }.isEmpty)
     }
 
     @Test func anIdleConnectionIsPingedAndClosedWhenAPingGoesUnanswered() throws {

@@ -30,6 +30,33 @@ import Testing
         }
     }
 
+    @Test func requestFieldsAreSentAsHTTP2AllowsThem() throws {
+        var headers = Headers()
+        headers.add(name: "Host", value: "example.test:8443")
+        headers.add(name: "Connection", value: "keep-alive")
+        headers.add(name: "Keep-Alive", value: "timeout=5")
+        headers.add(name: "Transfer-Encoding", value: "chunked")
+        headers.add(name: "Upgrade", value: "h2c")
+        headers.add(name: "TE", value: "gzip")
+        headers.add(name: "X-Trace", value: "A1")
+        let route = HTTP1Route(target: try HTTP1Target(URL(string: "https://example.test:8443/a%20b?q=1")!), proxy: nil)
+        let request = TransportRequest(
+            method: "POST",
+            url: URL(string: "https://example.test:8443/a%20b?q=1")!,
+            headers: headers,
+            body: .bytes(ByteBuffer(string: "hello"))
+        )
+        let fields = HTTP1Transport.http2Headers(request, route: route).map { [$0.name, $0.value] }
+        // Pseudo-header fields first; names in lower case; Host becomes :authority; the connection's own
+        // fields (RFC 9113 §8.2.2) and a TE other than "trailers" are left out; the body's length is said.
+        #expect(
+            fields == [
+                [":method", "POST"], [":scheme", "https"], [":authority", "example.test:8443"], [":path", "/a%20b?q=1"],
+                ["x-trace", "A1"], ["content-length", "5"],
+            ]
+        )
+    }
+
     @Test func httpsSpeaksH2WhenTheServerPicksItWithTLSDetailsAndReuse() async throws {
         try await TestServer.withServer { server in
             let transport = transport(server)
