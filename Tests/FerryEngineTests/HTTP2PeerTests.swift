@@ -71,6 +71,65 @@ import Glibc
         #expect(increments.contains { $0 >= (16 << 20) - 65535 }, "connection WINDOW_UPDATEs: \(increments)")
     }
 
+    @Test func paddedFramesAndConcurrentStreamsFromNghttpdArriveWhole() async throws {
+        if let reason = Self.unavailable {
+            print("skipped: \(reason)")
+            return
+        }
+        let directory = URL(fileURLWithPath: try temporaryPath()).deletingLastPathComponent().path
+        let certificates = try TestCertificates.generate()
+        try certificates.chainPEM.write(toFile: directory + "/cert.pem", atomically: true, encoding: .utf8)
+        try certificates.privateKeyPEM.write(toFile: directory + "/key.pem", atomically: true, encoding: .utf8)
+        try FileManager.default.createDirectory(atPath: directory + "/www", withIntermediateDirectories: true)
+        let sizes = [0, 1, 16383, 16384, 70_000, 1_000_000, 2_500_000, 333]
+        for (seed, size) in sizes.enumerated() {
+            try Data(DeterministicBytes(seed: UInt64(seed)).bytes(offset: 0, count: size))
+                .write(to: URL(fileURLWithPath: directory + "/www/\(seed).bin"))
+        }
+        let port = try LocalPorts.free()
+        let log = directory + "/nghttpd.log"
+        // Every frame padded with up to 255 bytes (RFC 9113 §6.1): the reader must skip them and count
+        // them in flow control.
+        let server = try ChildProcess.spawn(
+            Self.nghttpd,
+            arguments: [
+                "-v", "--padding=255", "--htdocs=\(directory)/www", "--address=127.0.0.1", String(port),
+                directory + "/key.pem", directory + "/cert.pem",
+            ],
+            output: .file(log)
+        )
+        defer {
+            kill(server.processIdentifier, SIGKILL)
+            server.waitUntilExit()
+        }
+        try await LocalPorts.waitForListener(port, name: "nghttpd", process: server)
+
+        var options = TransportOptions()
+        options.additionalTrustRootsPEM = [certificates.trustRootPEM]
+        let transport = HTTP1Transport(options: options)
+        // The first request opens the connection; the others share it, all at once.
+        _ = try await fetch(transport, "https://127.0.0.1:\(port)/0.bin", within: .seconds(60))
+        try await withThrowingTaskGroup(of: (Int, [UInt8], Bool).self) { group in
+            for seed in sizes.indices {
+                group.addTask {
+                    let (response, body) = try await fetch(transport, "https://127.0.0.1:\(port)/\(seed).bin", within: .seconds(60))
+                    return (seed, body, response.protocolName == "h2" && response.timing.reusedConnection == true)
+                }
+            }
+            for try await (seed, body, shared) in group {
+                #expect(body == DeterministicBytes(seed: UInt64(seed)).bytes(offset: 0, count: sizes[seed]), "file \(seed)")
+                #expect(shared, "file \(seed)")
+            }
+        }
+        try await transport.shutdown()
+        let frames = try String(contentsOfFile: log, encoding: .utf8)
+        // nghttpd did pad (its log marks padded frames).
+        #expect(frames.contains("| PADDED"), "\(frames.prefix(2000))")
+        // One connection: nghttpd saw one client SETTINGS that is not an acknowledgement.
+        let prefaces = frames.split(separator: "\n").filter { $0.contains("recv SETTINGS frame") && $0.contains("flags=0x00") }
+        #expect(prefaces.count == 1, "\(prefaces)")
+    }
+
     /// The increments of the WINDOW_UPDATE frames nghttpd received on stream 0.
     static func connectionWindowIncrements(in log: String) -> [Int] {
         let lines = log.split(separator: "\n", omittingEmptySubsequences: false)
