@@ -221,6 +221,7 @@ public final class HTTP1Transport: HTTPTransport {
         let started = Date()
         let configured = loop.makePromise(of: Connection.self)
         let http2 = http2Settings
+        let secure = target.secure
         // The handlers for the protocol: HTTP/1.1 at once without TLS, otherwise when ALPN has spoken
         // (NIO's negotiation handler holds back what arrives until they are in place).
         let configure: @Sendable (any Channel, _ h2: Bool) throws -> Connection = { channel, h2 in
@@ -228,7 +229,7 @@ public final class HTTP1Transport: HTTPTransport {
                 return .http2(try Self.configureHTTP2(channel, origin: key, pool: pool, settings: http2, idleTimeout: idle))
             }
             let operations = channel.pipeline.syncOperations
-            let handler = HTTP1ConnectionHandler(idleTimeout: idle)
+            let handler = HTTP1ConnectionHandler(idleTimeout: idle, copiesBody: secure)
             try operations.addHTTPClientHandlers()
             try operations.addHandler(handler)
             let connection = HTTP1Connection(

@@ -223,7 +223,7 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
             events.streamClosed()
             return
         }
-        var stream = HTTP2Stream(
+        let stream = HTTP2Stream(
             exchange: exchange,
             id: id,
             head: head,
@@ -418,9 +418,8 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
             queue(context: context) { $0.writeHTTP2WindowUpdate(stream: 0, increment: increment) }
         }
         // A stream this side has reset or finished: its bytes are dropped.
-        guard var stream = streams[id] else { return }
+        guard let stream = streams[id] else { return }
         guard stream.head == nil, !stream.responseDone else {
-            streams[id] = stream
             fail(id, FerryError(.badServerResponse, "the server sent content before the response's header fields"), reset: .protocolError)
             return
         }
@@ -428,7 +427,6 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
         stream.unacknowledged += window
         stream.receiveWindow -= window
         guard stream.receiveWindow >= 0 else {
-            streams[id] = stream
             fail(id, FerryError(.badServerResponse, "the server sent more than the stream's window"), reset: .flowControlError)
             return
         }
@@ -436,7 +434,6 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
         if count > 0 {
             stream.receivedLength += Int64(count)
             if let expected = stream.expectedLength, stream.receivedLength > expected {
-                streams[id] = stream
                 fail(
                     id,
                     FerryError(.badServerResponse, "the server sent more than the \(expected) bytes its Content-Length promised"),
@@ -444,10 +441,9 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
                 )
                 return
             }
-            if stream.batch.isEmpty, !endStream { batched.append(id) }
-            stream.batch.append(content)
+            if !stream.hasContent, !endStream { batched.append(id) }
+            stream.keep(content, allocator: context.channel.allocator)
         }
-        streams[id] = stream
         if endStream { responseEnded(id, context: context) }
     }
 
@@ -456,7 +452,7 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
         var block = block
         // Decoded even for a stream that is gone: the decoder's table must stay in step with the server's.
         let fields = try decoder.decodeHeaders(from: &block)
-        guard var stream = streams[id] else { return }
+        guard let stream = streams[id] else { return }
         stream.lastActivity = .now()
         stream.receivedAnything = true
         if let head = stream.head {
@@ -470,13 +466,11 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
                 }
             }
             guard let status, (100...999).contains(status) else {
-                streams[id] = stream
                 fail(id, FerryError(.badServerResponse, "the server's HTTP/2 response has no valid :status"), reset: .protocolError)
                 return
             }
             if (100..<200).contains(status) {
                 // Informational (103 Early Hints, say): the real head follows.
-                streams[id] = stream
                 if endStream {
                     fail(id, FerryError(.badServerResponse, "the server ended the stream after an informational response"), reset: nil)
                 }
@@ -484,19 +478,16 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
             }
             if !stream.isHead, status != 204, status != 304, let length = headers.first(name: "content-length") {
                 guard let expected = Int64(length), expected >= 0 else {
-                    streams[id] = stream
                     fail(id, FerryError(.badServerResponse, "the server sent an invalid Content-Length (\(length))"), reset: .protocolError)
                     return
                 }
                 stream.expectedLength = expected
             }
             stream.head = nil
-            streams[id] = stream
             stream.shared.timing.withLockedValue { $0.responseStart = Date() }
             head.succeed(HTTPResponseHead(version: .http2, status: .init(statusCode: status), headers: headers))
         } else {
             // Trailers: the response's end.
-            streams[id] = stream
             guard endStream else {
                 fail(id, FerryError(.badServerResponse, "the server sent a second header block without ending the stream"), reset: .protocolError)
                 return
@@ -592,7 +583,7 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
 
     /// The server ended stream `id`'s response.
     private func responseEnded(_ id: UInt32, context: ChannelHandlerContext) {
-        guard var stream = streams[id] else { return }
+        guard let stream = streams[id] else { return }
         if let expected = stream.expectedLength, stream.receivedLength != expected {
             fail(
                 id,
@@ -612,14 +603,14 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
             stream.outbound = []
             queue(context: context) { $0.writeHTTP2ResetStream(stream: id, code: .noError) }
         }
-        streams[id] = stream
         finish(id)
     }
 
     /// Ends stream `id` with its response complete.
     private func finish(_ id: UInt32) {
         guard let stream = remove(id) else { return }
-        if !stream.batch.isEmpty { _ = stream.source.yield(contentsOf: stream.batch) }
+        let pieces = stream.takeBatch()
+        if !pieces.isEmpty { _ = stream.source.yield(contentsOf: pieces) }
         stream.shared.finished()
         stream.source.finish()
     }
@@ -658,11 +649,10 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
     /// Gives each reader what arrived for it in this read, and the server window for what it took.
     private func handOverBatches() {
         for id in batched {
-            guard var stream = streams[id], !stream.batch.isEmpty else { continue }
-            let pieces = stream.batch
-            stream.batch = []
+            guard let stream = streams[id] else { continue }
+            let pieces = stream.takeBatch()
+            guard !pieces.isEmpty else { continue }
             if stream.source.yield(contentsOf: pieces) == .stopProducing { stream.paused = true }
-            streams[id] = stream
             acknowledge(id)
         }
         batched.removeAll(keepingCapacity: true)
@@ -682,7 +672,7 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
 
     /// Writes what the windows allow of stream `id`'s waiting content.
     private func sendOutbound(_ id: UInt32, context: ChannelHandlerContext) {
-        guard var stream = streams[id] else { return }
+        guard let stream = streams[id] else { return }
         while let (waiting, end, given) = stream.outbound.first {
             var bytes = waiting
             var promise = given
@@ -718,7 +708,6 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
             }
             needsFlush = true
         }
-        streams[id] = stream
     }
 
     // MARK: Writing
