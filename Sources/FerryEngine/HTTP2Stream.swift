@@ -89,7 +89,11 @@ final class HTTP2Stream {
             batch.append(gathered!)
             gathered = nil
         }
-        if gathered == nil { gathered = allocator.buffer(capacity: max(Self.gatherSize, count)) }
+        if gathered == nil {
+            // No larger than what Content-Length says is still to come (a 1 KiB answer gets 1 KiB).
+            let remaining = expectedLength.map { Int(clamping: $0 - receivedLength) + count } ?? Self.gatherSize
+            gathered = allocator.buffer(capacity: max(count, min(Self.gatherSize, remaining)))
+        }
         gathered!.writeImmutableBuffer(content)
     }
 
