@@ -68,16 +68,11 @@ extension HTTP1Transport {
         let id = connection.nextExchangeID()
         let slot = HandlerSlot(handler)
         let shared = HTTP1ExchangeState(timing: timing)
-        let made = Producer.makeSequence(
-            elementType: ByteBuffer.self,
-            // Pieces are up to 64 KiB (content is copied into buffers of that size): up to 4 MiB, the
-            // stream's window, waits for the reader. With 2 and 4, as over HTTP/1.1, the reader paused and
-            // resumed thousands of times a GiB when pieces were 8 KiB DATA frames, each a wake-up of the
-            // loop (4,029 eventfd writes for 1 GiB, measured).
-            backPressureStrategy: .init(lowWatermark: 16, highWatermark: 64),
-            finishOnDeinit: false,
-            delegate: BodyDemand(slot: slot, shared: shared, id: id)
-        )
+        // Pieces are up to 64 KiB (content is copied into buffers of that size): up to 4 MiB, the
+        // stream's window, waits for the reader. With 2 and 4, as over HTTP/1.1, the reader paused and
+        // resumed thousands of times a GiB when pieces were 8 KiB DATA frames, each a wake-up of the
+        // loop (4,029 eventfd writes for 1 GiB, measured).
+        let made = Self.responseBody(slot: slot, shared: shared, id: id, watermarks: (16, 64))
         let headPromise = loop.makePromise(of: HTTPResponseHead.self)
         let source = made.source
         let streamed: TransportBodyStream?

@@ -508,12 +508,7 @@ public final class HTTP1Transport: HTTPTransport {
         let id = connection.nextExchangeID()
         let slot = HandlerSlot(connection.handler)
         let shared = HTTP1ExchangeState(timing: timing)
-        let made = Producer.makeSequence(
-            elementType: ByteBuffer.self,
-            backPressureStrategy: .init(lowWatermark: 2, highWatermark: 4),
-            finishOnDeinit: false,
-            delegate: BodyDemand(slot: slot, shared: shared, id: id)
-        )
+        let made = Self.responseBody(slot: slot, shared: shared, id: id, watermarks: (2, 4))
         let headPromise = loop.makePromise(of: HTTPResponseHead.self)
         let (head, keepAlive) = Self.requestHead(request, route: route)
         let body = request.body
@@ -555,6 +550,22 @@ public final class HTTP1Transport: HTTPTransport {
             protocolName: "http/1.1",
             body: made.sequence,
             shared: shared
+        )
+    }
+
+    /// The sequence exchange `id`'s body is read from, its demand passed to the driver in `slot`; the
+    /// reader holds up to `watermarks.high` pieces before the connection stops for it.
+    static func responseBody(
+        slot: HandlerSlot,
+        shared: HTTP1ExchangeState,
+        id: Int,
+        watermarks: (low: Int, high: Int)
+    ) -> Producer.NewSequence {
+        Producer.makeSequence(
+            elementType: ByteBuffer.self,
+            backPressureStrategy: .init(lowWatermark: watermarks.low, highWatermark: watermarks.high),
+            finishOnDeinit: false,
+            delegate: BodyDemand(slot: slot, shared: shared, id: id)
         )
     }
 

@@ -25,26 +25,11 @@ import Glibc
             print("skipped: \(reason)")
             return
         }
-        let directory = URL(fileURLWithPath: try temporaryPath()).deletingLastPathComponent().path
-        let certificates = try TestCertificates.generate()
-        try certificates.chainPEM.write(toFile: directory + "/cert.pem", atomically: true, encoding: .utf8)
-        try certificates.privateKeyPEM.write(toFile: directory + "/key.pem", atomically: true, encoding: .utf8)
-        try FileManager.default.createDirectory(atPath: directory + "/www", withIntermediateDirectories: true)
         let size = 3_000_000
         let content = DeterministicBytes(seed: 31).bytes(offset: 0, count: size)
-        try Data(content).write(to: URL(fileURLWithPath: directory + "/www/big.bin"))
-        let port = try LocalPorts.free()
-        let log = directory + "/nghttpd.log"
-        let server = try ChildProcess.spawn(
-            Self.nghttpd,
-            arguments: ["-v", "--htdocs=\(directory)/www", "--address=127.0.0.1", String(port), directory + "/key.pem", directory + "/cert.pem"],
-            output: .file(log)
-        )
-        defer {
-            kill(server.processIdentifier, SIGKILL)
-            server.waitUntilExit()
-        }
-        try await LocalPorts.waitForListener(port, name: "nghttpd", process: server)
+        let peer = try await Nghttpd.start(files: ["big.bin": content])
+        defer { peer.stop() }
+        let (port, log, certificates) = (peer.port, peer.log, peer.certificates)
 
         var options = TransportOptions()
         options.additionalTrustRootsPEM = [certificates.trustRootPEM]
@@ -76,33 +61,16 @@ import Glibc
             print("skipped: \(reason)")
             return
         }
-        let directory = URL(fileURLWithPath: try temporaryPath()).deletingLastPathComponent().path
-        let certificates = try TestCertificates.generate()
-        try certificates.chainPEM.write(toFile: directory + "/cert.pem", atomically: true, encoding: .utf8)
-        try certificates.privateKeyPEM.write(toFile: directory + "/key.pem", atomically: true, encoding: .utf8)
-        try FileManager.default.createDirectory(atPath: directory + "/www", withIntermediateDirectories: true)
         let sizes = [0, 1, 16383, 16384, 70_000, 1_000_000, 2_500_000, 333]
+        var files: [String: [UInt8]] = [:]
         for (seed, size) in sizes.enumerated() {
-            try Data(DeterministicBytes(seed: UInt64(seed)).bytes(offset: 0, count: size))
-                .write(to: URL(fileURLWithPath: directory + "/www/\(seed).bin"))
+            files["\(seed).bin"] = DeterministicBytes(seed: UInt64(seed)).bytes(offset: 0, count: size)
         }
-        let port = try LocalPorts.free()
-        let log = directory + "/nghttpd.log"
         // Every frame padded with up to 255 bytes (RFC 9113 §6.1): the reader must skip them and count
         // them in flow control.
-        let server = try ChildProcess.spawn(
-            Self.nghttpd,
-            arguments: [
-                "-v", "--padding=255", "--htdocs=\(directory)/www", "--address=127.0.0.1", String(port),
-                directory + "/key.pem", directory + "/cert.pem",
-            ],
-            output: .file(log)
-        )
-        defer {
-            kill(server.processIdentifier, SIGKILL)
-            server.waitUntilExit()
-        }
-        try await LocalPorts.waitForListener(port, name: "nghttpd", process: server)
+        let peer = try await Nghttpd.start(files: files, arguments: ["--padding=255"])
+        defer { peer.stop() }
+        let (port, log, certificates) = (peer.port, peer.log, peer.certificates)
 
         var options = TransportOptions()
         options.additionalTrustRootsPEM = [certificates.trustRootPEM]
@@ -142,5 +110,46 @@ import Glibc
             }
         }
         return increments
+    }
+}
+
+/// nghttpd serving `files` over TLS on 127.0.0.1 with a fresh certificate, its frame log in `log`.
+struct Nghttpd {
+    let port: Int
+    let log: String
+    let certificates: TestCertificates
+    let process: ChildProcess
+
+    static func start(files: [String: [UInt8]], arguments: [String] = []) async throws -> Nghttpd {
+        let directory = URL(fileURLWithPath: try temporaryPath()).deletingLastPathComponent().path
+        let certificates = try TestCertificates.generate()
+        try certificates.chainPEM.write(toFile: directory + "/cert.pem", atomically: true, encoding: .utf8)
+        try certificates.privateKeyPEM.write(toFile: directory + "/key.pem", atomically: true, encoding: .utf8)
+        try FileManager.default.createDirectory(atPath: directory + "/www", withIntermediateDirectories: true)
+        for (name, content) in files {
+            try Data(content).write(to: URL(fileURLWithPath: directory + "/www/" + name))
+        }
+        let port = try LocalPorts.free()
+        let log = directory + "/nghttpd.log"
+        let process = try ChildProcess.spawn(
+            HTTP2PeerTests.nghttpd,
+            arguments: ["-v"] + arguments + [
+                "--htdocs=\(directory)/www", "--address=127.0.0.1", String(port), directory + "/key.pem", directory + "/cert.pem",
+            ],
+            output: .file(log)
+        )
+        let peer = Nghttpd(port: port, log: log, certificates: certificates, process: process)
+        do {
+            try await LocalPorts.waitForListener(port, name: "nghttpd", process: process)
+        } catch {
+            peer.stop()
+            throw error
+        }
+        return peer
+    }
+
+    func stop() {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
     }
 }
