@@ -184,16 +184,8 @@ extension HTTP1Transport {
         headers.add(name: ":authority", value: authority)
         headers.add(name: ":path", value: target.requestTarget)
         for (name, value) in fields { headers.add(name: name, value: value) }
-        switch request.body {
-        case nil:
-            if ["POST", "PUT", "PATCH"].contains(request.method) { headers.add(name: "content-length", value: "0") }
-        case .bytes(let buffer):
-            headers.add(name: "content-length", value: String(buffer.readableBytes))
-        case .stream(let length?, _):
-            headers.add(name: "content-length", value: String(length))
-        case .stream(nil, _):
-            break
-        }
+        // HTTP/2 frames a body without a length itself (RFC 9113 §8.2.2 forbids Transfer-Encoding).
+        if let length = contentLength(of: request) { headers.add(name: "content-length", value: length) }
         return headers
     }
 }

@@ -689,14 +689,9 @@ public final class HTTP1Transport: HTTPTransport {
             headers.add(name: field.name, value: field.value)
         }
         if !hasHost { headers.replaceOrAdd(name: "Host", value: target.hostHeader) }
-        switch request.body {
-        case nil:
-            if ["POST", "PUT", "PATCH"].contains(request.method) { headers.add(name: "Content-Length", value: "0") }
-        case .bytes(let buffer):
-            headers.add(name: "Content-Length", value: String(buffer.readableBytes))
-        case .stream(let length?, _):
-            headers.add(name: "Content-Length", value: String(length))
-        case .stream(nil, _):
+        if let length = Self.contentLength(of: request) {
+            headers.add(name: "Content-Length", value: length)
+        } else if case .stream(nil, _) = request.body {
             headers.add(name: "Transfer-Encoding", value: "chunked")
         }
         var uri = target.requestTarget
@@ -713,6 +708,19 @@ public final class HTTP1Transport: HTTPTransport {
             headers: headers
         )
         return (head, keepAlive)
+    }
+}
+
+extension HTTP1Transport {
+    /// The Content-Length a request states: its body's length when known, 0 for a POST, PUT or PATCH
+    /// without one; nil otherwise (no body, or one streamed without a length).
+    static func contentLength(of request: TransportRequest) -> String? {
+        switch request.body {
+        case nil: ["POST", "PUT", "PATCH"].contains(request.method) ? "0" : nil
+        case .bytes(let buffer): String(buffer.readableBytes)
+        case .stream(let length?, _): String(length)
+        case .stream(nil, _): nil
+        }
     }
 }
 
