@@ -60,7 +60,8 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
     private var streams: [UInt32: HTTP2Stream] = [:]
     /// Exchange numbers to stream ids.
     private var exchanges: [Int: UInt32] = [:]
-    private var nextStream: UInt32 = 1
+    /// The next stream id (odd, rising; internal so that tests can start near the end of the ids).
+    var nextStream: UInt32 = 1
     /// Streams with content gathered in this read.
     private var batched: [UInt32] = []
     /// A header block continued in CONTINUATION frames.
@@ -205,6 +206,12 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
         idleTimeout requested: TimeAmount?
     ) {
         guard let context, context.channel.isActive, !goingAway, !closed, nextStream < UInt32(Int32.max) else {
+            // Stream ids run out after 2^30 requests (a long-lived ferryd may get there): the pool must
+            // open a new connection, not offer this one again.
+            if nextStream >= UInt32(Int32.max) {
+                announceGoAway()
+                if let context = self.context { closeIfDrained(context: context) }
+            }
             let refusal = HTTP1ConnectionError.refused("the HTTP/2 connection is closing")
             head.fail(refusal)
             source.finish(refusal)

@@ -305,6 +305,17 @@ import Testing
         #expect(channel.isActive)
     }
 
+    @Test func whenStreamIdsRunOutTheConnectionRetires() throws {
+        let seen = Seen()
+        let (channel, handler, _) = try connected(seen)
+        handler.nextStream = UInt32(Int32.max)
+        let exchange = start(handler, channel, exchange: 1)
+        // Refused (sent again on a new connection), the pool told, and the idle connection closed.
+        #expect(error(of: exchange.head) is HTTP1ConnectionError)
+        #expect(seen.goAways == 1)
+        #expect(!channel.isActive)
+    }
+
     @Test func aProtocolBreachEndsTheConnectionWithGoAway() throws {
         let seen = Seen()
         let (channel, handler, server) = try connected(seen)
