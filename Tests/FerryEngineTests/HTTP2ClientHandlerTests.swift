@@ -227,6 +227,18 @@ import Testing
         #expect(windowIncrements(try sent(channel), stream: 1).isEmpty)
     }
 
+    @Test func aResponseHeadInContinuationFramesIsJoined() throws {
+        let seen = Seen()
+        let (channel, handler, server) = try connected(seen)
+        let exchange = start(handler, channel, exchange: 1)
+        let big = String(repeating: "y", count: 40000)
+        // About 35 KB of header block: HEADERS and two CONTINUATION frames (16 KiB each at most).
+        try server.headers(1, [(":status", "200"), ("x-big", big), ("content-length", "0")], endStream: true)
+        let head = try exchange.head.wait()
+        #expect(head.status.code == 200 && head.headers["x-big"] == [big])
+        #expect(channel.isActive && seen.closedStreams == 1)
+    }
+
     @Test func aFullReaderHoldsTheServerBackUntilItReadsAgain() async throws {
         let seen = Seen()
         let (channel, handler, server) = try connected(seen) { $0.streamWindow = 64 << 10 }
