@@ -55,14 +55,12 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeDriver {
     private var idleCloseTask: Scheduled<Void>?
     /// Called on the loop when an exchange ends with the connection reusable, or when it closes.
     var onOutcome: ((Outcome) -> Void)?
-    /// Body bytes copied for the reader (over TLS only): see ``init(idleTimeout:copiesBody:)``.
-    private var gathered: ByteBuffer?
+    /// Body bytes copied for the reader (over TLS only).
+    private var copier = ContentCopier()
     private let copiesBody: Bool
 
     /// - Parameter copiesBody: copy the body into buffers of this handler's own instead of handing the
-    ///   reader slices of the reads. Over TLS the reads are NIOSSL's plaintext buffer, which NIOSSL
-    ///   decrypts the next read into and copies whole (copy on write) while a reader holds a slice;
-    ///   copying just the body once is cheaper (measured on HTTP/2: ``HTTP2Stream/keep(_:allocator:)``).
+    ///   reader slices of the reads (over TLS: see ``ContentCopier``).
     init(idleTimeout: TimeAmount, copiesBody: Bool = false) {
         self.idleTimeout = idleTimeout
         self.copiesBody = copiesBody
@@ -91,10 +89,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeDriver {
         let loop = context.eventLoop
         if deadline < .distantFuture {
             exchange.deadlineTask = loop.assumeIsolated().scheduleTask(deadline: deadline) { [self] in
-                fail(
-                    id: id,
-                    FerryError(.timedOut, "the transfer took longer than the resource timeout")
-                )
+                fail(id: id, ExchangeEnds.resourceTimeout)
             }
         }
         exchange.idleTask = loop.assumeIsolated().scheduleTask(in: idle) { [self] in checkIdle(id: id) }
@@ -175,12 +170,9 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeDriver {
             promise?.succeed(head)
         case .body(let buffer):
             if copiesBody {
-                let count = buffer.readableBytes
-                if gathered != nil, gathered!.writableBytes < count { handOverGathered() }
-                if gathered == nil { gathered = context.channel.allocator.buffer(capacity: max(HTTP2Stream.gatherSize, count)) }
-                gathered!.writeImmutableBuffer(buffer)
-            } else if exchange!.source?.yield(buffer) == .stopProducing {
-                paused = true
+                if let full = copier.copy(buffer, allocator: context.channel.allocator) { handOver(full) }
+            } else {
+                handOver(buffer)
             }
         case .end:
             handOverGathered()
@@ -202,9 +194,11 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeDriver {
 
     /// Gives the reader what was copied for it.
     private func handOverGathered() {
-        guard let buffer = gathered else { return }
-        gathered = nil
-        if buffer.readableBytes > 0, exchange?.source?.yield(buffer) == .stopProducing { paused = true }
+        if let buffer = copier.take() { handOver(buffer) }
+    }
+
+    private func handOver(_ buffer: ByteBuffer) {
+        if exchange?.source?.yield(buffer) == .stopProducing { paused = true }
     }
 
     func read(context: ChannelHandlerContext) {
@@ -218,25 +212,14 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeDriver {
     func channelInactive(context: ChannelHandlerContext) {
         idleCloseTask?.cancel()
         idleCloseTask = nil
-        if let exchange {
-            failExchange(
-                exchange.receivedAnything
-                    ? FerryError(
-                        .networkConnectionLost,
-                        "the server closed the connection before the response was complete"
-                    )
-                    : HTTP1ConnectionError.closedBeforeResponse
-            )
-        }
+        if let exchange { failExchange(ExchangeEnds.closed(receivedAnything: exchange.receivedAnything)) }
         onOutcome?(.closed)
         onOutcome = nil
         context.fireChannelInactive()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        // A TLS peer that closes without close_notify (common, and what curl accepts): the close that
-        // follows decides — a body whose length is known is complete or not, and channelInactive says so.
-        if let tls = error as? NIOSSLError, case .uncleanShutdown = tls { return }
+        if ExchangeEnds.isUncleanShutdown(error) { return }
         failExchange(Self.ferryError(for: error))
         context.close(promise: nil)
     }
@@ -245,20 +228,14 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeDriver {
 
     private func checkIdle(id: Int) {
         guard let exchange, exchange.id == id, let context else { return }
-        let quietSince = exchange.lastActivity
-        let idleTimeout = exchange.idle
-        if paused || quietSince + idleTimeout > .now() {
-            // The reader holds the body back, or bytes moved lately: look again later.
-            let next: NIODeadline = paused ? .now() + idleTimeout : quietSince + idleTimeout
-            self.exchange?.idleTask = context.eventLoop.assumeIsolated().scheduleTask(deadline: next) { [self] in
-                checkIdle(id: id)
-            }
+        guard let next = ExchangeEnds.nextIdleCheck(paused: paused, lastActivity: exchange.lastActivity, idle: exchange.idle)
+        else {
+            fail(id: id, ExchangeEnds.idleTimeout)
             return
         }
-        fail(
-            id: id,
-            FerryError(.timedOut, "no data arrived within the request timeout; the transfer can be resumed")
-        )
+        self.exchange?.idleTask = context.eventLoop.assumeIsolated().scheduleTask(deadline: next) { [self] in
+            checkIdle(id: id)
+        }
     }
 
     private func finishIfComplete() {
@@ -283,7 +260,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeDriver {
     private func failExchange(_ error: any Error) {
         guard let failed = exchange else { return }
         exchange = nil
-        gathered = nil
+        _ = copier.take()
         resumeReadingBetweenExchanges()
         failed.deadlineTask?.cancel()
         failed.idleTask?.cancel()
@@ -339,6 +316,40 @@ protocol ExchangeDriver: AnyObject {
     func readerGone(id: Int)
     /// Ends exchange `id` with `error`.
     func fail(id: Int, _ error: any Error)
+}
+
+/// The timeouts and ends an exchange shares with every driver (HTTP/1.1 connections and HTTP/2 streams).
+enum ExchangeEnds {
+    /// When to look at a quiet exchange again: later while its reader holds the body back or bytes moved
+    /// within `idle`; nil when it has been quiet for `idle` (``idleTimeout``).
+    static func nextIdleCheck(paused: Bool, lastActivity: NIODeadline, idle: TimeAmount) -> NIODeadline? {
+        if paused { return .now() + idle }
+        let due = lastActivity + idle
+        return due > .now() ? due : nil
+    }
+
+    static var idleTimeout: FerryError {
+        FerryError(.timedOut, "no data arrived within the request timeout; the transfer can be resumed")
+    }
+
+    static var resourceTimeout: FerryError {
+        FerryError(.timedOut, "the transfer took longer than the resource timeout")
+    }
+
+    /// The connection closed under an exchange: lost if any of the answer came, else
+    /// ``HTTP1ConnectionError/closedBeforeResponse`` (the request may go again on a reused connection).
+    static func closed(receivedAnything: Bool) -> any Error {
+        receivedAnything
+            ? FerryError(.networkConnectionLost, "the server closed the connection before the response was complete")
+            : HTTP1ConnectionError.closedBeforeResponse
+    }
+
+    /// A TLS peer that closed without close_notify (common, and what curl accepts): not a failure in
+    /// itself; the close that follows decides (a body whose length is known is complete or not).
+    static func isUncleanShutdown(_ error: any Error) -> Bool {
+        if let tls = error as? NIOSSLError, case .uncleanShutdown = tls { return true }
+        return false
+    }
 }
 
 /// The driver an exchange runs on, reached on its loop from other threads.

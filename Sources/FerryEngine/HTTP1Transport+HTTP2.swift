@@ -75,12 +75,11 @@ extension HTTP1Transport {
         let made = Self.responseBody(slot: slot, shared: shared, id: id, watermarks: (16, 64))
         let headPromise = loop.makePromise(of: HTTPResponseHead.self)
         let source = made.source
-        let streamed: TransportBodyStream?
         let body: HTTP2ClientHandler.Request.Body
         switch request.body {
-        case nil: (body, streamed) = (.none, nil)
-        case .bytes(let bytes): (body, streamed) = (.bytes(bytes), nil)
-        case .stream(_, let stream): (body, streamed) = (.streamed, stream)
+        case nil: body = .none
+        case .bytes(let bytes): body = .bytes(bytes)
+        case .stream: body = .streamed
         }
         let started = HTTP2ClientHandler.Request(
             headers: Self.http2Headers(request, route: route),
@@ -99,7 +98,7 @@ extension HTTP1Transport {
                 idleTimeout: idle
             )
         }
-        if case .stream(let length, _) = request.body, let streamed {
+        if case .stream(let length, let streamed) = request.body {
             Task { await Self.pumpHTTP2(streamed, length: length, handler: handler, shared: shared, id: id) }
         }
         return try await response(
@@ -128,9 +127,7 @@ extension HTTP1Transport {
             for try await chunk in stream {
                 if shared.isFinished { return }
                 sent += Int64(chunk.readableBytes)
-                if let length, sent > length {
-                    throw FerryError(.invalidOperation, "the request body is longer than the \(length) bytes its length promised")
-                }
+                try checkBodyLength(sent: sent, of: length, ended: false)
                 // With a length, the piece that completes it carries END_STREAM.
                 let end = length.map { sent == $0 } ?? false
                 let written = loop.makePromise(of: Void.self)
@@ -141,9 +138,7 @@ extension HTTP1Transport {
                     break
                 }
             }
-            if let length, sent < length {
-                throw FerryError(.invalidOperation, "the request body ended after \(sent) of the \(length) bytes its length promised")
-            }
+            try checkBodyLength(sent: sent, of: length, ended: true)
             if !ended {
                 let written = loop.makePromise(of: Void.self)
                 loop.execute { handler.value.send(exchange: id, ByteBuffer(), end: true, promise: written) }

@@ -636,12 +636,7 @@ public final class HTTP1Transport: HTTPTransport {
             for try await chunk in stream {
                 if shared.isFinished { return }
                 sent += Int64(chunk.readableBytes)
-                if let length, sent > length {
-                    throw FerryError(
-                        .invalidOperation,
-                        "the request body is longer than the \(length) bytes its length promised"
-                    )
-                }
+                try Self.checkBodyLength(sent: sent, of: length, ended: false)
                 if let length, sent == length {
                     last = chunk
                     break
@@ -651,12 +646,7 @@ public final class HTTP1Transport: HTTPTransport {
                 written.futureResult.whenSuccess { handler.value.wrote(id: id) }
                 try await written.futureResult.get()
             }
-            if let length, sent < length {
-                throw FerryError(
-                    .invalidOperation,
-                    "the request body ended after \(sent) of the \(length) bytes its length promised"
-                )
-            }
+            try Self.checkBodyLength(sent: sent, of: length, ended: true)
             let final = last
             let ended = handler.eventLoop.makePromise(of: Void.self)
             handler.eventLoop.execute {
@@ -712,6 +702,18 @@ public final class HTTP1Transport: HTTPTransport {
 }
 
 extension HTTP1Transport {
+    /// Throws when a streamed request body has gone past the `length` it promised, or (once `ended`)
+    /// fell short of it.
+    static func checkBodyLength(sent: Int64, of length: Int64?, ended: Bool) throws {
+        guard let length else { return }
+        if sent > length {
+            throw FerryError(.invalidOperation, "the request body is longer than the \(length) bytes its length promised")
+        }
+        if ended, sent < length {
+            throw FerryError(.invalidOperation, "the request body ended after \(sent) of the \(length) bytes its length promised")
+        }
+    }
+
     /// The Content-Length a request states: its body's length when known, 0 for a POST, PUT or PATCH
     /// without one; nil otherwise (no body, or one streamed without a length).
     static func contentLength(of request: TransportRequest) -> String? {

@@ -3,13 +3,12 @@ import Foundation
 import NIOCore
 import NIOHPACK
 import NIOHTTP1
-import NIOSSL
 
 /// The client side of one HTTP/2 connection (RFC 9113), the last handler of its pipeline (after TLS):
 /// every stream of the connection runs here, on the connection's loop, without a channel of its own.
 ///
-/// It reads frames with ``HTTP2FrameReader`` (DATA content goes to the reader as slices of the reads,
-/// not copied), keeps the flow-control windows (large ones, topped up as the reader takes the bytes, so
+/// It reads frames with ``HTTP2FrameReader`` (in place; DATA content is copied once for the reader, see
+/// ``ContentCopier``), keeps the flow-control windows (large ones, topped up as the reader takes the bytes, so
 /// a reader that stops holds the server back), sends request content within the server's windows,
 /// answers SETTINGS and PING, and acts on GOAWAY (streams the server did not process fail as refused, to
 /// be sent again elsewhere) and RST_STREAM. While no stream is open the connection is checked with a
@@ -47,6 +46,9 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
             case streamed
         }
     }
+
+    /// The largest response header list accepted (announced, and enforced by the decoder).
+    static let maximumHeaderListSize = 1 << 16
 
     var events = Events()
     private let settings: HTTP1Transport.HTTP2Settings
@@ -97,7 +99,11 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
         self.reader = HTTP2FrameReader(maximumFrameSize: settings.maximumFrameSize)
         let allocator = ByteBufferAllocator()
         self.encoder = HPACKEncoder(allocator: allocator)
-        self.decoder = HPACKDecoder(allocator: allocator, maxDynamicTableSize: HPACKDecoder.maxDynamicTableSize, maxHeaderListSize: 1 << 16)
+        self.decoder = HPACKDecoder(
+            allocator: allocator,
+            maxDynamicTableSize: HPACKDecoder.maxDynamicTableSize,
+            maxHeaderListSize: Self.maximumHeaderListSize
+        )
     }
 
     // MARK: Channel events
@@ -128,7 +134,7 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
             (.maximumConcurrentStreams, 100),
             (.initialWindowSize, settings.streamWindow),
             (.maximumFrameSize, settings.maximumFrameSize),
-            (.maximumHeaderListSize, 1 << 16),
+            (.maximumHeaderListSize, Self.maximumHeaderListSize),
         ])
         if settings.connectionWindow > HTTP2Frame.defaultWindow {
             preface.writeHTTP2WindowUpdate(stream: 0, increment: settings.connectionWindow - HTTP2Frame.defaultWindow)
@@ -172,20 +178,13 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
         announceGoAway()
         for id in Array(streams.keys) {
             guard let stream = streams[id] else { continue }
-            fail(
-                id,
-                stream.receivedAnything
-                    ? FerryError(.networkConnectionLost, "the server closed the connection before the response was complete")
-                    : HTTP1ConnectionError.closedBeforeResponse,
-                reset: nil
-            )
+            fail(id, ExchangeEnds.closed(receivedAnything: stream.receivedAnything), reset: nil)
         }
         context.fireChannelInactive()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        // A TLS peer that closes without close_notify: the close that follows decides.
-        if let tls = error as? NIOSSLError, case .uncleanShutdown = tls { return }
+        if ExchangeEnds.isUncleanShutdown(error) { return }
         let failure = TransportErrors.ferryError(for: error)
         for id in Array(streams.keys) { fail(id, failure, reset: nil) }
         context.close(promise: nil)
@@ -244,7 +243,7 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
         let loop = context.eventLoop.assumeIsolated()
         if deadline < .distantFuture {
             stream.deadlineTask = loop.scheduleTask(deadline: deadline) { [self] in
-                fail(exchange: exchange, FerryError(.timedOut, "the transfer took longer than the resource timeout"))
+                fail(id, ExchangeEnds.resourceTimeout, reset: .cancel)
             }
         }
         stream.idleTask = loop.scheduleTask(in: stream.idle) { [self] in checkIdle(id) }
@@ -282,8 +281,8 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
             promise?.fail(FerryError(.cancelled, "the HTTP/2 stream has ended"))
             return
         }
-        streams[id]!.outbound.append((bytes, end, promise))
-        streams[id]!.lastActivity = .now()
+        stream.outbound.append((bytes, end, promise))
+        stream.lastActivity = .now()
         sendOutbound(id, context: context)
         flushIfNeeded(context: context)
     }
@@ -291,8 +290,8 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
     // MARK: ExchangeDriver
 
     func resume(id exchange: Int) {
-        guard let id = exchanges[exchange], streams[id]?.paused == true, let context else { return }
-        streams[id]!.paused = false
+        guard let id = exchanges[exchange], let stream = streams[id], stream.paused, let context else { return }
+        stream.paused = false
         // Only once a quarter of the window is owed, as while reading: a server with three quarters of
         // the window left is not held back, and a reader that pauses often would otherwise cost a
         // WINDOW_UPDATE (a write and a TLS record) each time (6,321 writes for 1 GiB, measured).
@@ -306,10 +305,6 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
     }
 
     func fail(id exchange: Int, _ error: any Error) {
-        fail(exchange: exchange, error)
-    }
-
-    private func fail(exchange: Int, _ error: any Error) {
         guard let id = exchanges[exchange] else { return }
         fail(id, error, reset: .cancel)
     }
@@ -517,7 +512,7 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
                 }
                 let delta = Int(value) - peerInitialWindow
                 peerInitialWindow = Int(value)
-                for id in streams.keys { streams[id]!.sendWindow += delta }
+                for stream in streams.values { stream.sendWindow += delta }
             case .maximumFrameSize:
                 guard (HTTP2Frame.defaultMaximumFrameSize...0xFF_FFFF).contains(Int(value)) else {
                     throw HTTP2Frame.Violation(code: .protocolError, message: "a maximum frame size of \(value)")
@@ -528,7 +523,7 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
             }
         }
         queue(context: context) { $0.writeHTTP2SettingsAck() }
-        for id in Array(streams.keys) where !(streams[id]?.outbound.isEmpty ?? true) { sendOutbound(id, context: context) }
+        sendAllOutbound(context: context)
     }
 
     private func windowUpdate(stream id: UInt32, increment: Int, context: ChannelHandlerContext) throws {
@@ -540,12 +535,12 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
             guard connectionSendWindow <= HTTP2Frame.maximumWindow else {
                 throw HTTP2Frame.Violation(code: .flowControlError, message: "the connection's window grew past 2^31-1")
             }
-            for id in Array(streams.keys) where !(streams[id]?.outbound.isEmpty ?? true) { sendOutbound(id, context: context) }
+            sendAllOutbound(context: context)
             return
         }
-        guard streams[id] != nil else { return }
-        streams[id]!.sendWindow += increment
-        if increment == 0 || streams[id]!.sendWindow > HTTP2Frame.maximumWindow {
+        guard let stream = streams[id] else { return }
+        stream.sendWindow += increment
+        if increment == 0 || stream.sendWindow > HTTP2Frame.maximumWindow {
             fail(id, FerryError(.badServerResponse, "the server sent an invalid WINDOW_UPDATE for the stream"), reset: .flowControlError)
             return
         }
@@ -569,7 +564,6 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
     }
 
     private func goAway(lastProcessed: UInt32, code: HTTP2Frame.ErrorCode, context: ChannelHandlerContext) {
-        goingAway = true
         announceGoAway()
         // Streams above the last one the server processed were not: safe to send again elsewhere.
         for id in Array(streams.keys) where id > lastProcessed {
@@ -672,9 +666,14 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
             stream.unacknowledged >= settings.streamWindow / 4, let context
         else { return }
         let increment = stream.unacknowledged
-        streams[id]!.unacknowledged = 0
-        streams[id]!.receiveWindow += increment
+        stream.unacknowledged = 0
+        stream.receiveWindow += increment
         queue(context: context) { $0.writeHTTP2WindowUpdate(stream: id, increment: increment) }
+    }
+
+    /// Writes what the windows allow of every stream's waiting content (a window grew).
+    private func sendAllOutbound(context: ChannelHandlerContext) {
+        for id in Array(streams.keys) { sendOutbound(id, context: context) }
     }
 
     /// Writes what the windows allow of stream `id`'s waiting content.
@@ -783,15 +782,12 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
 
     private func checkIdle(_ id: UInt32) {
         guard let stream = streams[id], let context else { return }
-        if stream.paused || stream.lastActivity + stream.idle > .now() {
-            // The reader holds the content back, or bytes moved lately: look again later.
-            let next: NIODeadline = stream.paused ? .now() + stream.idle : stream.lastActivity + stream.idle
-            streams[id]!.idleTask = context.eventLoop.assumeIsolated().scheduleTask(deadline: next) { [self] in
-                checkIdle(id)
-            }
+        guard let next = ExchangeEnds.nextIdleCheck(paused: stream.paused, lastActivity: stream.lastActivity, idle: stream.idle)
+        else {
+            fail(id, ExchangeEnds.idleTimeout, reset: .cancel)
             return
         }
-        fail(id, FerryError(.timedOut, "no data arrived within the request timeout; the transfer can be resumed"), reset: .cancel)
+        stream.idleTask = context.eventLoop.assumeIsolated().scheduleTask(deadline: next) { [self] in checkIdle(id) }
     }
 
     private func arm(context: ChannelHandlerContext) {
@@ -813,7 +809,6 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
         }
         idleTicks += 1
         if unansweredPing != nil || settings.pingInterval * idleTicks >= settings.idleTimeout {
-            goingAway = true
             announceGoAway()
             queue(context: context) { $0.writeHTTP2GoAway(lastStream: 0, code: .noError) }
             closed = true

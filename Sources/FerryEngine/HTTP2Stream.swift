@@ -2,8 +2,8 @@ import NIOCore
 import NIOHTTP1
 
 /// One request and its response on an HTTP/2 connection of ``HTTP2ClientHandler`` (its state only;
-/// the handler acts on it, on the connection's loop). A class: its content buffers are changed in place,
-/// where a struct copied out of the handler's dictionary would share them and copy on every write.
+/// the handler acts on it, on the connection's loop). A class: its content buffer is changed in place,
+/// where a struct copied out of the handler's dictionary would share it and copy on every write.
 final class HTTP2Stream {
     /// The transport's number for the exchange (the body reader's demand names it).
     let exchange: Int
@@ -68,44 +68,23 @@ final class HTTP2Stream {
         self.idle = idle
     }
 
-    /// The buffer content is being copied into (see ``keep(_:allocator:)``).
-    private var gathered: ByteBuffer?
-    static let gatherSize = 64 << 10
+    /// Content being copied for the reader.
+    private var copier = ContentCopier()
 
-    /// Keeps `content` for the reader, copied into 64 KiB buffers of the stream's own.
-    ///
-    /// Why copy: DATA arrives as slices of NIOSSL's plaintext buffer, which NIOSSL decrypts its next read
-    /// into. While a reader still holds a slice, that write copies NIOSSL's buffer whole (its capacity,
-    /// which grows to hold a loop turn's reads, not just the bytes left): 20–30 % of the CPU samples of a
-    /// 1 GiB https download went to that memmove. Copying just the content, once, while it is in the
-    /// cache, leaves NIOSSL's buffer unshared. Four interleaved runs of 1 GiB from nginx over h2: `ferry
-    /// get` into tmpfs 0.53–0.64 s of user CPU copying against 0.97–1.14 s with slices (curl 0.48–0.63 s),
-    /// discarded 0.57–0.69 s against 0.75–0.91 s. (An earlier try kept the stream in a struct copied
-    /// out of the handler's dictionary, so every write to the gathered buffer copied it on write too, and
-    /// measured no gain: hence the class.)
+    /// Keeps `content` for the reader, copied (see ``ContentCopier``).
     func keep(_ content: ByteBuffer, allocator: ByteBufferAllocator) {
-        let count = content.readableBytes
-        if gathered != nil, gathered!.writableBytes < count {
-            batch.append(gathered!)
-            gathered = nil
-        }
-        if gathered == nil {
-            // No larger than what Content-Length says is still to come (a 1 KiB answer gets 1 KiB).
-            let remaining = expectedLength.map { Int(clamping: $0 - receivedLength) + count } ?? Self.gatherSize
-            gathered = allocator.buffer(capacity: max(count, min(Self.gatherSize, remaining)))
-        }
-        gathered!.writeImmutableBuffer(content)
+        // No larger than what Content-Length says is still to come (a 1 KiB answer gets 1 KiB); the
+        // content's own bytes are already counted in `receivedLength`.
+        let remaining = expectedLength.map { Int(clamping: $0 - receivedLength) + content.readableBytes }
+        if let full = copier.copy(content, allocator: allocator, remaining: remaining) { batch.append(full) }
     }
 
     /// Whether anything is kept for the reader.
-    var hasContent: Bool { gathered != nil || !batch.isEmpty }
+    var hasContent: Bool { !copier.isEmpty || !batch.isEmpty }
 
     /// What is kept for the reader, in order; nothing is kept after.
     func takeBatch() -> [ByteBuffer] {
-        if let last = gathered {
-            batch.append(last)
-            gathered = nil
-        }
+        if let last = copier.take() { batch.append(last) }
         defer { batch = [] }
         return batch
     }

@@ -7,6 +7,8 @@ import X509
 /// The certificates trusted: the system's (or `SSL_CERT_FILE`/`SSL_CERT_DIR`'s) and extra ones.
 final class TrustRoots: Sendable {
     private let additional: [Certificate]
+    /// The extra roots' subjects, as DER.
+    private let additionalSubjects: Set<[UInt8]>
     /// Every root parsed, for a chain no root was found for by name.
     private let everything = Mutex<CertificateStore?>(nil)
 
@@ -23,6 +25,7 @@ final class TrustRoots: Sendable {
             }
         }
         additional = certificates
+        additionalSubjects = Set(certificates.map { DERNames.encoded($0.subject) })
     }
 
     /// The roots to verify `chain` (DER, leaf first) against: the extra ones, and the system's whose
@@ -32,7 +35,7 @@ final class TrustRoots: Sendable {
         let issuers = chain.compactMap { DERNames.of(certificate: $0)?.issuer }
         var store = CertificateStore(additional)
         let named = await SystemTrustBundle.shared.roots(named: issuers)
-        if !named.isEmpty || additional.contains(where: { root in issuers.contains { $0 == DERNames.encoded(root.subject) } }) {
+        if !named.isEmpty || issuers.contains(where: additionalSubjects.contains) {
             store.append(contentsOf: named)
             return store
         }
