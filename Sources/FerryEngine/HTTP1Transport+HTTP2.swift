@@ -101,12 +101,12 @@ extension HTTP1Transport {
         if case .stream(let length, let streamed) = request.body {
             Task { await Self.pumpHTTP2(streamed, length: length, handler: handler, shared: shared, id: id) }
         }
+        let sequence = made.sequence
         return try await response(
-            head: headPromise,
+            answer: headPromise.futureResult.map { ExchangeAnswer(head: $0, body: .streaming(sequence)) },
             slot: slot,
             id: id,
             protocolName: "h2",
-            body: made.sequence,
             shared: shared
         )
     }

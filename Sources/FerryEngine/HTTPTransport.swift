@@ -162,29 +162,66 @@ public struct TransportTiming: Sendable, Hashable {
 public struct TransportBodyStream: AsyncSequence, Sendable {
     public typealias Element = ByteBuffer
 
-    private let makeIterator: @Sendable () -> Iterator
+    private enum Source: Sendable {
+        case buffer(ByteBuffer)
+        case sequence(@Sendable () -> Iterator)
+    }
+
+    private let source: Source
 
     /// A body over any sequence of buffers (a transport's own body type, or a test's).
     public init<Base: AsyncSequence & Sendable>(_ base: Base) where Base.Element == ByteBuffer {
-        self.makeIterator = { Iterator(base.makeAsyncIterator()) }
+        self.source = .sequence { Iterator(base.makeAsyncIterator()) }
     }
 
-    public func makeAsyncIterator() -> Iterator { makeIterator() }
+    /// A body that is already complete: read as one piece (as none when empty), without suspending.
+    public init(buffer: ByteBuffer) {
+        self.source = .buffer(buffer)
+    }
+
+    /// The whole body when it was complete before anyone read it (``init(buffer:)``); nil for a body
+    /// that streams.
+    public var completeBody: ByteBuffer? {
+        if case .buffer(let buffer) = source { return buffer }
+        return nil
+    }
+
+    public func makeAsyncIterator() -> Iterator {
+        switch source {
+        case .buffer(let buffer): Iterator(buffer: buffer)
+        case .sequence(let make): make()
+        }
+    }
 
     /// Reads the body; a transport's error is turned into a ``FerryError``.
     public struct Iterator: AsyncIteratorProtocol {
-        private var pull: () async throws -> ByteBuffer?
+        private enum State {
+            case buffer(ByteBuffer?)
+            case pull(() async throws -> ByteBuffer?)
+        }
+
+        private var state: State
 
         init<Base: AsyncIteratorProtocol>(_ base: Base) where Base.Element == ByteBuffer {
             var base = base
-            self.pull = { try await base.next() }
+            self.state = .pull { try await base.next() }
+        }
+
+        init(buffer: ByteBuffer) {
+            self.state = .buffer(buffer.readableBytes > 0 ? buffer : nil)
         }
 
         public mutating func next() async throws -> ByteBuffer? {
-            do {
-                return try await pull()
-            } catch {
-                throw TransportErrors.ferryError(for: error)
+            switch state {
+            case .buffer(let buffer):
+                state = .buffer(nil)
+                return buffer
+            case .pull(let pull):
+                do {
+                    return try await pull()
+                } catch {
+                    throw TransportErrors.ferryError(for: error)
+                }
             }
         }
     }
