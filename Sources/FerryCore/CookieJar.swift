@@ -222,7 +222,8 @@ public struct CookieJar: Sendable, Hashable {
     /// The cookies for a request to `url` at `now`, in the order the header lists them: longer paths
     /// first, then the earlier created (§5.8.3).
     public func cookies(for url: URL, now: Date, forHTTP: Bool = true) -> [Cookie] {
-        ordered(cookiesByKey.values.filter { $0.matches(url, now: now, forHTTP: forHTTP) })
+        guard !cookiesByKey.isEmpty else { return [] }
+        return ordered(cookiesByKey.values.filter { $0.matches(url, now: now, forHTTP: forHTTP) })
     }
 
     /// The `Cookie` header value for a request to `url`, or nil when no cookie goes with it. Marks the

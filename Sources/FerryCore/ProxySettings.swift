@@ -153,7 +153,7 @@ public struct ProxySettings: Sendable, Hashable, Codable {
 
     /// The proxy for `url`, or nil to connect directly.
     public func proxy(for url: URL) -> ProxyServer? {
-        let scheme = url.scheme?.lowercased()
+        let scheme = url.scheme?.asciiLowercased
         let server = scheme == "https" || scheme == "wss" ? https : http
         guard let server, let host = url.host else { return server }
         let port = url.port ?? (scheme == "https" || scheme == "wss" ? 443 : 80)

@@ -46,7 +46,7 @@ extension URL {
     /// scheme's default port filled in (443 for https, else 80; no scheme counts as http): equal for
     /// the same origin (RFC 6454).
     public var httpOrigin: String {
-        let scheme = self.scheme?.lowercased() ?? "http"
-        return "\(scheme)://\(host?.lowercased() ?? ""):\(port ?? (scheme == "https" ? 443 : 80))"
+        let scheme = self.scheme?.asciiLowercased ?? "http"
+        return "\(scheme)://\(host?.asciiLowercased ?? ""):\(port ?? (scheme == "https" ? 443 : 80))"
     }
 }

@@ -68,7 +68,7 @@ public struct Request: Sendable, Hashable, Codable {
     /// - Throws: ``FerryError`` (``FerryError/Code/badURL``, ``FerryError/Code/unsupportedURL`` or
     ///   ``FerryError/Code/invalidHeader``) saying what to change.
     public func validate() throws {
-        guard let scheme = url.scheme?.lowercased() else {
+        guard let scheme = url.scheme?.asciiLowercased else {
             throw FerryError(
                 .badURL,
                 "the URL has no scheme: write it as http://host/path",

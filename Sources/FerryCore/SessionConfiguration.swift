@@ -295,13 +295,13 @@ public struct SessionConfiguration: Sendable, Hashable, Codable {
     /// of the same name (the request's own fields win), then with ``defaultHeaders`` where neither has
     /// one (some servers refuse a request without a User-Agent).
     public func applyingAdditionalHeaders(to request: Request) -> Request {
+        // (Names compared in place: a set of lowercased names cost a small request several strings.)
+        let given = request.headers
         var request = request
-        var present = Set(request.headers.fields.map { $0.name.lowercased() })
-        for field in httpAdditionalHeaders where !present.contains(field.name.lowercased()) {
+        for field in httpAdditionalHeaders where !given.contains(field.name) {
             request.headers.add(name: field.name, value: field.value)
         }
-        present.formUnion(httpAdditionalHeaders.fields.map { $0.name.lowercased() })
-        for field in Self.defaultHeaders where !present.contains(field.name.lowercased()) {
+        for field in Self.defaultHeaders where !given.contains(field.name) && !httpAdditionalHeaders.contains(field.name) {
             request.headers.add(name: field.name, value: field.value)
         }
         return request

@@ -152,7 +152,10 @@ public struct DataLoader: Sendable {
                     failingURL: url
                 )
             }
-            var collected = ByteBufferAllocator().buffer(capacity: hooks.collect ? min(declared ?? 0, 16 << 20) : 0)
+            // A body that was whole before it was read is kept as it is (no copy); others are gathered.
+            let whole = response.body.completeBody
+            var collected =
+                whole != nil ? ByteBuffer() : ByteBufferAllocator().buffer(capacity: hooks.collect ? min(declared ?? 0, 16 << 20) : 0)
             // Content-Length counts the bytes as sent; the limit, what is kept.
             var length = 0
             var kept = 0
@@ -172,8 +175,12 @@ public struct DataLoader: Sendable {
                 guard chunk.readableBytes > 0 else { continue }
                 await hooks.didReceive(chunk)
                 if hooks.collect {
-                    var chunk = chunk
-                    collected.writeBuffer(&chunk)
+                    if whole != nil, collected.readableBytes == 0 {
+                        collected = chunk
+                    } else {
+                        var chunk = chunk
+                        collected.writeBuffer(&chunk)
+                    }
                 }
             }
             if let declared, length != declared {

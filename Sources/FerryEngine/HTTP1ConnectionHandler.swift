@@ -39,6 +39,9 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeDriver {
         var head: HTTPResponseHead?
         /// Body that came in the same read as the head.
         var early: ByteBuffer?
+        /// Body bytes still to come, when Content-Length said (buffers copied for the reader are no
+        /// larger than that: a 1 KiB answer over TLS took a 64 KiB buffer).
+        var remaining: Int?
         /// Where the body streams once the answer went without it.
         var source: Producer.Source?
         /// The body reader's way back to this handler.
@@ -191,9 +194,14 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeDriver {
             if !head.isKeepAlive { exchange!.keepAlive = false }
             exchange!.shared.timing.withLockedValue { $0.responseStart = Date() }
             exchange!.head = head
+            exchange!.remaining = head.headers.first(name: "content-length").flatMap { Int($0) }
         case .body(let buffer):
             if copiesBody {
-                if let full = copier.copy(buffer, allocator: context.channel.allocator) { handOver(full) }
+                let remaining = exchange!.remaining
+                exchange!.remaining = remaining.map { $0 - buffer.readableBytes }
+                if let full = copier.copy(buffer, allocator: context.channel.allocator, remaining: remaining) {
+                    handOver(full)
+                }
             } else {
                 handOver(buffer)
             }

@@ -150,7 +150,7 @@ public final class HTTP1Transport: HTTPTransport {
     /// on exchanges would only hold back streams, not connections).
     public func multiplexes(_ url: URL) -> Bool {
         // Asked before every request: no URL parsing beyond what URL already did.
-        guard url.scheme?.lowercased() == "https", var host = url.host?.lowercased() else { return false }
+        guard url.scheme?.asciiLowercased == "https", var host = url.host?.asciiLowercased else { return false }
         if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         return pool.isShared(origin: "https://\(host):\(url.port ?? 443)")
     }
@@ -663,13 +663,13 @@ public final class HTTP1Transport: HTTPTransport {
         var keepAlive = true
         var hasHost = false
         for field in request.headers {
-            let name = field.name.lowercased()
-            switch name {
-            case "host": hasHost = true
-            case "content-length", "transfer-encoding": continue
-            case "connection":
-                if field.value.lowercased().contains("close") { keepAlive = false }
-            default: break
+            let name = field.name
+            if Headers.sameName(name, "host") {
+                hasHost = true
+            } else if Headers.sameName(name, "content-length") || Headers.sameName(name, "transfer-encoding") {
+                continue
+            } else if Headers.sameName(name, "connection"), field.value.lowercased().contains("close") {
+                keepAlive = false
             }
             headers.add(name: field.name, value: field.value)
         }
@@ -759,7 +759,7 @@ struct HTTP1Target: Sendable {
 
     init(_ url: URL) throws {
         self.url = url.absoluteString
-        let scheme = url.scheme?.lowercased()
+        let scheme = url.scheme?.asciiLowercased
         guard scheme == "http" || scheme == "https" else {
             throw FerryError(
                 .unsupportedURL,
@@ -784,6 +784,6 @@ struct HTTP1Target: Sendable {
         var target = path.isEmpty ? "/" : path
         if let query = url.query(percentEncoded: true) { target += "?" + query }
         self.requestTarget = target
-        self.origin = "\(secure ? "https" : "http")://\(bare.lowercased()):\(port)"
+        self.origin = "\(secure ? "https" : "http")://\(bare.asciiLowercased):\(port)"
     }
 }

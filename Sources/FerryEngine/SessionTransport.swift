@@ -132,6 +132,23 @@ public final class SessionTransport: HTTPTransport {
             }
         }
         var measured = response
+        if let whole = response.body.completeBody, context?.throttle == nil {
+            // The whole body is here: counted, timed and its slot given back now, and handed on as it is.
+            counters.received.increment(by: Int64(whole.readableBytes))
+            if let context, let index {
+                let timing = response.latestTiming?()
+                context.update(index) { metrics in
+                    metrics.countOfResponseBodyBytesReceived += Int64(whole.readableBytes)
+                    metrics.responseEndDate = metrics.responseStartDate ?? Date()
+                    if let timing {
+                        metrics.requestStartDate = metrics.requestStartDate ?? timing.requestStart
+                        metrics.requestEndDate = metrics.requestEndDate ?? timing.requestEnd
+                    }
+                }
+            }
+            permit.release()
+            return (measured, index)
+        }
         measured.body = TransportBodyStream(
             MeasuredBody(
                 base: response.body,

@@ -3,6 +3,23 @@ import Foundation
 import Testing
 
 @Suite struct HeadersTests {
+    @Test func namesCompareIgnoringOnlyASCIICase() {
+        #expect(Headers.sameName("Content-Length", "content-length"))
+        #expect(Headers.sameName("X-A_B.1", "x-a_b.1"))
+        #expect(!Headers.sameName("Content-Length", "content-lengt"))
+        // '-' | 0x20 is itself and CR | 0x20 is '-': only letters may differ by case.
+        #expect(!Headers.sameName("a-b", "a\rb"))
+        #expect(!Headers.sameName("a@b", "a`b"))
+        #expect(!Headers.sameName("ß", "SS"))
+    }
+
+    @Test func asciiLowercasingLeavesOtherCharactersAlone() {
+        #expect("HTTPS".asciiLowercased == "https")
+        #expect("Example.COM".asciiLowercased == "example.com")
+        #expect("already-lower".asciiLowercased == "already-lower")
+        #expect("ÄBC".asciiLowercased == "Äbc")
+    }
+
     @Test func namesAreCaseInsensitiveAndOrderIsKept() {
         var headers: Headers = ["Accept": "a", "X-One": "1"]
         headers.add(name: "x-one", value: "2")
