@@ -13,7 +13,8 @@ import NIOCore
 ///                                         StandardTransport, no Session): what the session layer costs
 ///     ferry-bench discard URL           one GET whose body is read and thrown away
 ///     ferry-bench background-download URL PATH   one download through ferryd (a background session)
-///     ferry-bench background-submit URL COUNT    COUNT downloads created in ferryd, timed
+///     ferry-bench background-submit URL COUNT [SUBMITTERS]   COUNT downloads created in ferryd one a
+///                                         request, timed; SUBMITTERS clients at once (default 1)
 ///     ferry-bench background-submit-batch URL COUNT   the same through the batch route, 1,000 a request
 ///     ferry-bench upload-chunked URL FILE IN_FLIGHT   FILE in parallel chunks (tus), IN_FLIGHT at once
 @main
@@ -45,9 +46,11 @@ struct FerryBench {
             case ("background-submit-batch", 3):
                 guard let count = Int(arguments[2]), count > 0 else { throw usage() }
                 try await backgroundSubmit(arguments[1], count: count, batched: true)
-            case ("background-submit", 3):
-                guard let count = Int(arguments[2]), count > 0 else { throw usage() }
-                try await backgroundSubmit(arguments[1], count: count)
+            case ("background-submit", 3), ("background-submit", 4):
+                guard let count = Int(arguments[2]), count > 0,
+                    let submitters = arguments.count == 4 ? Int(arguments[3]) : 1, submitters > 0
+                else { throw usage() }
+                try await backgroundSubmit(arguments[1], count: count, submitters: submitters)
             default:
                 throw usage()
             }
@@ -60,7 +63,7 @@ struct FerryBench {
     static func usage() -> FerryError {
         FerryError(
             .invalidOperation,
-            "usage: ferry-bench download URL PATH | gets URL COUNT | gets-engine URL COUNT | gets-parallel URL COUNT WIDTH | discard URL | background-download URL PATH | background-submit[-batch] URL COUNT | upload-chunked URL FILE IN_FLIGHT"
+            "usage: ferry-bench download URL PATH | gets URL COUNT | gets-engine URL COUNT | gets-parallel URL COUNT WIDTH | discard URL | background-download URL PATH | background-submit URL COUNT [SUBMITTERS] | background-submit-batch URL COUNT | upload-chunked URL FILE IN_FLIGHT"
         )
     }
 
@@ -225,8 +228,9 @@ extension FerryBench {
         )
     }
 
-    /// `count` tasks created in the daemon through its control API, one request each, as the CLI does.
-    static func backgroundSubmit(_ text: String, count: Int, batched: Bool = false) async throws {
+    /// `count` tasks created in the daemon through its control API, one request each, as the CLI does,
+    /// from `submitters` concurrent clients (each with its own connection).
+    static func backgroundSubmit(_ text: String, count: Int, submitters: Int = 1, batched: Bool = false) async throws {
         let client = try DaemonClient.forCurrentUser()
         try await client.ensureRunning()
         let session = "ferry-bench-submit-\(getpid())"
@@ -247,16 +251,30 @@ extension FerryBench {
                 left -= size
             }
         }
-        for _ in 0..<(batched ? 0 : count) {
-            let _: BackgroundTaskInfo = try await client.call(
-                "POST",
-                "/v1/sessions/\(session)/tasks",
-                body: ControlAPI.TaskCreation(kind: .download, request: request)
-            )
+        if !batched {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for submitter in 0..<submitters {
+                    // The first `count % submitters` submitters take one more.
+                    let share = count / submitters + (submitter < count % submitters ? 1 : 0)
+                    let own = submitter == 0 ? client : try DaemonClient.forCurrentUser()
+                    group.addTask {
+                        for _ in 0..<share {
+                            let _: BackgroundTaskInfo = try await own.call(
+                                "POST",
+                                "/v1/sessions/\(session)/tasks",
+                                body: ControlAPI.TaskCreation(kind: .download, request: request)
+                            )
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
         }
         let elapsed = ContinuousClock.now - start
         let seconds = Self.seconds(elapsed)
-        print("session=\(session) tasks=\(count) seconds=\(seconds) perSecond=\(Double(count) / seconds)")
+        print(
+            "session=\(session) tasks=\(count) submitters=\(batched ? 1 : submitters) seconds=\(seconds) perSecond=\(Double(count) / seconds)"
+        )
     }
 }
 
