@@ -27,6 +27,12 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
     enum Route: Sendable {
         case delegates
         case handler(@Sendable (Outcome) -> Void)
+
+        /// Whether the session's delegate hears of the task.
+        var deliversToDelegates: Bool {
+            if case .delegates = self { return true }
+            return false
+        }
     }
 
     /// A finished transfer, for async convenience calls.

@@ -33,7 +33,9 @@ struct InProcessBackend: TaskBackend {
                 priority: state.priority,
                 handlesCookies: task.originalRequest?.httpShouldHandleCookies ?? true,
                 cache: cache,
-                throttle: throttle
+                throttle: throttle,
+                // Metrics go to a delegate only: an async call without one never reads them.
+                recordsTransactions: state.delegate != nil || task.route.deliversToDelegates
             )
             return (action, context)
         }

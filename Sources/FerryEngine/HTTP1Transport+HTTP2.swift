@@ -68,13 +68,7 @@ extension HTTP1Transport {
         let id = connection.nextExchangeID()
         let slot = HandlerSlot(handler)
         let shared = HTTP1ExchangeState(timing: timing)
-        // Pieces are up to 64 KiB (content is copied into buffers of that size): up to 4 MiB, the
-        // stream's window, waits for the reader. With 2 and 4, as over HTTP/1.1, the reader paused and
-        // resumed thousands of times a GiB when pieces were 8 KiB DATA frames, each a wake-up of the
-        // loop (4,029 eventfd writes for 1 GiB, measured).
-        let made = Self.responseBody(slot: slot, shared: shared, id: id, watermarks: (16, 64))
-        let headPromise = loop.makePromise(of: HTTPResponseHead.self)
-        let source = made.source
+        let answer = loop.makePromise(of: ExchangeAnswer.self)
         let body: HTTP2ClientHandler.Request.Body
         switch request.body {
         case nil: body = .none
@@ -91,8 +85,8 @@ extension HTTP1Transport {
             handler.value.start(
                 started,
                 exchange: id,
-                head: headPromise,
-                source: source,
+                answer: answer,
+                slot: slot,
                 shared: shared,
                 deadline: deadline,
                 idleTimeout: idle
@@ -101,9 +95,8 @@ extension HTTP1Transport {
         if case .stream(let length, let streamed) = request.body {
             Task { await Self.pumpHTTP2(streamed, length: length, handler: handler, shared: shared, id: id) }
         }
-        let sequence = made.sequence
         return try await response(
-            answer: headPromise.futureResult.map { ExchangeAnswer(head: $0, body: .streaming(sequence)) },
+            answer: answer.futureResult,
             slot: slot,
             id: id,
             protocolName: "h2",

@@ -66,6 +66,13 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
     var nextStream: UInt32 = 1
     /// Streams with content gathered in this read.
     private var batched: [UInt32] = []
+    /// Streams whose response head came in this read (handed over once the read is done).
+    private var headsPending: [UInt32] = []
+    /// One timer for every stream's idle and resource timeouts, set for the earliest; scheduled again only
+    /// when it fires or must fire sooner (two timers per stream were a small request's largest cost in
+    /// allocations, as on HTTP/1.1).
+    private var streamWatchdog: Scheduled<Void>?
+    private var streamWatchdogDue = NIODeadline.distantFuture
     /// A header block continued in CONTINUATION frames.
     private var continuing: (stream: UInt32, block: ByteBuffer, endStream: Bool)?
 
@@ -121,6 +128,8 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
     func handlerRemoved(context: ChannelHandlerContext) {
         timer?.cancel()
         timer = nil
+        streamWatchdog?.cancel()
+        streamWatchdog = nil
         self.context = nil
     }
 
@@ -166,6 +175,8 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
+        for id in headsPending { startStreaming(id) }
+        headsPending.removeAll(keepingCapacity: true)
         handOverBatches()
         flushIfNeeded(context: context)
         context.fireChannelReadComplete()
@@ -175,6 +186,8 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
         closed = true
         timer?.cancel()
         timer = nil
+        streamWatchdog?.cancel()
+        streamWatchdog = nil
         announceGoAway()
         for id in Array(streams.keys) {
             guard let stream = streams[id] else { continue }
@@ -192,14 +205,15 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
 
     // MARK: Requests (called on the loop by the transport)
 
-    /// Starts `request` on a new stream. The head promise completes with the response head (or fails:
-    /// with ``HTTP1ConnectionError/refused(_:)`` when the connection can take no new stream); the
-    /// content goes to `source`.
+    /// Starts `request` on a new stream. `answer` completes once the read that brought the response head
+    /// is done, with the whole content when the stream ended in that read, else with a sequence the
+    /// content streams through, whose demand reaches this handler through `slot`; or fails (with
+    /// ``HTTP1ConnectionError/refused(_:)`` when the connection can take no new stream).
     func start(
         _ request: Request,
         exchange: Int,
-        head: EventLoopPromise<HTTPResponseHead>,
-        source: HTTP1ConnectionHandler.Producer.Source,
+        answer: EventLoopPromise<ExchangeAnswer>,
+        slot: HandlerSlot,
         shared: HTTP1ExchangeState,
         deadline: NIODeadline,
         idleTimeout requested: TimeAmount?
@@ -212,8 +226,7 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
                 if let context = self.context { closeIfDrained(context: context) }
             }
             let refusal = HTTP1ConnectionError.refused("the HTTP/2 connection is closing")
-            head.fail(refusal)
-            source.finish(refusal)
+            answer.fail(refusal)
             events.streamClosed()
             return
         }
@@ -224,29 +237,25 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
             try encoder.encode(headers: request.headers, to: &block)
         } catch {
             let failure = FerryError(.badURL, "the request's header fields cannot be sent over HTTP/2 (\(error))")
-            head.fail(failure)
-            source.finish(failure)
+            answer.fail(failure)
             events.streamClosed()
             return
         }
+        let now = context.eventLoop.now
         let stream = HTTP2Stream(
             exchange: exchange,
             id: id,
-            head: head,
-            source: source,
+            answer: answer,
+            slot: slot,
             shared: shared,
             isHead: request.isHead,
             sendWindow: peerInitialWindow,
             receiveWindow: settings.streamWindow,
+            deadline: deadline,
+            now: now,
             idle: min(idleTimeout, requested ?? idleTimeout)
         )
-        let loop = context.eventLoop.assumeIsolated()
-        if deadline < .distantFuture {
-            stream.deadlineTask = loop.scheduleTask(deadline: deadline) { [self] in
-                fail(id, ExchangeEnds.resourceTimeout, reset: .cancel)
-            }
-        }
-        stream.idleTask = loop.scheduleTask(in: stream.idle) { [self] in checkIdle(id) }
+        armStreamWatchdog(min(now + stream.idle, deadline), context: context)
         shared.timing.withLockedValue { $0.requestStart = Date() }
         var endStream = false
         switch request.body {
@@ -282,7 +291,7 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
             return
         }
         stream.outbound.append((bytes, end, promise))
-        stream.lastActivity = .now()
+        stream.lastActivity = context.eventLoop.now
         sendOutbound(id, context: context)
         flushIfNeeded(context: context)
     }
@@ -421,11 +430,11 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
         }
         // A stream this side has reset or finished: its bytes are dropped.
         guard let stream = streams[id] else { return }
-        guard stream.head == nil, !stream.responseDone else {
+        guard stream.headReceived, !stream.responseDone else {
             fail(id, FerryError(.badServerResponse, "the server sent content before the response's header fields"), reset: .protocolError)
             return
         }
-        stream.lastActivity = .now()
+        stream.lastActivity = context.eventLoop.now
         stream.unacknowledged += window
         stream.receiveWindow -= window
         guard stream.receiveWindow >= 0 else {
@@ -455,9 +464,9 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
         // Decoded even for a stream that is gone: the decoder's table must stay in step with the server's.
         let fields = try decoder.decodeHeaders(from: &block)
         guard let stream = streams[id] else { return }
-        stream.lastActivity = .now()
+        stream.lastActivity = context.eventLoop.now
         stream.receivedAnything = true
-        if let head = stream.head {
+        if !stream.headReceived {
             var status: Int?
             var headers = HTTPHeaders()
             for field in fields {
@@ -485,9 +494,11 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
                 }
                 stream.expectedLength = expected
             }
-            stream.head = nil
+            stream.headReceived = true
             stream.shared.timing.withLockedValue { $0.responseStart = Date() }
-            head.succeed(HTTPResponseHead(version: .http2, status: .init(statusCode: status), headers: headers))
+            // Handed over once this read is done, with the whole content if the stream ends in it.
+            stream.head = HTTPResponseHead(version: .http2, status: .init(statusCode: status), headers: headers)
+            headsPending.append(id)
         } else {
             // Trailers: the response's end.
             guard endStream else {
@@ -611,9 +622,44 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
     private func finish(_ id: UInt32) {
         guard let stream = remove(id) else { return }
         let pieces = stream.takeBatch()
-        if !pieces.isEmpty { _ = stream.source.yield(contentsOf: pieces) }
         stream.shared.finished()
-        stream.source.finish()
+        if let head = stream.head, pieces.count <= 1 {
+            // The whole answer came in this read: it goes with its content, no sequence needed.
+            let promise = stream.answer
+            stream.answer = nil
+            stream.head = nil
+            promise?.succeed(ExchangeAnswer(head: head, body: .complete(pieces.first ?? ByteBuffer())))
+            return
+        }
+        startStreaming(stream)
+        if !pieces.isEmpty { _ = stream.source?.yield(contentsOf: pieces) }
+        stream.source?.finish()
+    }
+
+    /// Hands stream `id`'s response head over with a sequence its content streams through (its read is
+    /// done and the stream goes on).
+    private func startStreaming(_ id: UInt32) {
+        guard let stream = streams[id] else { return }
+        startStreaming(stream)
+    }
+
+    private func startStreaming(_ stream: HTTP2Stream) {
+        guard let head = stream.head else { return }
+        // Pieces are up to 64 KiB (content is copied into buffers of that size): up to 4 MiB, the
+        // stream's window, waits for the reader. With 2 and 4, as over HTTP/1.1, the reader paused and
+        // resumed thousands of times a GiB when pieces were 8 KiB DATA frames, each a wake-up of the
+        // loop (4,029 eventfd writes for 1 GiB, measured).
+        let made = HTTP1Transport.responseBody(
+            slot: stream.slot,
+            shared: stream.shared,
+            id: stream.exchange,
+            watermarks: (16, 64)
+        )
+        let promise = stream.answer
+        stream.answer = nil
+        stream.head = nil
+        stream.source = made.source
+        promise?.succeed(ExchangeAnswer(head: head, body: .streaming(made.sequence)))
     }
 
     /// Ends stream `id` with `error`, telling the server with RST_STREAM `reset` when given.
@@ -625,15 +671,13 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
         }
         for pending in stream.outbound { pending.promise?.fail(error) }
         stream.shared.finished()
-        stream.head?.fail(error)
-        stream.source.finish(error)
+        stream.answer?.fail(error)
+        stream.source?.finish(error)
     }
 
     private func remove(_ id: UInt32) -> HTTP2Stream? {
         guard let stream = streams.removeValue(forKey: id) else { return nil }
         exchanges[stream.exchange] = nil
-        stream.deadlineTask?.cancel()
-        stream.idleTask?.cancel()
         events.streamClosed()
         if let context { closeIfDrained(context: context) }
         return stream
@@ -653,7 +697,7 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
             guard let stream = streams[id] else { continue }
             let pieces = stream.takeBatch()
             guard !pieces.isEmpty else { continue }
-            if stream.source.yield(contentsOf: pieces) == .stopProducing { stream.paused = true }
+            if stream.source?.yield(contentsOf: pieces) == .stopProducing { stream.paused = true }
             acknowledge(id)
         }
         batched.removeAll(keepingCapacity: true)
@@ -780,14 +824,43 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
 
     // MARK: Timers
 
-    private func checkIdle(_ id: UInt32) {
-        guard let stream = streams[id], let context else { return }
-        guard let next = ExchangeEnds.nextIdleCheck(paused: stream.paused, lastActivity: stream.lastActivity, idle: stream.idle)
-        else {
-            fail(id, ExchangeEnds.idleTimeout, reset: .cancel)
-            return
+    /// Makes the stream watchdog fire by `due` (sooner if it already would).
+    private func armStreamWatchdog(_ due: NIODeadline, context: ChannelHandlerContext) {
+        guard streamWatchdog == nil || due < streamWatchdogDue else { return }
+        streamWatchdog?.cancel()
+        streamWatchdogDue = due
+        streamWatchdog = context.eventLoop.assumeIsolated().scheduleTask(deadline: due) { [self] in
+            streamWatchdogFired()
         }
-        stream.idleTask = context.eventLoop.assumeIsolated().scheduleTask(deadline: next) { [self] in checkIdle(id) }
+    }
+
+    /// Ends the streams past their resource timeout or quiet for their idle timeout, and sets the
+    /// watchdog for the next moment that matters to the others.
+    private func streamWatchdogFired() {
+        streamWatchdog = nil
+        streamWatchdogDue = .distantFuture
+        guard let context else { return }
+        let now = context.eventLoop.now
+        var next = NIODeadline.distantFuture
+        for (id, stream) in streams.sorted(by: { $0.key < $1.key }) {
+            if stream.deadline <= now {
+                fail(id, ExchangeEnds.resourceTimeout, reset: .cancel)
+                continue
+            }
+            guard
+                let idle = ExchangeEnds.nextIdleCheck(
+                    paused: stream.paused,
+                    lastActivity: stream.lastActivity,
+                    idle: stream.idle,
+                    now: now
+                )
+            else {
+                fail(id, ExchangeEnds.idleTimeout, reset: .cancel)
+                continue
+            }
+            next = min(next, idle, stream.deadline)
+        }
+        if next < .distantFuture, self.context != nil { armStreamWatchdog(next, context: context) }
     }
 
     private func arm(context: ChannelHandlerContext) {

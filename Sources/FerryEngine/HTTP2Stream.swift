@@ -8,9 +8,17 @@ final class HTTP2Stream {
     /// The transport's number for the exchange (the body reader's demand names it).
     let exchange: Int
     let id: UInt32
-    /// Completed with the response head; nil once it has been.
-    var head: EventLoopPromise<HTTPResponseHead>?
-    var source: HTTP1ConnectionHandler.Producer.Source
+    /// Completed with the answer once the read that brought the response head is done (with the whole
+    /// content when the stream ended in that read); nil once it has been.
+    var answer: EventLoopPromise<ExchangeAnswer>?
+    /// The response head, held until its read is done.
+    var head: HTTPResponseHead?
+    /// The response head has arrived.
+    var headReceived = false
+    /// Where the content streams once the answer went without it.
+    var source: HTTP1ConnectionHandler.Producer.Source?
+    /// The body reader's way back to the handler.
+    let slot: HandlerSlot
     let shared: HTTP1ExchangeState
     /// A HEAD request: its response has no content, whatever Content-Length says.
     let isHead: Bool
@@ -40,27 +48,31 @@ final class HTTP2Stream {
     var expectedLength: Int64?
     var receivedLength: Int64 = 0
 
-    var deadlineTask: Scheduled<Void>?
-    var idleTask: Scheduled<Void>?
-    var lastActivity = NIODeadline.now()
+    /// When the whole exchange must be over (the resource timeout).
+    let deadline: NIODeadline
+    var lastActivity: NIODeadline
     /// The idle timeout: the connection's, or the request's when shorter.
     let idle: TimeAmount
 
     init(
         exchange: Int,
         id: UInt32,
-        head: EventLoopPromise<HTTPResponseHead>,
-        source: HTTP1ConnectionHandler.Producer.Source,
+        answer: EventLoopPromise<ExchangeAnswer>,
+        slot: HandlerSlot,
         shared: HTTP1ExchangeState,
         isHead: Bool,
         sendWindow: Int,
         receiveWindow: Int,
+        deadline: NIODeadline,
+        now: NIODeadline,
         idle: TimeAmount
     ) {
         self.exchange = exchange
         self.id = id
-        self.head = head
-        self.source = source
+        self.answer = answer
+        self.slot = slot
+        self.deadline = deadline
+        self.lastActivity = now
         self.shared = shared
         self.isHead = isHead
         self.sendWindow = sendWindow

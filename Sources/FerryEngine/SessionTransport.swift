@@ -76,9 +76,12 @@ public final class SessionTransport: HTTPTransport {
         deadline: NIODeadline,
         context: TransferContext?
     ) async throws -> (response: TransportResponse, transaction: Int?) {
-        var metrics = TransactionMetrics(request: request.sentRequest)
-        metrics.fetchStartDate = now()
-        let index = context?.begin(metrics)
+        let index: Int? = context.flatMap { context in
+            guard context.recordsTransactions else { return nil }
+            var metrics = TransactionMetrics(request: request.sentRequest)
+            metrics.fetchStartDate = now()
+            return context.begin(metrics)
+        }
         let origin = request.url.httpOrigin
         // HTTPMaximumConnectionsPerHost limits connections: streams of one shared HTTP/2 connection
         // are not held back by it.

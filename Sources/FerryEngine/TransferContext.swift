@@ -20,11 +20,21 @@ public final class TransferContext: Sendable {
     public let cache: CacheUse?
     /// How the task's bytes are shaped (its own bandwidth limit and its share of a pool); nil: not at all.
     public let throttle: TaskThrottle?
+    /// Whether the transactions are recorded: false when nobody will read the task's metrics (an async
+    /// call without a delegate), which spares every exchange building them.
+    public let recordsTransactions: Bool
     private let transactions = Mutex<[TransactionMetrics]>([])
 
     /// A context for a task with `priority`.
-    public init(priority: Float = 0.5, handlesCookies: Bool = true, cache: CacheUse? = nil, throttle: TaskThrottle? = nil) {
+    public init(
+        priority: Float = 0.5,
+        handlesCookies: Bool = true,
+        cache: CacheUse? = nil,
+        throttle: TaskThrottle? = nil,
+        recordsTransactions: Bool = true
+    ) {
         self.throttle = throttle
+        self.recordsTransactions = recordsTransactions
         self.priority = priority
         self.handlesCookies = handlesCookies
         self.cache = cache

@@ -32,9 +32,16 @@ import Testing
     }
 
     private struct Exchange {
-        let head: EventLoopFuture<HTTPResponseHead>
-        let body: HTTP1ConnectionHandler.Producer
+        let answer: EventLoopFuture<ExchangeAnswer>
         let shared: HTTP1ExchangeState
+
+        /// The response head (once the read that brought it is done).
+        var head: EventLoopFuture<HTTPResponseHead> { answer.map(\.head) }
+
+        /// The body, once the answer has come.
+        var body: TransportBodyStream {
+            get throws { try answer.wait().bodyStream }
+        }
         /// What the body reader asked of the handler, to be run on the test's thread (the embedded loop
         /// may be used only there).
         let demands: Demands
@@ -55,9 +62,9 @@ import Testing
 
     /// A body reader kept across calls (its iterator lives as long as the reader).
     private final class Reader {
-        var iterator: HTTP1ConnectionHandler.Producer.AsyncIterator
+        var iterator: TransportBodyStream.AsyncIterator
 
-        init(_ body: HTTP1ConnectionHandler.Producer) { iterator = body.makeAsyncIterator() }
+        init(_ body: TransportBodyStream) { iterator = body.makeAsyncIterator() }
 
         /// The sizes of the next `count` pieces (all of them when nil), and how the body ended.
         func take(_ count: Int? = nil) async -> (sizes: [Int], failure: (any Error)?) {
@@ -153,24 +160,18 @@ import Testing
         let loop = channel.embeddedEventLoop
         let shared = HTTP1ExchangeState()
         let demands = Demands()
-        let made = HTTP1ConnectionHandler.Producer.makeSequence(
-            elementType: ByteBuffer.self,
-            backPressureStrategy: .init(lowWatermark: 2, highWatermark: 4),
-            finishOnDeinit: false,
-            delegate: BodyDemand(slot: HandlerSlot { demands.record($0) }, shared: shared, id: exchange)
-        )
-        let head = loop.makePromise(of: HTTPResponseHead.self)
+        let answer = loop.makePromise(of: ExchangeAnswer.self)
         let fields = [(":method", method), (":scheme", "https"), (":authority", "example.test"), (":path", "/")]
         handler.start(
             .init(headers: HPACKHeaders(fields), isHead: method == "HEAD", body: body),
             exchange: exchange,
-            head: head,
-            source: made.source,
+            answer: answer,
+            slot: HandlerSlot { demands.record($0) },
             shared: shared,
             deadline: .distantFuture,
             idleTimeout: nil
         )
-        return Exchange(head: head.futureResult, body: made.sequence, shared: shared, demands: demands)
+        return Exchange(answer: answer.futureResult, shared: shared, demands: demands)
     }
 
     /// How a head that has completed failed (nil: it succeeded).
@@ -220,7 +221,7 @@ import Testing
         // A quarter of the stream's window or more was taken: given back.
         #expect(windowIncrements(try sent(channel), stream: 1) == [20000])
         try server.data(1, count: 20000, endStream: true)
-        let read = await Reader(exchange.body).take()
+        let read = await Reader(try exchange.body).take()
         #expect(read.sizes == [20000, 20000] && read.failure == nil)
         #expect(seen.closedStreams == 1)
         // No window for a stream that ended.
@@ -246,19 +247,71 @@ import Testing
         try server.headers(1, [(":status", "200")])
         _ = try exchange.head.wait()
         _ = try sent(channel)
-        // Four reads of 16 KiB fill the reader's buffer (high watermark 4): the fourth is not given back.
-        for _ in 0..<4 { try server.data(1, count: 16 << 10) }
-        #expect(windowIncrements(try sent(channel), stream: 1) == [16 << 10, 16 << 10, 16 << 10])
+        // 64 reads of 16 KiB fill the reader's buffer (high watermark 64 pieces): each is given back
+        // while the reader wants more, the 64th is not.
+        for _ in 0..<64 { try server.data(1, count: 16 << 10) }
+        #expect(windowIncrements(try sent(channel), stream: 1) == Array(repeating: 16 << 10, count: 63))
         // The server may send what is left of the window; none of it is given back while the reader is full.
         for _ in 0..<3 { try server.data(1, count: 16 << 10) }
         #expect(windowIncrements(try sent(channel), stream: 1).isEmpty)
-        let reader = Reader(exchange.body)
-        #expect(await reader.take(6).sizes.count == 6)
+        // Reading down below the low watermark (16) asks for more.
+        let reader = Reader(try exchange.body)
+        #expect(await reader.take(52).sizes.count == 52)
         exchange.demands.run(on: handler)
         // Reading again gives back everything owed, in one update.
         #expect(windowIncrements(try sent(channel), stream: 1) == [64 << 10])
         try server.data(1, count: 10, endStream: true)
-        #expect(await reader.take().sizes == [16 << 10, 10])
+        #expect(await reader.take().sizes == Array(repeating: 16 << 10, count: 15) + [10])
+    }
+
+    @Test func anAnswerThatEndsInTheReadOfItsHeadComesWithItsContent() async throws {
+        let seen = Seen()
+        let (channel, handler, server) = try connected(seen)
+        let exchange = start(handler, channel, exchange: 1)
+        var block = ByteBuffer()
+        try server.encoder.encode(headers: HPACKHeaders([(":status", "200"), ("content-length", "5")]), to: &block)
+        try server.send {
+            $0.writeHTTP2Headers(stream: 1, block: block, endStream: false, maximumFrameSize: 16384)
+            $0.writeHTTP2FrameHeader(length: 5, kind: .data, flags: 1, stream: 1)
+            $0.writeString("hello")
+        }
+        let answer = try exchange.answer.wait()
+        guard case .complete(let content) = answer.body else {
+            Issue.record("a complete answer streamed")
+            return
+        }
+        #expect(String(buffer: content) == "hello")
+        #expect(seen.closedStreams == 1)
+        // Its head alone in a read: the content streams.
+        let second = start(handler, channel, exchange: 2)
+        try server.headers(3, [(":status", "200")])
+        guard case .streaming = try second.answer.wait().body else {
+            Issue.record("an unfinished answer came as complete")
+            return
+        }
+        try server.data(3, count: 7, endStream: true)
+        #expect(await Reader(try second.body).take().sizes == [7])
+    }
+
+    @Test func aQuietStreamTimesOutAndABusyOneLivesOn() async throws {
+        let seen = Seen()
+        let (channel, handler, server) = try connected(seen)
+        let quiet = start(handler, channel, exchange: 1)
+        let busy = start(handler, channel, exchange: 2)
+        try server.headers(3, [(":status", "200")])
+        _ = try busy.answer.wait()
+        _ = try sent(channel)
+        // The connection's idle timeout is 30 s: bytes on stream 3 every 20 s keep it going.
+        for _ in 0..<2 {
+            channel.embeddedEventLoop.advanceTime(by: .seconds(20))
+            try server.data(3, count: 1)
+        }
+        let failure = try #require(error(of: quiet.head) as? FerryError)
+        #expect(failure.code == .timedOut)
+        #expect(try sent(channel).contains { $0.type == 3 && $0.stream == 1 }, "RST_STREAM for the quiet stream")
+        #expect(error(of: busy.head) == nil)
+        try server.data(3, count: 1, endStream: true)
+        #expect(await Reader(try busy.body).take().sizes == [1, 1, 1])
     }
 
     @Test func aServerThatOverstepsTheWindowFailsTheStream() throws {
@@ -312,7 +365,7 @@ import Testing
         try server.headers(5, [(":status", "200"), ("content-length", "10")])
         _ = try short.head.wait()
         try server.data(5, count: 5, endStream: true)
-        let lengthError = try #require(await Reader(short.body).take().failure as? FerryError)
+        let lengthError = try #require(await Reader(try short.body).take().failure as? FerryError)
         #expect(lengthError.message.contains("after 5 of the 10 bytes"))
         #expect(channel.isActive)
     }
