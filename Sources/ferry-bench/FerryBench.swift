@@ -12,6 +12,8 @@ import NIOCore
 ///     ferry-bench gets-engine URL COUNT   COUNT sequential GETs through the engine alone (DataLoader over
 ///                                         StandardTransport, no Session): what the session layer costs
 ///     ferry-bench discard URL           one GET whose body is read and thrown away
+///     ferry-bench layers COUNT          COUNT sequential GETs answered in memory (no network, no event
+///                                         loop): what a request costs in the session and engine layers alone
 ///     ferry-bench background-download URL PATH   one download through ferryd (a background session)
 ///     ferry-bench background-submit URL COUNT [SUBMITTERS]   COUNT downloads created in ferryd one a
 ///                                         request, timed; SUBMITTERS clients at once (default 1)
@@ -39,6 +41,9 @@ struct FerryBench {
             case ("upload-chunked", 4):
                 guard let width = Int(arguments[3]), width > 0 else { throw usage() }
                 try await uploadChunked(arguments[1], file: arguments[2], inFlight: width)
+            case ("layers", 2):
+                guard let count = Int(arguments[1]), count > 0 else { throw usage() }
+                try await layers(count: count)
             case ("discard", 2):
                 try await discard(arguments[1])
             case ("background-download", 3):
@@ -63,7 +68,7 @@ struct FerryBench {
     static func usage() -> FerryError {
         FerryError(
             .invalidOperation,
-            "usage: ferry-bench download URL PATH | gets URL COUNT | gets-engine URL COUNT | gets-parallel URL COUNT WIDTH | discard URL | background-download URL PATH | background-submit URL COUNT [SUBMITTERS] | background-submit-batch URL COUNT | upload-chunked URL FILE IN_FLIGHT"
+            "usage: ferry-bench download URL PATH | gets URL COUNT | gets-engine URL COUNT | gets-parallel URL COUNT WIDTH | discard URL | layers COUNT | background-download URL PATH | background-submit URL COUNT [SUBMITTERS] | background-submit-batch URL COUNT | upload-chunked URL FILE IN_FLIGHT"
         )
     }
 
@@ -154,6 +159,35 @@ struct FerryBench {
         let elapsed = ContinuousClock.now - start
         let seconds = Self.seconds(elapsed)
         print("requests=\(count) bytes=\(bytes) seconds=\(seconds) rps=\(Double(count) / seconds)")
+    }
+
+    /// The CPU a request costs above the network: `count` GETs through a Session and through the engine
+    /// alone (DataLoader), over a transport that answers at once from memory with a whole 1 KiB body.
+    static func layers(count: Int) async throws {
+        let request = Request(url: try url("http://127.0.0.1:9/small.bin"))
+        let transport = MemoryTransport()
+        let session = Session(configuration: Self.configuration(), delegate: nil, transport: transport)
+        defer { session.invalidateAndCancel() }
+        var start = ContinuousClock.now
+        for _ in 0..<count {
+            let (data, _) = try await session.data(for: request)
+            guard data.count == 1024 else { throw FerryError(.badServerResponse, "\(data.count) bytes") }
+        }
+        let sessionSeconds = Self.seconds(ContinuousClock.now - start)
+        let loader = DataLoader(transport: transport)
+        var hooks = DataLoader.Hooks()
+        hooks.collect = true
+        start = ContinuousClock.now
+        for _ in 0..<count {
+            let outcome = try await loader.perform(request, deadline: .now() + .seconds(60), hooks: hooks)
+            guard case .loaded(let loaded) = outcome, loaded.body.readableBytes == 1024 else {
+                throw FerryError(.badServerResponse, "not 1 KiB")
+            }
+        }
+        let engineSeconds = Self.seconds(ContinuousClock.now - start)
+        print(
+            "requests=\(count) session_us=\(sessionSeconds / Double(count) * 1e6) engine_us=\(engineSeconds / Double(count) * 1e6)"
+        )
     }
 
     static func discard(_ text: String) async throws {
@@ -287,4 +321,24 @@ final class MovingDelegate: DownloadDelegate, Sendable {
         try? FileManager.default.removeItem(atPath: destination)
         try? FileManager.default.moveItem(atPath: location.path, toPath: destination)
     }
+}
+
+/// Answers every request at once with 200 and a whole 1 KiB body, as a connection's handler does when
+/// the answer came in one read (for `ferry-bench layers`).
+struct MemoryTransport: HTTPTransport {
+    let body = ByteBuffer(repeating: 0x61, count: 1024)
+
+    func send(_ request: TransportRequest, deadline: NIODeadline) async throws -> TransportResponse {
+        TransportResponse(
+            status: 200,
+            headers: ["Content-Length": "1024", "Content-Type": "application/octet-stream"],
+            protocolName: "http/1.1",
+            body: TransportBodyStream(buffer: body)
+        )
+    }
+
+    func shutdown() async throws {}
+
+    /// As ``HTTP1Transport``: no timer task per body.
+    var enforcesDeadlineOverBody: Bool { true }
 }
