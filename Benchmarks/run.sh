@@ -7,8 +7,9 @@
 #
 # SMALL=N sets the number of 1 KiB requests of the small-request rows (default 20,000: with 2,000, process
 # start-up weighed on the result). The figures go to Benchmarks/results/latest.json and are compared with
-# Benchmarks/thresholds.json (ratios to the peer, peak RSS): a row past its threshold is named at the end
-# and the script exits 3. THRESHOLDS=update writes this run's figures as the new thresholds.
+# Benchmarks/thresholds.json (ratios to the peer, rates, peak RSS) by Benchmarks/thresholds.py: a row past
+# its threshold is named at the end and the script exits 3. THRESHOLDS=update (or, after a run,
+# `Benchmarks/thresholds.py update`) keeps this run's figures as the new thresholds.
 #
 # Server: nginx on 127.0.0.1 (sendfile, one worker) serving a 1 GiB file of random bytes and a 1 KiB
 # file. The background rows use ferryd with a FERRY_HOME of their own.
@@ -197,10 +198,10 @@ batch=$("$bin/ferry-bench" background-submit-batch "http://127.0.0.1:$port/slow/
 # From 4 clients at once, one task a request (the goal of issue 22: 5,000 a second).
 submit4=$("$bin/ferry-bench" background-submit "http://127.0.0.1:$port/slow/big.bin" 10000 4 | sed -n 's/.*perSecond=\([0-9.]*\).*/\1/p')
 
-python3 - "$work" "$rounds" "$submit" "$ferryd_rss" "$restart_ms" "$batch" "$submit4" "$small_count" "$root/Benchmarks" "${THRESHOLDS:-check}" <<'PY'
+python3 - "$work" "$rounds" "$submit" "$ferryd_rss" "$restart_ms" "$batch" "$submit4" "$small_count" "$root/Benchmarks" <<'PY'
 import json, os, statistics, sys
 work, rounds, submit, rss, restart = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
-batch, submit4, small, bench_dir, mode = float(sys.argv[6]), float(sys.argv[7]), int(sys.argv[8]), sys.argv[9], sys.argv[10]
+batch, submit4, small, bench_dir = float(sys.argv[6]), float(sys.argv[7]), int(sys.argv[8]), sys.argv[9]
 def load(name):
     rows = [list(map(float, line.split())) for line in open(os.path.join(work, name))]
     rates = [r[0] for r in rows]
@@ -242,43 +243,9 @@ results["ferryd/submit4"] = {"median": submit4}
 results["ferryd/batch"] = {"median": batch}
 results["ferryd/rss"] = {"rss_mb": rss / 1024}
 
-# Thresholds, as swift-nio's benchmarks keep them: a row is compared with the figure a run was accepted
-# at, within a tolerance (this machine varies by 20-40 % across runs; ratios to a peer run side by side
-# vary less). Ratios and rates may not fall below, RSS may not rise above.
 os.makedirs(os.path.join(bench_dir, "results"), exist_ok=True)
 with open(os.path.join(bench_dir, "results", "latest.json"), "w") as out:
     json.dump({"rounds": int(rounds), "small_requests": small, "rows": results}, out, indent=1, sort_keys=True)
-path = os.path.join(bench_dir, "thresholds.json")
-if mode == "update":
-    kept = {}
-    for key, row in results.items():
-        kept[key] = {k: round(v, 3) for k, v in row.items() if k in ("ratio", "rss_mb") or (k == "median" and key.startswith("ferryd/"))}
-    with open(path, "w") as out:
-        json.dump({"tolerance": 0.2, "rows": kept}, out, indent=1, sort_keys=True)
-    print(f"\nthresholds written to {path}")
-    sys.exit(0)
-if not os.path.exists(path):
-    print(f"\nno {path}: run with THRESHOLDS=update to keep this run's figures")
-    sys.exit(0)
-thresholds = json.load(open(path))
-tolerance = thresholds.get("tolerance", 0.2)
-worse = []
-for key, limits in thresholds["rows"].items():
-    row = results.get(key)
-    if row is None:
-        continue
-    for field, limit in limits.items():
-        value = row.get(field)
-        if value is None:
-            continue
-        if field == "rss_mb" and value > limit * (1 + tolerance):
-            worse.append(f"{key}: peak RSS {value:.1f} MB, threshold {limit:.1f} MB")
-        elif field != "rss_mb" and value < limit * (1 - tolerance):
-            worse.append(f"{key}: {field} {value:.2f}, threshold {limit:.2f}")
-if worse:
-    print(f"\npast the thresholds of {path} (tolerance {tolerance:.0%}):")
-    for line in worse:
-        print(f"  {line}")
-    sys.exit(3)
-print(f"\nevery row within the thresholds of {path} (tolerance {tolerance:.0%})")
 PY
+# This run against the thresholds a run was accepted at (THRESHOLDS=update accepts this one).
+python3 "$root/Benchmarks/thresholds.py" "${THRESHOLDS:-check}"
