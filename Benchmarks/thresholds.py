@@ -21,6 +21,9 @@ TOLERANCE = 0.2
 
 
 def kept(key, row):
+    """What a threshold keeps of a row: Ferry's rows only (the peers' are the yardstick)."""
+    if not key.split("/")[-1].startswith("ferry") and not key.startswith("ferryd/"):
+        return {}
     fields = {}
     for field, value in row.items():
         if field in ("ratio", "rss_mb") or (field == "median" and key.startswith("ferryd/")):
