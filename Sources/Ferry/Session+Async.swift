@@ -1,13 +1,14 @@
 import FerryEngine
 public import Foundation
 import NIOCore
+import Synchronization
 
 extension Session {
     /// Loads `request` and returns its body and response. The session's delegate is bypassed; `delegate`
     /// (if given) gets this task's redirects, progress and metrics.
     /// - Throws: ``FerryError``; cancelling the calling task cancels the transfer.
     public func data(for request: Request, delegate: (any TaskDelegate)? = nil) async throws -> (Data, Response) {
-        try await run(delegate: delegate) { route in
+        try await run(delegate: delegate, inline: true) { route in
             self.register {
                 DataTask(session: self, identifier: $0, request: request, work: .data, route: route, rejection: $1)
             }
@@ -27,7 +28,7 @@ extension Session {
     )
         async throws -> (Data, Response)
     {
-        try await run(delegate: delegate) { route in
+        try await run(delegate: delegate, inline: true) { route in
             self.register {
                 UploadTask(
                     session: self,
@@ -49,7 +50,7 @@ extension Session {
     ) async throws
         -> (Data, Response)
     {
-        try await run(delegate: delegate) { route in
+        try await run(delegate: delegate, inline: true) { route in
             self.register {
                 UploadTask(
                     session: self,
@@ -129,12 +130,28 @@ extension Session {
         }.file()
     }
 
-    /// Runs a task made by `make` and waits for its outcome.
+    /// Runs a task made by `make` and waits for its outcome; with `inline`, in a session of this process,
+    /// the transfer runs in the calling task (``InProcessBackend/runInline(_:)``).
     private func run(
         delegate: (any TaskDelegate)?,
+        inline: Bool = false,
         _ make: @escaping (SessionTask.Route) -> SessionTask
     ) async throws -> SessionTask.Outcome {
         let box = TaskBox()
+        if inline, background == nil {
+            let outcome = OutcomeSlot()
+            let task = make(.handler { outcome.set($0) })
+            task.delegate = delegate
+            box.set(task)
+            return await withTaskCancellationHandler {
+                _ = await InProcessBackend().runInline(task)
+                // (Already there, unless the task was cancelled before it started: then it completes on
+                // its own.)
+                return await outcome.value()
+            } onCancel: {
+                box.cancel()
+            }
+        }
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<SessionTask.Outcome, Never>) in
                 let task = make(.handler { continuation.resume(returning: $0) })
@@ -205,6 +222,33 @@ extension Session {
 }
 
 /// Holds the task of an async call so that cancelling the caller cancels it.
+/// A task's outcome, delivered once, for the caller that waits for it.
+private final class OutcomeSlot: Sendable {
+    private let state = Mutex<(outcome: SessionTask.Outcome?, waiter: CheckedContinuation<SessionTask.Outcome, Never>?)>(
+        (nil, nil)
+    )
+
+    func set(_ outcome: SessionTask.Outcome) {
+        let waiter = state.withLock { state in
+            state.outcome = outcome
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(returning: outcome)
+    }
+
+    func value() async -> SessionTask.Outcome {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLock { state -> SessionTask.Outcome? in
+                if let outcome = state.outcome { return outcome }
+                state.waiter = continuation
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+}
+
 private final class TaskBox: Sendable {
     private let task = MutexBox<SessionTask?>(nil)
     private let cancelled = MutexBox(false)

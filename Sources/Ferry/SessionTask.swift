@@ -64,6 +64,8 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
         var bytesReceived: Int64 = 0
         var bytesExpectedToReceive: Int64 = Session.transferSizeUnknown
         var transfer: Task<Void, Never>?
+        /// The cancellation of a transfer running in its caller's task (``InProcessBackend/runInline(_:)``).
+        var inlineCancellation: TransferCancellation?
         var startDate: Date?
         /// The file a download writes.
         var filePath: String?

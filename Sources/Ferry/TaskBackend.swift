@@ -16,12 +16,29 @@ protocol TaskBackend: Sendable {
 
 /// Runs tasks in this process, on the session's transport.
 struct InProcessBackend: TaskBackend {
-    func resume(_ task: SessionTask) {
+    /// What resuming a task calls for.
+    private enum Start {
+        /// Start its transfer, in this context.
+        case transfer(TransferContext)
+        /// Let its paused transfer go on.
+        case resumed
+        case nothing
+    }
+
+    /// Resumes the task's state machine; a transfer to start gets its context (with a cancellation of
+    /// its own when it runs in its caller's task).
+    private func start(_ task: SessionTask, inline: Bool) -> Start {
         // Outside the task's lock: it reads the task's delegate, which takes the lock.
         let cache = task.cacheUse()
-        let (action, context): (TaskStateMachine.Action, TransferContext?) = task.locked.withLock { state in
-            let action = state.machine.resume()
-            guard case .startTransfer = action else { return (action, nil) }
+        return task.locked.withLock { state in
+            switch state.machine.resume() {
+            case .startTransfer:
+                break
+            case .resumeTransfer:
+                return .resumed
+            default:
+                return .nothing
+            }
             state.startDate = Date()
             let pool = task.session.bandwidthPool
             let throttle =
@@ -29,23 +46,27 @@ struct InProcessBackend: TaskBackend {
                 ? nil
                 : TaskThrottle(bytesPerSecond: state.bandwidthLimit, pool: pool, weight: Double(state.priority))
             state.throttle = throttle
-            let context = TransferContext(
-                priority: state.priority,
-                handlesCookies: task.originalRequest?.httpShouldHandleCookies ?? true,
-                cache: cache,
-                throttle: throttle,
-                // Metrics go to a delegate only: an async call without one never reads them.
-                recordsTransactions: state.delegate != nil || task.route.deliversToDelegates
+            let cancellation = inline ? TransferCancellation() : nil
+            state.inlineCancellation = cancellation
+            return .transfer(
+                TransferContext(
+                    priority: state.priority,
+                    handlesCookies: task.originalRequest?.httpShouldHandleCookies ?? true,
+                    cache: cache,
+                    throttle: throttle,
+                    // Metrics go to a delegate only: an async call without one never reads them.
+                    recordsTransactions: state.delegate != nil || task.route.deliversToDelegates,
+                    cancellation: cancellation
+                )
             )
-            return (action, context)
         }
-        switch action {
-        case .startTransfer:
-            guard let context else { return }
+    }
+
+    func resume(_ task: SessionTask) {
+        switch start(task, inline: false) {
+        case .transfer(let context):
             // Started at once on this thread, up to its first wait (outside the lock, which the transfer
-            // takes): a task that was only enqueued woke another thread of the pool first, one of the
-            // thread switches that made a small request through a session cost 40 µs more than through the
-            // engine (20,000 GETs, perf).
+            // takes): a task that was only enqueued woke another thread of the pool first.
             let transfer = Task.immediate {
                 await TransferContext.$current.withValue(context) { await task.run(context: context) }
             }
@@ -55,11 +76,24 @@ struct InProcessBackend: TaskBackend {
             }
             // A cancel that came while the transfer was starting found no handle to cancel.
             if cancelled { transfer.cancel() }
-        case .resumeTransfer:
+        case .resumed:
             task.gate.open()
-        default:
+        case .nothing:
             break
         }
+    }
+
+    /// Runs the task's transfer in the calling task, for an async call of the session, and returns once
+    /// the task has completed; false when it did not start here (cancelled before it began).
+    ///
+    /// Why: in a task of its own, the transfer was woken on one thread of the pool when the answer came
+    /// and woke the caller on another when it ended; run in the caller's task there is one wake-up fewer
+    /// (20,000 sequential GETs: 3.57 → 3.19 s in an experiment). A cancel from elsewhere reaches the
+    /// transfer through its own ``TransferCancellation``, not by cancelling the caller's task.
+    func runInline(_ task: SessionTask) async -> Bool {
+        guard case .transfer(let context) = start(task, inline: true) else { return false }
+        await TransferContext.$current.withValue(context) { await task.run(context: context) }
+        return true
     }
 
     func suspend(_ task: SessionTask) {
@@ -74,6 +108,7 @@ struct InProcessBackend: TaskBackend {
         switch action {
         case .cancelTransfer:
             transfer?.cancel()
+            task.locked.withLock { $0.inlineCancellation }?.cancel()
             task.gate.open()
         case .complete(let error):
             // Never started: complete at once, without a transfer.

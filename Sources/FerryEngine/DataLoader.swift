@@ -143,60 +143,14 @@ public struct DataLoader: Sendable {
         }
         let limit = maximumBodyLength
         let url = outcome.request.url.absoluteString
+        // A transfer cancelled on its own ends the exchange, which ends the body's reading.
+        let endExchange = response.cancel ?? {}
         let (collected, length) = try await DeadlineRace.run(until: deadline, url: url, over: transport) {
-            let declared = response.headers.contentLength.map { Int(clamping: $0) }
-            if let declared, declared > limit {
-                throw FerryError(
-                    .dataLengthExceedsMaximum,
-                    "the body is \(declared) bytes, more than the \(limit) allowed",
-                    failingURL: url
-                )
+            try await TransferContext.withCancellationHandler {
+                try await Self.read(response, hooks: hooks, limit: limit, url: url)
+            } onCancel: {
+                endExchange()
             }
-            // A body that was whole before it was read is kept as it is (no copy); others are gathered.
-            let whole = response.body.completeBody
-            var collected =
-                whole != nil ? ByteBuffer() : ByteBufferAllocator().buffer(capacity: hooks.collect ? min(declared ?? 0, 16 << 20) : 0)
-            // Content-Length counts the bytes as sent; the limit, what is kept.
-            var length = 0
-            var kept = 0
-            let decoder = hooks.decodesContent ? ContentDecoder(headers: response.headers) : nil
-            for try await sent in response.body {
-                if let gate = hooks.gate, !gate.isOpen { try await gate.passThrough() }
-                length += sent.readableBytes
-                let chunk = try decoder?.decode(sent) ?? sent
-                guard kept + chunk.readableBytes <= limit else {
-                    throw FerryError(
-                        .dataLengthExceedsMaximum,
-                        "the body is larger than the \(limit) bytes allowed",
-                        failingURL: url
-                    )
-                }
-                kept += chunk.readableBytes
-                guard chunk.readableBytes > 0 else { continue }
-                await hooks.didReceive(chunk)
-                if hooks.collect {
-                    if whole != nil, collected.readableBytes == 0 {
-                        collected = chunk
-                    } else {
-                        var chunk = chunk
-                        collected.writeBuffer(&chunk)
-                    }
-                }
-            }
-            if let declared, length != declared {
-                throw FerryError(
-                    .networkConnectionLost,
-                    "the server announced \(declared) bytes but sent \(length)",
-                    failingURL: url
-                )
-            }
-            do {
-                try decoder?.finish()
-            } catch var error as FerryError {
-                error.failingURL = url
-                throw error
-            }
-            return (collected, kept)
         }
         return .loaded(
             Result(
@@ -209,6 +163,68 @@ public struct DataLoader: Sendable {
                 redirectCount: outcome.redirects
             )
         )
+    }
+
+    /// Reads (and collects, if asked) the body of `response`; returns it and its length as sent.
+    private static func read(
+        _ response: TransportResponse,
+        hooks: Hooks,
+        limit: Int,
+        url: String
+    ) async throws -> (ByteBuffer, Int) {
+        let declared = response.headers.contentLength.map { Int(clamping: $0) }
+        if let declared, declared > limit {
+            throw FerryError(
+                .dataLengthExceedsMaximum,
+                "the body is \(declared) bytes, more than the \(limit) allowed",
+                failingURL: url
+            )
+        }
+        // A body that was whole before it was read is kept as it is (no copy); others are gathered.
+        let whole = response.body.completeBody
+        var collected =
+            whole != nil ? ByteBuffer() : ByteBufferAllocator().buffer(capacity: hooks.collect ? min(declared ?? 0, 16 << 20) : 0)
+        // Content-Length counts the bytes as sent; the limit, what is kept.
+        var length = 0
+        var kept = 0
+        let decoder = hooks.decodesContent ? ContentDecoder(headers: response.headers) : nil
+        for try await sent in response.body {
+            if let gate = hooks.gate, !gate.isOpen { try await gate.passThrough() }
+            length += sent.readableBytes
+            let chunk = try decoder?.decode(sent) ?? sent
+            guard kept + chunk.readableBytes <= limit else {
+                throw FerryError(
+                    .dataLengthExceedsMaximum,
+                    "the body is larger than the \(limit) bytes allowed",
+                    failingURL: url
+                )
+            }
+            kept += chunk.readableBytes
+            guard chunk.readableBytes > 0 else { continue }
+            await hooks.didReceive(chunk)
+            if hooks.collect {
+                if whole != nil, collected.readableBytes == 0 {
+                    collected = chunk
+                } else {
+                    var chunk = chunk
+                    collected.writeBuffer(&chunk)
+                }
+            }
+        }
+        if let declared, length != declared {
+            throw FerryError(
+                .networkConnectionLost,
+                "the server announced \(declared) bytes but sent \(length)",
+                failingURL: url
+            )
+        }
+        do {
+            try decoder?.finish()
+        } catch var error as FerryError {
+            error.failingURL = url
+            throw error
+        }
+        return (collected, kept)
     }
 
     /// Sends `request`, follows redirects, and returns the final response with its body unread (for

@@ -572,10 +572,13 @@ public final class HTTP1Transport: HTTPTransport {
         protocolName: String,
         shared: HTTP1ExchangeState
     ) async throws -> TransportResponse {
-        let answer = try await withTaskCancellationHandler {
+        let cancel: @Sendable () -> Void = {
+            slot.onLoop { $0.fail(id: id, FerryError(.cancelled, "the transfer was cancelled")) }
+        }
+        let answer = try await TransferContext.withCancellationHandler {
             try await answer.get()
         } onCancel: {
-            slot.onLoop { $0.fail(id: id, FerryError(.cancelled, "the transfer was cancelled")) }
+            cancel()
         }
         let responseHead = answer.head
         var headers = Headers()
@@ -587,7 +590,8 @@ public final class HTTP1Transport: HTTPTransport {
             protocolName: protocolName,
             body: answer.bodyStream,
             timing: shared.timing.withLockedValue { $0 },
-            latestTiming: { shared.timing.withLockedValue { $0 } }
+            latestTiming: { shared.timing.withLockedValue { $0 } },
+            cancel: cancel
         )
     }
 

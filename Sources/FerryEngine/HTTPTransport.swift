@@ -93,6 +93,9 @@ public struct TransportResponse: Sendable {
     /// The timing as it is now (the request may finish being written after the head arrived), if the
     /// transport keeps it up to date.
     public var latestTiming: (@Sendable () -> TransportTiming)?
+    /// Ends the exchange from outside (its body reader then fails with ``FerryError/Code/cancelled``), if
+    /// the transport can: for a transfer cancelled on its own (``TransferCancellation``).
+    public var cancel: (@Sendable () -> Void)?
 
     /// Creates a response.
     public init(
@@ -101,8 +104,10 @@ public struct TransportResponse: Sendable {
         protocolName: String,
         body: TransportBodyStream,
         timing: TransportTiming = TransportTiming(),
-        latestTiming: (@Sendable () -> TransportTiming)? = nil
+        latestTiming: (@Sendable () -> TransportTiming)? = nil,
+        cancel: (@Sendable () -> Void)? = nil
     ) {
+        self.cancel = cancel
         self.status = status
         self.headers = headers
         self.protocolName = protocolName

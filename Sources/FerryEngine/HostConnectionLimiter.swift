@@ -49,7 +49,7 @@ final class HostConnectionLimiter: Sendable {
             return state.nextID
         }
         guard let id else { return Permit(limiter: self, origin: origin) }
-        try await withTaskCancellationHandler {
+        try await TransferContext.withCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let granted = state.withLock { state in
                     var entry = state.origins[origin, default: Origin()]
@@ -68,7 +68,7 @@ final class HostConnectionLimiter: Sendable {
                 case nil: break
                 }
             }
-        } onCancel: {
+        } onCancel: { [self] in
             let removed = state.withLock { state -> Waiter? in
                 guard var entry = state.origins[origin],
                     let index = entry.waiters.firstIndex(where: { $0.id == id })

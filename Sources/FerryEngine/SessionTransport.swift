@@ -76,6 +76,7 @@ public final class SessionTransport: HTTPTransport {
         deadline: NIODeadline,
         context: TransferContext?
     ) async throws -> (response: TransportResponse, transaction: Int?) {
+        try TransferContext.checkCancellation()
         let index: Int? = context.flatMap { context in
             guard context.recordsTransactions else { return nil }
             var metrics = TransactionMetrics(request: request.sentRequest)

@@ -23,6 +23,9 @@ public final class TransferContext: Sendable {
     /// Whether the transactions are recorded: false when nobody will read the task's metrics (an async
     /// call without a delegate), which spares every exchange building them.
     public let recordsTransactions: Bool
+    /// The transfer's own cancellation, when it runs in its caller's task (see ``TransferCancellation``);
+    /// nil: Swift task cancellation alone.
+    public let cancellation: TransferCancellation?
     private let transactions = Mutex<[TransactionMetrics]>([])
 
     /// A context for a task with `priority`.
@@ -31,8 +34,10 @@ public final class TransferContext: Sendable {
         handlesCookies: Bool = true,
         cache: CacheUse? = nil,
         throttle: TaskThrottle? = nil,
-        recordsTransactions: Bool = true
+        recordsTransactions: Bool = true,
+        cancellation: TransferCancellation? = nil
     ) {
+        self.cancellation = cancellation
         self.throttle = throttle
         self.recordsTransactions = recordsTransactions
         self.priority = priority

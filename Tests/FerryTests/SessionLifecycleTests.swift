@@ -139,6 +139,56 @@ import Testing
         }
     }
 
+    /// An async call's transfer runs in the caller's task; a cancel from elsewhere (the task object, as
+    /// `getAllTasks()` or a delegate hands it out) ends it while it waits for the head or for the body,
+    /// and leaves the caller's own task uncancelled.
+    @Test(arguments: ["delay_ms=60000", "stall_ms=60000&stall_after=1000"])
+    func cancellingAnAsyncCallsTaskFromElsewhereEndsItButNotTheCaller(fault: String) async throws {
+        try await withSession { server, session in
+            let call = Task { () -> (callerCancelled: Bool, error: FerryError?) in
+                do {
+                    _ = try await session.data(for: request(server.url("/bytes/100000?\(fault)")))
+                    return (Task.isCancelled, nil)
+                } catch let error as FerryError {
+                    return (Task.isCancelled, error)
+                } catch {
+                    return (Task.isCancelled, FerryError(.unknown, "\(error)"))
+                }
+            }
+            var tasks: [SessionTask] = []
+            for _ in 0..<500 where tasks.isEmpty {
+                tasks = session.getAllTasks()
+                if tasks.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+            }
+            try #require(tasks.count == 1)
+            // Well into the wait: for the head (delay), or for the body after its first bytes (stall).
+            try await Task.sleep(for: .milliseconds(300))
+            let cancelled = ContinuousClock.now
+            tasks[0].cancel()
+            let outcome = await call.value
+            #expect(ContinuousClock.now - cancelled < .seconds(10), "the cancel ended the wait")
+            #expect(outcome.error?.code == .cancelled)
+            #expect(!outcome.callerCancelled, "the caller's own task is not cancelled")
+            #expect(session.getAllTasks().isEmpty)
+        }
+    }
+
+    @Test func invalidateAndCancelEndsAnAsyncCallInFlight() async throws {
+        try await TestServer.withServer { server in
+            let session = try makeSession(.default, delegate: nil, trusting: server)
+            let call = Task { try await session.data(for: request(server.url("/bytes/100000?delay_ms=60000"))) }
+            for _ in 0..<500 where session.getAllTasks().isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+            try await Task.sleep(for: .milliseconds(300))
+            session.invalidateAndCancel()
+            do {
+                _ = try await call.value
+                Issue.record("the call finished despite invalidateAndCancel")
+            } catch let error as FerryError {
+                #expect(error.code == .cancelled)
+            }
+        }
+    }
+
     @Test func resourceTimeoutEndsASlowDownloadWithResumeData() async throws {
         // The body is held after 100 kB by a gate that never opens, so the timeout fires mid-transfer.
         // How long the first bytes take on a loaded machine is not the test's to choose: an attempt in

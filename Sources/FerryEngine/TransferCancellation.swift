@@ -1,0 +1,74 @@
+import FerryCore
+import Synchronization
+
+/// A transfer's own cancellation, for a transfer that runs in its caller's task (an async call of a
+/// session): cancelling the task object from elsewhere (`invalidateAndCancel()`, a delegate) must stop
+/// the transfer without cancelling the caller's task. The engine's waits register what ends them
+/// (``TransferContext/withCancellationHandler(operation:onCancel:isolation:)``), as they do for Swift
+/// task cancellation.
+public final class TransferCancellation: Sendable {
+    private struct State {
+        var cancelled = false
+        var nextKey = 0
+        var handlers: [Int: @Sendable () -> Void] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    /// A cancellation not yet cancelled.
+    public init() {}
+
+    /// Whether ``cancel()`` was called.
+    public var isCancelled: Bool { state.withLock { $0.cancelled } }
+
+    /// Cancels: runs every handler registered now, once; handlers registered later run at once.
+    public func cancel() {
+        let handlers = state.withLock { state -> [@Sendable () -> Void] in
+            guard !state.cancelled else { return [] }
+            state.cancelled = true
+            defer { state.handlers = [:] }
+            return Array(state.handlers.values)
+        }
+        for handler in handlers { handler() }
+    }
+
+    /// Registers `handler`; returns its key, or nil when already cancelled (the handler has run then).
+    func add(_ handler: @escaping @Sendable () -> Void) -> Int? {
+        let key = state.withLock { state -> Int? in
+            guard !state.cancelled else { return nil }
+            state.nextKey += 1
+            state.handlers[state.nextKey] = handler
+            return state.nextKey
+        }
+        if key == nil { handler() }
+        return key
+    }
+
+    func remove(_ key: Int) {
+        _ = state.withLock { $0.handlers.removeValue(forKey: key) }
+    }
+}
+
+extension TransferContext {
+    /// Runs `operation`; `handler` runs when the task is cancelled, or the current transfer's own
+    /// ``TransferContext/cancellation`` is (whichever comes first; either may run it).
+    static func withCancellationHandler<T>(
+        operation: () async throws -> T,
+        onCancel handler: @escaping @Sendable () -> Void,
+        isolation: isolated (any Actor)? = #isolation
+    ) async rethrows -> T {
+        guard let cancellation = TransferContext.current?.cancellation else {
+            return try await withTaskCancellationHandler(operation: operation, onCancel: handler, isolation: isolation)
+        }
+        let key = cancellation.add(handler)
+        defer { if let key { cancellation.remove(key) } }
+        return try await withTaskCancellationHandler(operation: operation, onCancel: handler, isolation: isolation)
+    }
+
+    /// Throws ``FerryError/Code/cancelled`` when the current transfer's own cancellation was cancelled.
+    static func checkCancellation() throws {
+        if TransferContext.current?.cancellation?.isCancelled == true {
+            throw FerryError(.cancelled, "the transfer was cancelled")
+        }
+    }
+}
