@@ -250,17 +250,22 @@ private final class OutcomeSlot: Sendable {
 }
 
 private final class TaskBox: Sendable {
-    private let task = MutexBox<SessionTask?>(nil)
-    private let cancelled = MutexBox(false)
+    private let state = Mutex<(task: SessionTask?, cancelled: Bool)>((nil, false))
 
     func set(_ newTask: SessionTask) {
-        task.set(newTask)
-        if cancelled.get() { cancel() }
+        let cancelled = state.withLock { state in
+            state.task = newTask
+            return state.cancelled
+        }
+        if cancelled { cancel() }
     }
 
     func cancel() {
-        cancelled.set(true)
-        guard let task = task.get() else { return }
+        let task = state.withLock { state in
+            state.cancelled = true
+            return state.task
+        }
+        guard let task else { return }
         // A download keeps what it has: the error carries resume data.
         task.cancel(produceResumeData: task is DownloadTask)
     }

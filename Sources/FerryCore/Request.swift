@@ -82,7 +82,8 @@ public struct Request: Sendable, Hashable, Codable {
                 failingURL: url.absoluteString
             )
         }
-        guard let host = url.host, !host.isEmpty else {
+        // (As written, without percent-decoding: only whether there is one matters here.)
+        guard let host = url.host(percentEncoded: true), !host.isEmpty else {
             throw FerryError(.badURL, "the URL has no host", failingURL: url.absoluteString)
         }
         do {

@@ -19,8 +19,13 @@ public final class TransportMetrics: Sendable {
     let received: Counter
     let sent: Counter
     /// The response counters by protocol and status class, made on first use: a response costs a
-    /// lookup, not a counter made through the factory.
-    private let responses = Mutex<[String: Counter]>([:])
+    /// lookup (by a key that builds no string), not a counter made through the factory.
+    private let responses = Mutex<[ResponseKey: Counter]>([:])
+
+    private struct ResponseKey: Hashable {
+        let protocolName: String
+        let statusClass: Int
+    }
 
     /// Metrics made by `factory` (default: `MetricsSystem.factory`, read when first used).
     public init(factory: (any MetricsFactory)? = nil) {
@@ -32,13 +37,12 @@ public final class TransportMetrics: Sendable {
 
     /// A response head arrived over `protocolName` with `status`.
     func response(protocolName: String, status: Int) {
-        let statusClass = "\(status / 100)xx"
+        let key = ResponseKey(protocolName: protocolName, statusClass: status / 100)
         let counter = responses.withLock { counters in
-            let key = protocolName + " " + statusClass
             if let counter = counters[key] { return counter }
             let made = Counter(
                 label: Label.responses,
-                dimensions: [("protocol", protocolName), ("status", statusClass)],
+                dimensions: [("protocol", protocolName), ("status", "\(key.statusClass)xx")],
                 factory: factory
             )
             counters[key] = made
