@@ -8,7 +8,7 @@ extension Session {
     /// (if given) gets this task's redirects, progress and metrics.
     /// - Throws: ``FerryError``; cancelling the calling task cancels the transfer.
     public func data(for request: Request, delegate: (any TaskDelegate)? = nil) async throws -> (Data, Response) {
-        try await run(delegate: delegate, inline: true) { route in
+        try await run(delegate: delegate, inline: Self.runsInline(request)) { route in
             self.register {
                 DataTask(session: self, identifier: $0, request: request, work: .data, route: route, rejection: $1)
             }
@@ -28,7 +28,7 @@ extension Session {
     )
         async throws -> (Data, Response)
     {
-        try await run(delegate: delegate, inline: true) { route in
+        try await run(delegate: delegate, inline: Self.runsInline(request)) { route in
             self.register {
                 UploadTask(
                     session: self,
@@ -50,7 +50,7 @@ extension Session {
     ) async throws
         -> (Data, Response)
     {
-        try await run(delegate: delegate, inline: true) { route in
+        try await run(delegate: delegate, inline: Self.runsInline(request)) { route in
             self.register {
                 UploadTask(
                     session: self,
@@ -128,6 +128,13 @@ extension Session {
         try await run(delegate: delegate) { route in
             self.makeDownloadTask(resumeData: resumeData, route: route)
         }.file()
+    }
+
+    /// Whether an async call for `request` runs its transfer in the caller's task: every wait of a plain
+    /// exchange honours the transfer's own cancellation; a resumable upload's retries and pauses do not
+    /// (yet), so it keeps a task of its own.
+    private static func runsInline(_ request: Request) -> Bool {
+        !request.resumableUpload
     }
 
     /// Runs a task made by `make` and waits for its outcome; with `inline`, in a session of this process,

@@ -44,10 +44,19 @@ extension SessionTask {
             await session.queue.perform { await delegate.session(session, taskIsWaitingForConnectivity: self, reason: reason) }
         }
         let seconds = Double(max(0, (deadline - .now()).nanoseconds)) / 1e9
+        let cancellation = TransferContext.current?.cancellation
         try await withThrowingTaskGroup(of: Bool.self) { group in
             group.addTask {
                 try await monitor.wait { policy.waitReason(in: $0, host: host) == nil }
                 return true
+            }
+            if let cancellation {
+                // A transfer run in its caller's task, cancelled from elsewhere, stops waiting.
+                group.addTask {
+                    await cancellation.waitUntilCancelled()
+                    try Task.checkCancellation()
+                    throw FerryError(.cancelled, "the task was cancelled while it waited for a network it may use")
+                }
             }
             group.addTask {
                 try await Task.sleep(for: .seconds(min(seconds, 1e9)))

@@ -32,6 +32,24 @@ public final class TransferCancellation: Sendable {
         for handler in handlers { handler() }
     }
 
+    /// Returns once ``cancel()`` has been called, or when the calling task is cancelled.
+    public func waitUntilCancelled() async {
+        // Resumed once: by the cancellation or by the task's, whichever comes first.
+        let waiter = Mutex<CheckedContinuation<Void, Never>?>(nil)
+        let key = Mutex<Int?>(nil)
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                waiter.withLock { $0 = continuation }
+                let added = add { waiter.withLock { $0.take() }?.resume() }
+                key.withLock { $0 = added }
+                if Task.isCancelled { waiter.withLock { $0.take() }?.resume() }
+            }
+        } onCancel: {
+            waiter.withLock { $0.take() }?.resume()
+        }
+        if let added = key.withLock({ $0 }) { remove(added) }
+    }
+
     /// Registers `handler`; returns its key, or nil when already cancelled (the handler has run then).
     func add(_ handler: @escaping @Sendable () -> Void) -> Int? {
         let key = state.withLock { state -> Int? in

@@ -86,6 +86,34 @@ final class FakeNetworkSource: NetworkStateSource {
         }
     }
 
+    /// An async call waits in its caller's task; a cancel from elsewhere still ends the wait, and the
+    /// caller's own task is not cancelled.
+    @Test func anAsyncCallWaitingForANetworkEndsWhenItsTaskIsCancelled() async throws {
+        var configuration = SessionConfiguration.ephemeral
+        configuration.waitsForConnectivity = true
+        // Were the cancel not to reach the wait, it would end here, as a timeout, not hang the suite.
+        configuration.timeoutIntervalForResource = 30
+        try await withSession(configuration) { server, session in
+            let (monitor, _) = await monitor(NetworkState(isOnline: false))
+            session.networkMonitor = monitor
+            defer { monitor.stop() }
+            let call = Task { () -> (callerCancelled: Bool, error: FerryError?) in
+                do {
+                    _ = try await session.data(for: request("http://ferry-offline.invalid/x"))
+                    return (Task.isCancelled, nil)
+                } catch {
+                    return (Task.isCancelled, error as? FerryError)
+                }
+            }
+            try await eventually("the call waits", within: 10) { session.getAllTasks().first?.state == .running }
+            try await Task.sleep(for: .milliseconds(100))
+            session.getAllTasks().first?.cancel()
+            let outcome = await call.value
+            #expect(outcome.error?.code == .cancelled)
+            #expect(!outcome.callerCancelled)
+        }
+    }
+
     @Test func aTaskChangedBeforeItStartsTakesTheNewPolicy() async throws {
         try await withSession(.ephemeral) { server, session in
             session.networkMonitor = await monitor(NetworkState(isMetered: true)).0
