@@ -145,27 +145,18 @@ extension Session {
         _ make: @escaping (SessionTask.Route) -> SessionTask
     ) async throws -> SessionTask.Outcome {
         let box = TaskBox()
-        if inline, background == nil {
-            let outcome = OutcomeSlot()
-            let task = make(.handler { outcome.set($0) })
-            task.delegate = delegate
-            box.set(task)
-            return await withTaskCancellationHandler {
-                _ = await InProcessBackend().runInline(task)
-                // (Already there, unless the task was cancelled before it started: then it completes on
-                // its own.)
-                return await outcome.value()
-            } onCancel: {
-                box.cancel()
-            }
-        }
+        let outcome = OutcomeSlot()
+        let task = make(.handler { outcome.set($0) })
+        task.delegate = delegate
+        box.set(task)
         return await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<SessionTask.Outcome, Never>) in
-                let task = make(.handler { continuation.resume(returning: $0) })
-                task.delegate = delegate
-                box.set(task)
+            if inline, background == nil {
+                // (When it does not start here, cancelled before it began, it completes on its own.)
+                _ = await InProcessBackend().runInline(task)
+            } else {
                 task.resume()
             }
+            return await outcome.value()
         } onCancel: {
             box.cancel()
         }

@@ -65,11 +65,8 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeDriver {
     private var paused = false
     private var readPending = false
     /// The connection's one timer: the exchange's idle and resource timeouts, and closing the connection
-    /// once it has been unused for ``unusedTimeout``. Scheduled again only when it fires or must fire
-    /// sooner: three timers scheduled and cancelled per exchange were 8 of a small request's 96
-    /// allocations (20,000 GETs through a session, counted with a malloc probe).
-    private var watchdog: Scheduled<Void>?
-    private var watchdogDue = NIODeadline.distantFuture
+    /// once it has been unused for ``unusedTimeout``.
+    private var watchdog = LoopWatchdog()
     /// When the last exchange ended (or the handler was added).
     private var unusedSince = NIODeadline.uptimeNanoseconds(0)
     /// How long a connection may stay unused before it is closed.
@@ -175,8 +172,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeDriver {
     private var now: NIODeadline { context?.eventLoop.now ?? .now() }
 
     func handlerRemoved(context: ChannelHandlerContext) {
-        watchdog?.cancel()
-        watchdog = nil
+        watchdog.reset()
         self.context = nil
     }
 
@@ -282,8 +278,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeDriver {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        watchdog?.cancel()
-        watchdog = nil
+        watchdog.reset()
         if let exchange { failExchange(ExchangeEnds.closed(receivedAnything: exchange.receivedAnything)) }
         onOutcome?(.closed)
         onOutcome = nil
@@ -300,17 +295,13 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeDriver {
 
     /// Makes the watchdog fire by `due` (sooner if it already would).
     private func arm(_ due: NIODeadline, context: ChannelHandlerContext) {
-        guard watchdog == nil || due < watchdogDue else { return }
-        watchdog?.cancel()
-        watchdogDue = due
-        watchdog = context.eventLoop.assumeIsolated().scheduleTask(deadline: due) { [self] in watchdogFired() }
+        watchdog.arm(due, on: context.eventLoop) { [self] in watchdogFired() }
     }
 
     /// Ends an exchange past its resource timeout or quiet for its idle timeout, closes a connection
     /// unused for ``unusedTimeout``, and otherwise sets the watchdog for the next moment that matters.
     private func watchdogFired() {
-        watchdog = nil
-        watchdogDue = .distantFuture
+        watchdog.reset()
         guard let context else { return }
         let now = context.eventLoop.now
         guard let exchange else {
@@ -318,22 +309,16 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeDriver {
             if due <= now { context.close(promise: nil) } else { arm(due, context: context) }
             return
         }
-        if exchange.deadline <= now {
-            fail(id: exchange.id, ExchangeEnds.resourceTimeout)
-            return
+        switch ExchangeEnds.check(
+            deadline: exchange.deadline,
+            paused: paused,
+            lastActivity: exchange.lastActivity,
+            idle: exchange.idle,
+            now: now
+        ) {
+        case .ended(let error): fail(id: exchange.id, error)
+        case .checkAgain(let next): arm(next, context: context)
         }
-        guard
-            let next = ExchangeEnds.nextIdleCheck(
-                paused: paused,
-                lastActivity: exchange.lastActivity,
-                idle: exchange.idle,
-                now: now
-            )
-        else {
-            fail(id: exchange.id, ExchangeEnds.idleTimeout)
-            return
-        }
-        arm(min(next, exchange.deadline), context: context)
     }
 
     private func finishIfComplete() {
@@ -414,17 +399,26 @@ protocol ExchangeDriver: AnyObject {
 
 /// The timeouts and ends an exchange shares with every driver (HTTP/1.1 connections and HTTP/2 streams).
 enum ExchangeEnds {
-    /// When to look at a quiet exchange again: later while its reader holds the body back or bytes moved
-    /// within `idle`; nil when it has been quiet for `idle` (``idleTimeout``).
-    static func nextIdleCheck(
+    /// What a watchdog finds for an exchange at `now`.
+    enum Check {
+        /// Past its `deadline` (``resourceTimeout``), or quiet for `idle` (``idleTimeout``).
+        case ended(FerryError)
+        /// Look again then: while the reader holds the body back, or bytes moved within `idle`.
+        case checkAgain(NIODeadline)
+    }
+
+    /// Checks an exchange against its resource `deadline` and its idle timeout.
+    static func check(
+        deadline: NIODeadline,
         paused: Bool,
         lastActivity: NIODeadline,
         idle: TimeAmount,
-        now: NIODeadline = .now()
-    ) -> NIODeadline? {
-        if paused { return now + idle }
+        now: NIODeadline
+    ) -> Check {
+        if deadline <= now { return .ended(resourceTimeout) }
+        if paused { return .checkAgain(min(now + idle, deadline)) }
         let due = lastActivity + idle
-        return due > now ? due : nil
+        return due > now ? .checkAgain(min(due, deadline)) : .ended(idleTimeout)
     }
 
     static var idleTimeout: FerryError {

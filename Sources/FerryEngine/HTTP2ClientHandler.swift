@@ -68,11 +68,8 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
     private var batched: [UInt32] = []
     /// Streams whose response head came in this read (handed over once the read is done).
     private var headsPending: [UInt32] = []
-    /// One timer for every stream's idle and resource timeouts, set for the earliest; scheduled again only
-    /// when it fires or must fire sooner (two timers per stream were a small request's largest cost in
-    /// allocations, as on HTTP/1.1).
-    private var streamWatchdog: Scheduled<Void>?
-    private var streamWatchdogDue = NIODeadline.distantFuture
+    /// One timer for every stream's idle and resource timeouts, set for the earliest.
+    private var streamWatchdog = LoopWatchdog()
     /// A header block continued in CONTINUATION frames.
     private var continuing: (stream: UInt32, block: ByteBuffer, endStream: Bool)?
 
@@ -128,8 +125,7 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
     func handlerRemoved(context: ChannelHandlerContext) {
         timer?.cancel()
         timer = nil
-        streamWatchdog?.cancel()
-        streamWatchdog = nil
+        streamWatchdog.reset()
         self.context = nil
     }
 
@@ -186,8 +182,7 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
         closed = true
         timer?.cancel()
         timer = nil
-        streamWatchdog?.cancel()
-        streamWatchdog = nil
+        streamWatchdog.reset()
         announceGoAway()
         for id in Array(streams.keys) {
             guard let stream = streams[id] else { continue }
@@ -826,39 +821,27 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
 
     /// Makes the stream watchdog fire by `due` (sooner if it already would).
     private func armStreamWatchdog(_ due: NIODeadline, context: ChannelHandlerContext) {
-        guard streamWatchdog == nil || due < streamWatchdogDue else { return }
-        streamWatchdog?.cancel()
-        streamWatchdogDue = due
-        streamWatchdog = context.eventLoop.assumeIsolated().scheduleTask(deadline: due) { [self] in
-            streamWatchdogFired()
-        }
+        streamWatchdog.arm(due, on: context.eventLoop) { [self] in streamWatchdogFired() }
     }
 
     /// Ends the streams past their resource timeout or quiet for their idle timeout, and sets the
     /// watchdog for the next moment that matters to the others.
     private func streamWatchdogFired() {
-        streamWatchdog = nil
-        streamWatchdogDue = .distantFuture
+        streamWatchdog.reset()
         guard let context else { return }
         let now = context.eventLoop.now
         var next = NIODeadline.distantFuture
         for (id, stream) in streams.sorted(by: { $0.key < $1.key }) {
-            if stream.deadline <= now {
-                fail(id, ExchangeEnds.resourceTimeout, reset: .cancel)
-                continue
+            switch ExchangeEnds.check(
+                deadline: stream.deadline,
+                paused: stream.paused,
+                lastActivity: stream.lastActivity,
+                idle: stream.idle,
+                now: now
+            ) {
+            case .ended(let error): fail(id, error, reset: .cancel)
+            case .checkAgain(let due): next = min(next, due)
             }
-            guard
-                let idle = ExchangeEnds.nextIdleCheck(
-                    paused: stream.paused,
-                    lastActivity: stream.lastActivity,
-                    idle: stream.idle,
-                    now: now
-                )
-            else {
-                fail(id, ExchangeEnds.idleTimeout, reset: .cancel)
-                continue
-            }
-            next = min(next, idle, stream.deadline)
         }
         if next < .distantFuture, self.context != nil { armStreamWatchdog(next, context: context) }
     }

@@ -139,17 +139,13 @@ public final class SessionTransport: HTTPTransport {
         if let whole = response.body.completeBody, context?.throttle == nil {
             // The whole body is here: counted, timed and its slot given back now, and handed on as it is.
             counters.received.increment(by: Int64(whole.readableBytes))
-            if let context, let index {
-                let timing = response.latestTiming?()
-                context.update(index) { metrics in
-                    metrics.countOfResponseBodyBytesReceived += Int64(whole.readableBytes)
-                    metrics.responseEndDate = metrics.responseStartDate ?? Date()
-                    if let timing {
-                        metrics.requestStartDate = metrics.requestStartDate ?? timing.requestStart
-                        metrics.requestEndDate = metrics.requestEndDate ?? timing.requestEnd
-                    }
-                }
-            }
+            Self.record(
+                received: Int64(whole.readableBytes),
+                end: response.timing.responseStart ?? Date(),
+                latestTiming: response.latestTiming,
+                in: context,
+                at: index
+            )
             permit.release()
             return (measured, index)
         }
@@ -164,6 +160,28 @@ public final class SessionTransport: HTTPTransport {
             )
         )
         return (measured, index)
+    }
+
+    /// Adds `received` body bytes to transaction `index` of `context`, with the body's `end` when it has
+    /// ended, and the request's times as the transport knows them now (the request may have finished
+    /// being written after the head arrived).
+    private static func record(
+        received: Int64,
+        end: Date?,
+        latestTiming: (@Sendable () -> TransportTiming)?,
+        in context: TransferContext?,
+        at index: Int?
+    ) {
+        guard let context, let index else { return }
+        let timing = latestTiming?()
+        context.update(index) { metrics in
+            metrics.countOfResponseBodyBytesReceived += received
+            if let end { metrics.responseEndDate = end }
+            if let timing {
+                metrics.requestStartDate = metrics.requestStartDate ?? timing.requestStart
+                metrics.requestEndDate = metrics.requestEndDate ?? timing.requestEnd
+            }
+        }
     }
 
     /// The store a task's exchanges use: the session's, unless the task handles no cookies.
@@ -325,18 +343,8 @@ public final class SessionTransport: HTTPTransport {
             }
 
             private mutating func flush(end: Date?) {
-                guard let context, let index else { return }
-                let received = self.received
-                self.received = 0
-                let timing = latestTiming?()
-                context.update(index) { metrics in
-                    metrics.countOfResponseBodyBytesReceived += received
-                    if let end { metrics.responseEndDate = end }
-                    if let timing {
-                        metrics.requestStartDate = metrics.requestStartDate ?? timing.requestStart
-                        metrics.requestEndDate = metrics.requestEndDate ?? timing.requestEnd
-                    }
-                }
+                SessionTransport.record(received: received, end: end, latestTiming: latestTiming, in: context, at: index)
+                received = 0
             }
         }
     }
