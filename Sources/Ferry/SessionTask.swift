@@ -14,6 +14,8 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
         case upload(UploadSource)
         /// A download; to a temporary file, or delivered to `destination` (``Session/download(for:to:delegate:)``).
         case download(resumeData: ResumeData?, destination: DownloadDestination? = nil)
+        /// A WebSocket offering these subprotocols.
+        case webSocket(protocols: [String])
     }
 
     enum UploadSource: Sendable {
@@ -266,6 +268,8 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
         case download(Downloader.Result)
         /// The data task became this download task, which completes instead.
         case handedOver(DownloadTask, Downloader.Result)
+        /// A connection (WebSocket) ended with a closing handshake: nothing to hand over.
+        case closed
     }
 
     func run(context: TransferContext) async {
@@ -304,7 +308,7 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
         switch result {
         case .data(let loaded)?: loaded.redirectCount
         case .download(let downloaded)?, .handedOver(_, let downloaded)?: downloaded.redirectCount
-        case nil: 0
+        case .closed?, nil: 0
         }
     }
 
@@ -316,10 +320,17 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
             throw FerryError(.invalidOperation, "the task has no request")
         }
         request = session.configuration.applyingAdditionalHeaders(to: request)
-        try request.validate()
+        if case .webSocket = work {
+            try request.validate(schemes: ["ws", "wss"])
+        } else {
+            try request.validate()
+        }
         let deadline = session.resourceDeadline()
         try await waitForNetwork(request, deadline: deadline)
         switch work {
+        case .webSocket(let protocols):
+            guard let socket = self as? WebSocketTask else { throw FerryError(.invalidOperation, "not a WebSocket task") }
+            return try await socket.transferWebSocket(request, protocols: protocols, deadline: deadline)
         case .data, .upload:
             return try await transferData(request, deadline: deadline)
         case .download(let resumeData, let destination):
@@ -405,7 +416,7 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
                     headers: downloaded.headers
                 )
             return .file(URL(fileURLWithPath: downloaded.path), head)
-        case nil:
+        case .closed?, nil:
             return .failure(FerryError(.cancelled, "the task ended without a result"))
         }
     }

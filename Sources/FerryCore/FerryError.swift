@@ -91,6 +91,9 @@ public struct FerryError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let checksumMismatch = Code(3, "checksumMismatch")
         /// The call is not allowed in this state or for this kind of session.
         public static let invalidOperation = Code(4, "invalidOperation")
+        /// A WebSocket or stream task is not connected (any more): sending or receiving after its close.
+        /// 57 is ENOTCONN, the POSIX error Apple's tasks report.
+        public static let notConnected = Code(57, "notConnected")
     }
 
     /// What kind of failure this is.

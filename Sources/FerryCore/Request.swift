@@ -68,6 +68,11 @@ public struct Request: Sendable, Hashable, Codable {
     /// - Throws: ``FerryError`` (``FerryError/Code/badURL``, ``FerryError/Code/unsupportedURL`` or
     ///   ``FerryError/Code/invalidHeader``) saying what to change.
     public func validate() throws {
+        try validate(schemes: ["http", "https"])
+    }
+
+    /// ``validate()`` for a URL whose scheme is one of `schemes` (`ws` and `wss` for a WebSocket).
+    public func validate(schemes: [String]) throws {
         guard let scheme = url.scheme?.asciiLowercased else {
             throw FerryError(
                 .badURL,
@@ -75,10 +80,10 @@ public struct Request: Sendable, Hashable, Codable {
                 failingURL: url.absoluteString
             )
         }
-        guard scheme == "http" || scheme == "https" else {
+        guard schemes.contains(scheme) else {
             throw FerryError(
                 .unsupportedURL,
-                "only http and https URLs can be fetched, not \(scheme):",
+                "only \(schemes.joined(separator: " and ")) URLs can be used here, not \(scheme):",
                 failingURL: url.absoluteString
             )
         }

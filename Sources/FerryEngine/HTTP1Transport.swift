@@ -24,7 +24,9 @@ public final class HTTP1Transport: HTTPTransport {
     private let group: any EventLoopGroup
     private let pool: HTTP1ConnectionPool
     private let tls: Result<TLSClient, FerryError>
-    private let proxies: Result<ProxySettings, FerryError>
+    /// TLS clients for byte streams, by the ALPN protocols they offer (made when first needed).
+    let byteStreamTLS = NIOLockedValueBox<[[String]: TLSClient]>([:])
+    let proxies: Result<ProxySettings, FerryError>
     let http2Settings: HTTP2Settings
     /// `options.idleTimeout` as NIO counts time (every connection and stream needs it).
     let idleTimeout: TimeAmount
@@ -121,6 +123,9 @@ public final class HTTP1Transport: HTTPTransport {
                         if let first { pool.settle(origin: route.key, first: first, speaksHTTP1: false) }
                         connection.info.describe(into: &timing, reused: false)
                         return try await exchangeHTTP2(request, route: route, on: connection, timing: timing, deadline: deadline)
+                    case .raw(let channel, _):
+                        channel.close(promise: nil)
+                        preconditionFailure("an HTTP connection came back as a byte stream")
                     }
                 }
             } catch HTTP1ConnectionError.closedBeforeResponse {
@@ -190,16 +195,27 @@ public final class HTTP1Transport: HTTPTransport {
     enum Connection {
         case http1(HTTP1Connection)
         case http2(HTTP2Connection)
+        /// A byte stream (``openByteStream(to:port:tls:tunnel:deadline:)``): TLS and the proxy's tunnel
+        /// in place, no HTTP handlers, outside the pool.
+        case raw(any Channel, ConnectionInfo)
 
         var info: ConnectionInfo {
             switch self {
             case .http1(let connection): connection.info
             case .http2(let connection): connection.info
+            case .raw(_, let info): info
             }
         }
     }
 
-    private func connect(_ route: HTTP1Route, deadline: NIODeadline) async throws -> Connection {
+    /// What a connection is for: HTTP exchanges (the pool's), or a byte stream with TLS offering
+    /// `protocols` by ALPN (nil: no TLS).
+    enum Purpose: Sendable {
+        case http
+        case raw(tlsProtocols: [String]?)
+    }
+
+    func connect(_ route: HTTP1Route, deadline: NIODeadline, purpose: Purpose = .http) async throws -> Connection {
         let target = route.target
         let pool = self.pool
         let idle = idleTimeout
@@ -210,13 +226,22 @@ public final class HTTP1Transport: HTTPTransport {
             let now = NIODeadline.now()
             connectTimeout = min(connectTimeout, deadline > now ? deadline - now : .milliseconds(1))
         }
-        let tls = target.secure ? try self.tls.get() : nil
+        let tls: TLSClient?
+        switch purpose {
+        case .http: tls = target.secure ? try self.tls.get() : nil
+        case .raw(let protocols): tls = try protocols.map { try tlsClient(protocols: $0) }
+        }
         let report = TLSReport()
         let loop = group.next()
         let handshake = tls == nil ? nil : loop.makePromise(of: TLSHandshakeHandler.Outcome.self)
         let host = target.host
         let port = target.port
-        let tunnel = try await tunnelHandshake(route)
+        let tunnel: ProxyHandshake?
+        if case .raw = purpose {
+            tunnel = try await tunnelHandshake(route, always: true)
+        } else {
+            tunnel = try await tunnelHandshake(route)
+        }
         let tunnelOpen = tunnel == nil ? nil : loop.makePromise(of: Void.self)
         let started = Date()
         let configured = loop.makePromise(of: Connection.self)
@@ -249,14 +274,20 @@ public final class HTTP1Transport: HTTPTransport {
             return .http1(connection)
         }
         // The connection's handlers: at once for a direct connection, after the tunnel for a proxy's.
+        let raw: Bool
+        if case .raw = purpose { raw = true } else { raw = false }
         let install: @Sendable (any Channel) throws -> Void = { channel in
             let operations = channel.pipeline.syncOperations
             guard let tls, let handshake else {
-                configured.succeed(try configure(channel, false))
+                configured.succeed(raw ? .raw(channel, ConnectionInfo()) : try configure(channel, false))
                 return
             }
             try operations.addHandler(try tls.handler(host: host, port: port, report: report))
             try operations.addHandler(TLSHandshakeHandler(promise: handshake))
+            if raw {
+                configured.succeed(.raw(channel, ConnectionInfo()))
+                return
+            }
             try operations.addHandler(
                 ApplicationProtocolNegotiationHandler { result, channel in
                     channel.eventLoop.makeCompletedFuture {
@@ -391,19 +422,21 @@ public final class HTTP1Transport: HTTPTransport {
         switch connection {
         case .http1(let connection): try pool.opened(connection)
         case .http2(let connection): try pool.opened(connection)
+        case .raw: break
         }
         return connection
     }
 
     /// The tunnel a route needs: CONNECT through an HTTP proxy for https, SOCKS5 for anything; nil for a
-    /// direct connection or plain http through an HTTP proxy (absolute-form requests). For `socks5`
+    /// direct connection or plain http through an HTTP proxy (absolute-form requests), unless `always`
+    /// (a byte stream tunnels through an HTTP proxy whatever its scheme). For `socks5`
     /// (not `socks5h`) the name is resolved here, on a thread of the pool.
-    private func tunnelHandshake(_ route: HTTP1Route) async throws -> ProxyHandshake? {
+    private func tunnelHandshake(_ route: HTTP1Route, always: Bool = false) async throws -> ProxyHandshake? {
         guard let proxy = route.proxy else { return nil }
         let target = route.target
         switch proxy.kind {
         case .http:
-            guard target.secure else { return nil }
+            guard target.secure || always else { return nil }
             return ProxyHandshake(
                 kind: .httpConnect(proxyAuthorization: route.proxyAuthorization),
                 destination: .name(target.host),
@@ -454,7 +487,7 @@ public final class HTTP1Transport: HTTPTransport {
 
     /// A failed handshake as a ``FerryError`` in plain words: the verification's verdict, a version
     /// mismatch, or BoringSSL's reason without its internals.
-    private static func handshakeError(
+    static func handshakeError(
         _ error: any Error,
         report: TLSReport,
         host: String,

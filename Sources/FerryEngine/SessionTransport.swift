@@ -51,6 +51,10 @@ public final class SessionTransport: HTTPTransport {
         self.now = now
     }
 
+    /// What opens the session's byte streams (WebSockets, stream tasks): the transport behind this one,
+    /// when it can; nil for a transport that carries only HTTP exchanges.
+    public var byteStreams: (any ByteStreamConnector)? { base as? any ByteStreamConnector }
+
     /// Exchanges in progress for the origin of `url` (scheme, host and port).
     public func activeExchanges(for url: URL) -> Int {
         limiter.active(for: url.httpOrigin)

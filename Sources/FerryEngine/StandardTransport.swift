@@ -39,3 +39,13 @@ public final class StandardTransport: HTTPTransport {
         try await native.shutdown()
     }
 }
+
+extension StandardTransport: ByteStreamConnector {
+    public func openByteStream(host: String, port: Int, tls: [String]?, deadline: NIODeadline) async throws -> ByteStream {
+        try await native.openByteStream(host: host, port: port, tls: tls, deadline: deadline)
+    }
+
+    public func startTLS(on stream: ByteStream, deadline: NIODeadline) async throws {
+        try await native.startTLS(on: stream, deadline: deadline)
+    }
+}
