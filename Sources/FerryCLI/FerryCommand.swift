@@ -18,7 +18,7 @@ public struct FerryCommand: AsyncParsableCommand {
             """,
         version: FerryVersion.current,
         subcommands: [
-            GetCommand.self, PutCommand.self, ListCommand.self, WatchCommand.self, WaitCommand.self,
+            GetCommand.self, PutCommand.self, WebSocketCommand.self, ListCommand.self, WatchCommand.self, WaitCommand.self,
             PauseCommand.self, ResumeCommand.self, CancelCommand.self, EventsCommand.self, CleanCommand.self,
             PolicyCommand.self, PriorityCommand.self, LimitCommand.self, UICommand.self, DaemonCommand.self,
         ]

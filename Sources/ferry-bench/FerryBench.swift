@@ -19,6 +19,8 @@ import NIOCore
 ///                                         request, timed; SUBMITTERS clients at once (default 1)
 ///     ferry-bench background-submit-batch URL COUNT   the same through the batch route, 1,000 a request
 ///     ferry-bench upload-chunked URL FILE IN_FLIGHT   FILE in parallel chunks (tus), IN_FLIGHT at once
+///     ferry-bench autobahn WS_URL [--deflate]   the Autobahn suite's client cases against a fuzzing
+///                                         server (Benchmarks/autobahn.sh)
 @main
 struct FerryBench {
     static func main() async {
@@ -56,6 +58,9 @@ struct FerryBench {
                     let submitters = arguments.count == 4 ? Int(arguments[3]) : 1, submitters > 0
                 else { throw usage() }
                 try await backgroundSubmit(arguments[1], count: count, submitters: submitters)
+            case ("autobahn", 2), ("autobahn", 3):
+                guard arguments.count == 2 || arguments[2] == "--deflate" else { throw usage() }
+                try await autobahn(arguments[1], deflate: arguments.count == 3)
             default:
                 throw usage()
             }
@@ -68,7 +73,7 @@ struct FerryBench {
     static func usage() -> FerryError {
         FerryError(
             .invalidOperation,
-            "usage: ferry-bench download URL PATH | gets URL COUNT | gets-engine URL COUNT | gets-parallel URL COUNT WIDTH | discard URL | layers COUNT | background-download URL PATH | background-submit URL COUNT [SUBMITTERS] | background-submit-batch URL COUNT | upload-chunked URL FILE IN_FLIGHT"
+            "usage: ferry-bench download URL PATH | gets URL COUNT | gets-engine URL COUNT | gets-parallel URL COUNT WIDTH | discard URL | layers COUNT | background-download URL PATH | background-submit URL COUNT [SUBMITTERS] | background-submit-batch URL COUNT | upload-chunked URL FILE IN_FLIGHT | autobahn WS_URL [--deflate]"
         )
     }
 
