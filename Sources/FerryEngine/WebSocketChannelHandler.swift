@@ -23,6 +23,9 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
 
     /// A close frame went out (ours, or our answer to the server's).
     private var closeSent = false
+    /// This side began the closing handshake: messages still arrive until the server's close (§7.1.2:
+    /// the server may send what it had before answering).
+    private var closingHere = false
     /// How the connection ends, decided when the closing starts; told to the connection at the latest
     /// when the channel goes.
     private var ending: WebSocketConnection.End?
@@ -57,7 +60,7 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
         case .none:
             break
         case .message(let message):
-            guard ending == nil else { return }
+            guard ending == nil || closingHere else { return }
             guard let connection else {
                 early.append(message)
                 return
@@ -202,13 +205,16 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
         var kept = ""
         for character in reason where kept.utf8.count + String(character).utf8.count <= 123 { kept.append(character) }
         payload.writeString(kept)
-        settle(WebSocketConnection.End(code: code, reason: kept, error: nil))
+        // The end is told when the server answers (or the channel goes): receives go on until then.
+        ending = WebSocketConnection.End(code: code, reason: kept, error: nil)
+        closingHere = true
         closeSent = true
         write(context: context, WebSocketFrame(fin: true, opcode: .connectionClose, maskKey: .random(), data: payload), promise: nil)
         armCloseTimer(context: context)
     }
 
     func abort(_ error: FerryError) {
+        closingHere = false
         settle(WebSocketConnection.End(code: .abnormalClosure, reason: "", error: error))
         context?.close(promise: nil)
     }
@@ -217,7 +223,10 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
 
     /// Fails the connection (§7.1.7): a close frame with `code`, then the socket closes.
     private func fail(context: ChannelHandlerContext, code: WebSocketCloseCode, error: FerryError) {
-        guard ending == nil || !closeSent else {
+        if closeSent {
+            // Closing already: a breach in what still arrives ends it now, and says why.
+            if closingHere, let closing = ending { ending = WebSocketConnection.End(code: closing.code, reason: closing.reason, error: error) }
+            closingHere = false
             context.close(promise: nil)
             return
         }

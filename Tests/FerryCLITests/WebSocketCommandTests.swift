@@ -38,6 +38,11 @@ struct WebSocketCommandTests {
             let binary = try await ws([peer.url("/echo").absoluteString, "--binary", "--idle", "0.3"], input: "\u{1}\u{2}raw\n", in: directory)
             #expect(binary.status == 0, "\(binary.stderr)")
             #expect(binary.stdout == "\u{1}\u{2}raw\n")
+            // --idle 0 closes when stdin ends; echoes still on their way arrive before the server's close.
+            let lines = (1...500).map { "line \($0) " + String(repeating: "x", count: 500) }
+            let drained = try await ws([peer.url("/echo").absoluteString, "--idle", "0"], input: lines.joined(separator: "\n") + "\n", in: directory)
+            #expect(drained.status == 0, "\(drained.stderr)")
+            #expect(drained.stdout == lines.joined(separator: "\n") + "\n")
         }
     }
 
