@@ -70,6 +70,17 @@ public final class WebSocketTask: SessionTask, @unchecked Sendable {
         try await connection().send(message)
     }
 
+    /// Sends `messages` in order, written together; returns once the last is written. For many small
+    /// messages this is much faster than awaiting ``send(_:)`` for each.
+    public func send(contentsOf messages: [WebSocketMessage]) async throws {
+        try await connection().send(contentsOf: messages)
+    }
+
+    /// The messages that have arrived, up to `limit` of them, in order; waits for one when none has.
+    public func receive(atMost limit: Int) async throws -> [WebSocketMessage] {
+        try await connection().receive(atMost: max(1, limit))
+    }
+
     /// ``send(_:)`` with a completion handler (nil error on success).
     public func send(_ message: WebSocketMessage, completionHandler: @escaping @Sendable (FerryError?) -> Void) {
         Task {

@@ -111,26 +111,34 @@ struct WebSocketCommand: AsyncParsableCommand {
         // Messages in: one line each, as they come.
         let reader = Task {
             while true {
-                let message: WebSocketMessage
+                let messages: [WebSocketMessage]
                 do {
-                    message = try await socket.receive()
+                    messages = try await socket.receive(atMost: 256)
                 } catch {
                     return
                 }
                 lastArrival.instant.withLock { $0 = .now }
-                switch message {
-                case .string(let text): Console.out(text + "\n")
-                case .data(let data): Console.out(bytes: data + [0x0A])
+                // One write for what arrived together.
+                var output: [UInt8] = []
+                for message in messages {
+                    switch message {
+                    case .string(let text): output += text.utf8
+                    case .data(let data): output += data
+                    }
+                    output.append(0x0A)
                 }
+                Console.out(bytes: output)
             }
         }
         // Lines out, until stdin ends; then the close once replies stop. A connection that ends first
         // ends the command at once, whatever stdin is doing.
         let idle = self.idle
         let sender = Task { () -> FerryError? in
-            for await line in StandardInputLines.stream() {
+            for await lines in StandardInputLines.stream() {
                 do {
-                    try await socket.send(binary ? .data(Data(line)) : .string(String(decoding: line, as: UTF8.self)))
+                    try await socket.send(
+                        contentsOf: lines.map { binary ? .data(Data($0)) : .string(String(decoding: $0, as: UTF8.self)) }
+                    )
                 } catch {
                     return error as? FerryError
                 }
@@ -160,13 +168,14 @@ struct WebSocketCommand: AsyncParsableCommand {
     }
 }
 
-/// Standard input as lines (bytes, without the newline), read on a thread of its own: stdin may be a
+/// Standard input as lines (bytes, without the newline), the lines of each read together, read on a
+/// thread of its own: stdin may be a
 /// regular file, which an event loop cannot watch, and a blocking read must not hold a thread of the
 /// cooperative pool. Lines wait in the stream until sent (memory grows with input the server does not
 /// take as fast as it comes).
 enum StandardInputLines {
-    static func stream() -> AsyncStream<[UInt8]> {
-        let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .unbounded)
+    static func stream() -> AsyncStream<[[UInt8]]> {
+        let (stream, continuation) = AsyncStream.makeStream(of: [[UInt8]].self, bufferingPolicy: .unbounded)
         let thread = Thread {
             var pending: [UInt8] = []
             var buffer = [UInt8](repeating: 0, count: 65536)
@@ -175,16 +184,18 @@ enum StandardInputLines {
                 if count < 0, errno == EINTR { continue }
                 if count <= 0 { break }
                 var start = 0
+                var lines: [[UInt8]] = []
                 for index in 0..<count where buffer[index] == 0x0A {
                     pending += buffer[start..<index]
                     if pending.last == 0x0D { pending.removeLast() }
-                    continuation.yield(pending)
+                    lines.append(pending)
                     pending = []
                     start = index + 1
                 }
                 pending += buffer[start..<count]
+                if !lines.isEmpty { continuation.yield(lines) }
             }
-            if !pending.isEmpty { continuation.yield(pending) }
+            if !pending.isEmpty { continuation.yield([pending]) }
             continuation.finish()
         }
         thread.start()

@@ -17,8 +17,12 @@ final class PerMessageDeflate {
         var serverMaxWindowBits = 15
         var clientMaxWindowBits = 15
 
-        /// The client's offer: any parameters the server likes, our window as large as it says.
-        static let offer = "permessage-deflate; client_max_window_bits"
+        /// The client's offers, in order of preference (RFC 7692 §5): first keeping the compression context
+        /// between messages (better ratios); then, for servers that take only clients that will not keep
+        /// it, with client_no_context_takeover. Either lets the server pick our window. The answer's
+        /// parameters say which was taken: with client_no_context_takeover, each message is compressed
+        /// on its own.
+        static let offer = "permessage-deflate; client_max_window_bits, permessage-deflate; client_no_context_takeover; client_max_window_bits"
 
         /// The server's `Sec-WebSocket-Extensions` answer: nil when it did not accept permessage-deflate.
         /// - Throws: a reason when it names an extension not offered, or parameters RFC 7692 forbids.

@@ -159,36 +159,42 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
 
     // MARK: Outbound (called on the event loop by the connection)
 
-    func send(_ message: WebSocketMessage) -> EventLoopFuture<Void> {
+    /// Writes `messages` in order and flushes once; the future completes when the last is written.
+    func send(_ messages: [WebSocketMessage]) -> EventLoopFuture<Void> {
         guard let context else {
             return eventLoop.makeFailedFuture(FerryError(.notConnected, "the WebSocket is not connected"))
         }
         guard ending == nil, !closeSent else {
             return context.eventLoop.makeFailedFuture(FerryError(.notConnected, "the WebSocket is closing or closed; it sends nothing more"))
         }
-        var payload: ByteBuffer
-        let opcode: WebSocketOpcode
-        switch message {
-        case .string(let text):
-            payload = context.channel.allocator.buffer(string: text)
-            opcode = .text
-        case .data(let data):
-            payload = context.channel.allocator.buffer(bytes: data)
-            opcode = .binary
-        }
-        var compressed = false
-        if let deflate {
-            do {
-                payload = try deflate.deflate(payload)
-                compressed = true
-            } catch {
-                return context.eventLoop.makeFailedFuture(FerryError(.unknown, "the message could not be compressed: \(error)"))
-            }
-        }
         let promise = context.eventLoop.makePromise(of: Void.self)
-        var frame = WebSocketFrame(fin: true, opcode: opcode, maskKey: .random(), data: payload)
-        frame.rsv1 = compressed
-        write(context: context, frame, promise: promise)
+        for (index, message) in messages.enumerated() {
+            var payload: ByteBuffer
+            let opcode: WebSocketOpcode
+            switch message {
+            case .string(let text):
+                payload = context.channel.allocator.buffer(string: text)
+                opcode = .text
+            case .data(let data):
+                payload = context.channel.allocator.buffer(bytes: data)
+                opcode = .binary
+            }
+            var compressed = false
+            if let deflate {
+                do {
+                    payload = try deflate.deflate(payload)
+                    compressed = true
+                } catch {
+                    context.flush()
+                    promise.fail(FerryError(.unknown, "the message could not be compressed: \(error)"))
+                    return promise.futureResult
+                }
+            }
+            var frame = WebSocketFrame(fin: true, opcode: opcode, maskKey: .random(), data: payload)
+            frame.rsv1 = compressed
+            context.write(wrapOutboundOut(frame), promise: index == messages.count - 1 ? promise : nil)
+        }
+        context.flush()
         return promise.futureResult
     }
 
