@@ -16,6 +16,8 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
         case download(resumeData: ResumeData?, destination: DownloadDestination? = nil)
         /// A WebSocket offering these subprotocols.
         case webSocket(protocols: [String])
+        /// A TCP connection (stream task).
+        case stream(host: String, port: Int)
     }
 
     enum UploadSource: Sendable {
@@ -316,6 +318,9 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
     func transfer() async throws -> TransferResult {
         if let rejection { throw rejection }
         try session.checkUsable()
+        if case .stream = work, let stream = self as? StreamTask {
+            return try await stream.transferStream(deadline: session.resourceDeadline())
+        }
         guard var request = originalRequest else {
             throw FerryError(.invalidOperation, "the task has no request")
         }
@@ -331,6 +336,8 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
         case .webSocket(let protocols):
             guard let socket = self as? WebSocketTask else { throw FerryError(.invalidOperation, "not a WebSocket task") }
             return try await socket.transferWebSocket(request, protocols: protocols, deadline: deadline)
+        case .stream:
+            throw FerryError(.invalidOperation, "not a stream task")
         case .data, .upload:
             return try await transferData(request, deadline: deadline)
         case .download(let resumeData, let destination):

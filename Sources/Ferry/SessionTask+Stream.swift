@@ -1,0 +1,186 @@
+public import FerryEngine
+public import Foundation
+import NIOCore
+import Synchronization
+
+/// A TCP connection to a host and port (URLSessionStreamTask), through the session's proxy (CONNECT or
+/// SOCKS5) when one applies; TLS added with ``startSecureConnection()``. Resume it, then read and write.
+///
+/// ```swift
+/// let stream = session.streamTask(withHostName: "mail.example.com", port: 587)
+/// stream.resume()
+/// try await stream.write(Data("EHLO me\r\n".utf8), timeout: 10)
+/// let (greeting, atEOF) = try await stream.readData(ofMinLength: 1, maxLength: 4096, timeout: 10)
+/// ```
+///
+/// The task completes when the connection closes: ``closeWrite()`` and the server's close, ``cancel()``,
+/// or a failure.
+public final class StreamTask: SessionTask, @unchecked Sendable {
+    private enum Link {
+        case connecting([CheckedContinuation<ByteStreamConnection, any Error>])
+        case open(ByteStreamConnection)
+        case failed(FerryError)
+    }
+
+    private let link = Mutex(Link.connecting([]))
+    /// Where it connects.
+    public let host: String
+    public let port: Int
+
+    init(session: Session, identifier: Int, host: String, port: Int, rejection: FerryError?) {
+        self.host = host
+        self.port = port
+        let named = host.contains(":") ? "[\(host)]" : host
+        super.init(
+            session: session,
+            identifier: identifier,
+            request: URL(string: "tcp://\(named):\(port)").map { Request(url: $0) },
+            work: .stream(host: host, port: port),
+            route: .delegates,
+            rejection: rejection
+        )
+    }
+
+    /// Between `minBytes` and `maxBytes` bytes, and whether the stream has ended (then fewer may come,
+    /// even none). Waits at most `timeout` seconds (0 or less: no limit) for `minBytes`.
+    public func readData(ofMinLength minBytes: Int, maxLength maxBytes: Int, timeout: TimeInterval) async throws -> (Data?, Bool) {
+        let limit: TimeAmount? = timeout > 0 ? .nanoseconds(Int64(min(timeout, 1e6) * 1e9)) : nil
+        let (data, atEOF) = try await connection().read(minimum: minBytes, maximum: maxBytes, timeout: limit)
+        return (data.isEmpty && atEOF ? nil : data, atEOF)
+    }
+
+    /// Writes `data`; returns once it is written, or fails after `timeout` seconds (0 or less: no limit).
+    public func write(_ data: Data, timeout: TimeInterval) async throws {
+        let connection = try await connection()
+        guard timeout > 0 else { return try await connection.write(data) }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await connection.write(data) }
+            group.addTask {
+                try await Task.sleep(for: .seconds(timeout))
+                throw FerryError(.timedOut, "the write did not finish within \(timeout) s")
+            }
+            defer { group.cancelAll() }
+            try await group.next()
+        }
+    }
+
+    /// Adds TLS (STARTTLS), checked with the session's trust settings; returns once the handshake is done.
+    public func startSecureConnection() async throws {
+        guard let connector = session.transport.byteStreams else {
+            throw FerryError(.unsupportedURL, "this session's transport cannot add TLS to a stream")
+        }
+        let seconds = session.configuration.timeoutIntervalForRequest
+        try await connection().startTLS(connector, deadline: .now() + .nanoseconds(Int64(min(max(seconds, 0.001), 1e6) * 1e9)))
+    }
+
+    /// Ends writing (the server reads the end of the stream); reading goes on.
+    public func closeWrite() async {
+        guard let connection = try? await connection() else { return }
+        await connection.closeWrite()
+    }
+
+    /// Stops reading: reads return the end of the stream.
+    public func closeRead() async {
+        guard let connection = try? await connection() else { return }
+        connection.closeRead()
+    }
+
+    /// The stream's bytes as an async sequence, and a writer (the captureStreams equivalent).
+    public func streams() -> (bytes: AsyncThrowingStream<Data, any Error>, write: @Sendable (Data) async throws -> Void) {
+        let bytes = AsyncThrowingStream<Data, any Error> { continuation in
+            let reading = Task {
+                do {
+                    while true {
+                        let (data, atEOF) = try await self.readData(ofMinLength: 1, maxLength: 65536, timeout: 0)
+                        if let data, !data.isEmpty { continuation.yield(data) }
+                        if atEOF { break }
+                    }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+            continuation.onTermination = { _ in reading.cancel() }
+        }
+        return (bytes, { [self] data in try await write(data, timeout: 0) })
+    }
+
+    // MARK: The transfer
+
+    func transferStream(deadline: NIODeadline) async throws -> TransferResult {
+        do {
+            guard let connector = session.transport.byteStreams else {
+                throw FerryError(.unsupportedURL, "this session's transport carries HTTP exchanges only; stream tasks need Ferry's standard transport")
+            }
+            let seconds = session.configuration.timeoutIntervalForRequest
+            let connectDeadline = NIODeadline.now() + .nanoseconds(Int64(min(max(seconds, 0.001), 1e6) * 1e9))
+            let stream = try await connector.openByteStream(host: host, port: port, tls: nil, deadline: connectDeadline)
+            let connection = try await ByteStreamConnection.attach(stream)
+            settle(.open(connection))
+            await withTaskCancellationHandler {
+                await connection.closed()
+            } onCancel: {
+                connection.close()
+            }
+            return .closed
+        } catch {
+            let failure = error as? FerryError ?? FerryError(.unknown, "\(error)")
+            settle(.failed(failure))
+            throw failure
+        }
+    }
+
+    private func settle(_ new: Link) {
+        let waiters: [CheckedContinuation<ByteStreamConnection, any Error>] = link.withLock { link in
+            guard case .connecting(let waiters) = link else { return [] }
+            link = new
+            return waiters
+        }
+        for waiter in waiters {
+            switch new {
+            case .open(let connection): waiter.resume(returning: connection)
+            case .failed(let error): waiter.resume(throwing: error)
+            case .connecting: break
+            }
+        }
+    }
+
+    private func connection() async throws -> ByteStreamConnection {
+        if let rejection { throw rejection }
+        return try await withCheckedThrowingContinuation { continuation in
+            let now: Result<ByteStreamConnection, FerryError>? = link.withLock { link in
+                switch link {
+                case .open(let connection): return .success(connection)
+                case .failed(let error): return .failure(error)
+                case .connecting(var waiters):
+                    waiters.append(continuation)
+                    link = .connecting(waiters)
+                    return nil
+                }
+            }
+            if let now { continuation.resume(with: now) }
+        }
+    }
+
+    override func markEnded(error: FerryError?) {
+        settle(.failed(error ?? FerryError(.notConnected, "the stream task ended before it connected")))
+        super.markEnded(error: error)
+    }
+}
+
+extension Session {
+    /// A stream task: a TCP connection to `hostname`:`port` (URLSession's streamTask(withHostName:port:)).
+    public func streamTask(withHostName hostname: String, port: Int) -> StreamTask {
+        register { identifier, rejection in
+            var refusal = rejection
+            if refusal == nil, !(1...65535).contains(port) {
+                refusal = FerryError(.badURL, "the port \(port) is not between 1 and 65535")
+            }
+            if refusal == nil, hostname.isEmpty || hostname.contains(where: { $0 == "/" || $0 == " " || $0 == "@" }) {
+                refusal = FerryError(.badURL, "\"\(hostname)\" is not a host name or address")
+            }
+            let bare = hostname.hasPrefix("[") && hostname.hasSuffix("]") ? String(hostname.dropFirst().dropLast()) : hostname
+            return StreamTask(session: self, identifier: identifier, host: bare, port: port, rejection: refusal)
+        }
+    }
+}

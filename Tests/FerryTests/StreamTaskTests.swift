@@ -1,0 +1,132 @@
+import Ferry
+import FerryTestServer
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Stream tasks against a real TCP line echo server (Tests/Scripts/tcp_peer.py), with STARTTLS.
+@Suite struct StreamTaskTests {
+    private struct Peer {
+        let process: ChildProcess
+        let port: Int
+        let certificates: TestCertificates
+        let directory: String
+
+        static func start() async throws -> Peer {
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-tcp-\(UUID().uuidString)").path
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            let certificates = try TestCertificates.generate()
+            try certificates.chainPEM.write(toFile: directory + "/cert.pem", atomically: true, encoding: .utf8)
+            try certificates.privateKeyPEM.write(toFile: directory + "/key.pem", atomically: true, encoding: .utf8)
+            let port = try LocalPorts.free()
+            let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .appendingPathComponent("Scripts/tcp_peer.py").path
+            let process = try ChildProcess.spawn(
+                "/usr/bin/env",
+                arguments: ["python3", script, String(port), directory + "/cert.pem", directory + "/key.pem"],
+                output: .discarded
+            )
+            try await LocalPorts.waitForListener(port, name: "the TCP peer", process: process)
+            return Peer(process: process, port: port, certificates: certificates, directory: directory)
+        }
+
+        func stop() {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+    }
+
+    private func read(_ stream: StreamTask, _ count: Int) async throws -> String {
+        var text = ""
+        while text.utf8.count < count {
+            let (data, atEOF) = try await stream.readData(ofMinLength: 1, maxLength: count - text.utf8.count, timeout: 10)
+            text += String(decoding: data ?? Data(), as: UTF8.self)
+            if atEOF { break }
+        }
+        return text
+    }
+
+    @Test func linesEchoAndClosingWriteEndsTheStream() async throws {
+        let peer = try await Peer.start()
+        defer { peer.stop() }
+        let session = Session(configuration: .ephemeral)
+        defer { session.invalidateAndCancel() }
+        let stream = session.streamTask(withHostName: "127.0.0.1", port: peer.port)
+        stream.resume()
+        try await stream.write(Data("hello\n".utf8), timeout: 10)
+        #expect(try await read(stream, 6) == "hello\n")
+        // A read that asks for more than comes waits, then its timeout ends it.
+        try await stream.write(Data("SILENT\n".utf8), timeout: 10)
+        let error = await #expect(throws: FerryError.self) {
+            _ = try await stream.readData(ofMinLength: 1, maxLength: 10, timeout: 0.2)
+        }
+        #expect(error?.code == .timedOut)
+        await stream.closeWrite()
+        #expect(try await read(stream, 100) == "BYE\n")
+        let (rest, atEOF) = try await stream.readData(ofMinLength: 1, maxLength: 10, timeout: 10)
+        #expect(rest == nil && atEOF)
+        await stream.waitUntilFinished()
+        #expect(stream.error == nil)
+    }
+
+    @Test func startSecureConnectionUpgradesWithTheSessionsTrust() async throws {
+        let peer = try await Peer.start()
+        defer { peer.stop() }
+        var configuration = SessionConfiguration.ephemeral
+        configuration.tls.additionalTrustRootsPEM = [peer.certificates.trustRootPEM]
+        let session = Session(configuration: configuration)
+        defer { session.invalidateAndCancel() }
+        let stream = session.streamTask(withHostName: "localhost", port: peer.port)
+        stream.resume()
+        try await stream.write(Data("STARTTLS\n".utf8), timeout: 10)
+        #expect(try await read(stream, 3) == "GO\n")
+        try await stream.startSecureConnection()
+        try await stream.write(Data("over TLS\n".utf8), timeout: 10)
+        #expect(try await read(stream, 9) == "over TLS\n")
+        stream.cancel()
+        await stream.waitUntilFinished()
+
+        // Without the trust root the handshake is refused in plain words.
+        let untrusting = Session(configuration: .ephemeral)
+        defer { untrusting.invalidateAndCancel() }
+        let refused = untrusting.streamTask(withHostName: "localhost", port: peer.port)
+        refused.resume()
+        try await refused.write(Data("STARTTLS\n".utf8), timeout: 10)
+        #expect(try await read(refused, 3) == "GO\n")
+        let error = await #expect(throws: FerryError.self) { try await refused.startSecureConnection() }
+        #expect(error?.code == .serverCertificateUntrusted || error?.code == .secureConnectionFailed)
+        refused.cancel()
+    }
+
+    @Test func theStreamsPairReadsAndWrites() async throws {
+        let peer = try await Peer.start()
+        defer { peer.stop() }
+        let session = Session(configuration: .ephemeral)
+        defer { session.invalidateAndCancel() }
+        let stream = session.streamTask(withHostName: "127.0.0.1", port: peer.port)
+        stream.resume()
+        let (bytes, write) = stream.streams()
+        try await write(Data("one\ntwo\n".utf8))
+        await stream.closeWrite()
+        var received = Data()
+        for try await chunk in bytes { received += chunk }
+        #expect(String(decoding: received, as: UTF8.self) == "one\ntwo\nBYE\n")
+    }
+
+    @Test func aBadPortOrHostIsRefusedAndARefusedConnectionFails() async throws {
+        let session = Session(configuration: .ephemeral)
+        defer { session.invalidateAndCancel() }
+        let badPort = session.streamTask(withHostName: "127.0.0.1", port: 70000)
+        badPort.resume()
+        await badPort.waitUntilFinished()
+        #expect(badPort.error?.code == .badURL)
+        let closed = session.streamTask(withHostName: "127.0.0.1", port: try LocalPorts.free())
+        closed.resume()
+        let error = await #expect(throws: FerryError.self) { try await closed.write(Data("x".utf8), timeout: 5) }
+        #expect(error?.code == .cannotConnectToHost)
+    }
+}
