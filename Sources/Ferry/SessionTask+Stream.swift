@@ -16,13 +16,7 @@ import Synchronization
 /// The task completes when the connection closes: ``closeWrite()`` and the server's close, ``cancel()``,
 /// or a failure.
 public final class StreamTask: SessionTask, @unchecked Sendable {
-    private enum Link {
-        case connecting([CheckedContinuation<ByteStreamConnection, any Error>])
-        case open(ByteStreamConnection)
-        case failed(FerryError)
-    }
-
-    private let link = Mutex(Link.connecting([]))
+    private let slot = ConnectionSlot<ByteStreamConnection>()
     /// Where it connects.
     public let host: String
     public let port: Int
@@ -116,7 +110,7 @@ public final class StreamTask: SessionTask, @unchecked Sendable {
             let connectDeadline = NIODeadline.now() + .nanoseconds(Int64(min(max(seconds, 0.001), 1e6) * 1e9))
             let stream = try await connector.openByteStream(host: host, port: port, tls: nil, deadline: connectDeadline)
             let connection = try await ByteStreamConnection.attach(stream)
-            settle(.open(connection))
+            slot.open(connection)
             await withTaskCancellationHandler {
                 await connection.closed()
             } onCancel: {
@@ -125,45 +119,18 @@ public final class StreamTask: SessionTask, @unchecked Sendable {
             return .closed
         } catch {
             let failure = error as? FerryError ?? FerryError(.unknown, "\(error)")
-            settle(.failed(failure))
+            slot.fail(failure)
             throw failure
-        }
-    }
-
-    private func settle(_ new: Link) {
-        let waiters: [CheckedContinuation<ByteStreamConnection, any Error>] = link.withLock { link in
-            guard case .connecting(let waiters) = link else { return [] }
-            link = new
-            return waiters
-        }
-        for waiter in waiters {
-            switch new {
-            case .open(let connection): waiter.resume(returning: connection)
-            case .failed(let error): waiter.resume(throwing: error)
-            case .connecting: break
-            }
         }
     }
 
     private func connection() async throws -> ByteStreamConnection {
         if let rejection { throw rejection }
-        return try await withCheckedThrowingContinuation { continuation in
-            let now: Result<ByteStreamConnection, FerryError>? = link.withLock { link in
-                switch link {
-                case .open(let connection): return .success(connection)
-                case .failed(let error): return .failure(error)
-                case .connecting(var waiters):
-                    waiters.append(continuation)
-                    link = .connecting(waiters)
-                    return nil
-                }
-            }
-            if let now { continuation.resume(with: now) }
-        }
+        return try await slot.connection()
     }
 
     override func markEnded(error: FerryError?) {
-        settle(.failed(error ?? FerryError(.notConnected, "the stream task ended before it connected")))
+        slot.fail(error ?? FerryError(.notConnected, "the stream task ended before it connected"))
         super.markEnded(error: error)
     }
 }

@@ -20,13 +20,7 @@ import Synchronization
 /// ``FerryError/Code/networkConnectionLost`` when the server drops it without one, with the reason when
 /// the server breaks the protocol (the close code sent is in ``closeCode``).
 public final class WebSocketTask: SessionTask, @unchecked Sendable {
-    private enum Link {
-        case connecting([CheckedContinuation<WebSocketConnection, any Error>])
-        case open(WebSocketConnection)
-        case failed(FerryError)
-    }
-
-    private let link = Mutex(Link.connecting([]))
+    private let slot = ConnectionSlot<WebSocketConnection>()
     private let settings = Mutex(Settings())
     /// A close asked for before the connection opened.
     private let pendingClose = Mutex<(WebSocketCloseCode, String)?>(nil)
@@ -134,14 +128,11 @@ public final class WebSocketTask: SessionTask, @unchecked Sendable {
     public func cancel(with closeCode: WebSocketCloseCode, reason: Data?) {
         let code = closeCode.maySend ? closeCode : .normalClosure
         let text = reason.map { String(decoding: $0, as: UTF8.self) } ?? ""
-        switch link.withLock({ $0 }) {
-        case .open(let connection):
+        if let connection = slot.current {
             Task { await connection.close(code: code, reason: text) }
-        case .connecting:
+        } else if slot.isConnecting {
             pendingClose.withLock { $0 = (code, text) }
             if state == .suspended { cancel() }
-        case .failed:
-            break
         }
     }
 
@@ -151,7 +142,7 @@ public final class WebSocketTask: SessionTask, @unchecked Sendable {
     func transferWebSocket(_ request: Request, protocols: [String], deadline: NIODeadline) async throws -> TransferResult {
         do {
             let connection = try await open(request, protocols: protocols)
-            settle(.open(connection))
+            slot.open(connection)
             if let webSocketDelegate = taskDelegateForEvents() as? any WebSocketDelegate {
                 let session = self.session
                 await session.queue.perform { [self] in
@@ -177,7 +168,7 @@ public final class WebSocketTask: SessionTask, @unchecked Sendable {
             return .closed
         } catch {
             let failure = Self.ferryError(error)
-            settle(.failed(failure))
+            slot.fail(failure)
             throw failure
         }
     }
@@ -230,46 +221,16 @@ public final class WebSocketTask: SessionTask, @unchecked Sendable {
         return components.url
     }
 
-    private func settle(_ new: Link) {
-        let waiters: [CheckedContinuation<WebSocketConnection, any Error>] = link.withLock { link in
-            guard case .connecting(let waiters) = link else { return [] }
-            link = new
-            return waiters
-        }
-        for waiter in waiters {
-            switch new {
-            case .open(let connection): waiter.resume(returning: connection)
-            case .failed(let error): waiter.resume(throwing: error)
-            case .connecting: break
-            }
-        }
-    }
-
     private func connection() async throws -> WebSocketConnection {
         if let rejection { throw rejection }
-        return try await withCheckedThrowingContinuation { continuation in
-            let now: Result<WebSocketConnection, FerryError>? = link.withLock { link in
-                switch link {
-                case .open(let connection): return .success(connection)
-                case .failed(let error): return .failure(error)
-                case .connecting(var waiters):
-                    waiters.append(continuation)
-                    link = .connecting(waiters)
-                    return nil
-                }
-            }
-            if let now { continuation.resume(with: now) }
-        }
+        return try await slot.connection()
     }
 
-    private func connectionNow() -> WebSocketConnection? {
-        if case .open(let connection) = link.withLock({ $0 }) { return connection }
-        return nil
-    }
+    private func connectionNow() -> WebSocketConnection? { slot.current }
 
     /// A task that ends before it connects (cancelled, refused) fails those waiting to use it.
     override func markEnded(error: FerryError?) {
-        settle(.failed(error ?? FerryError(.notConnected, "the WebSocket task ended before it connected")))
+        slot.fail(error ?? FerryError(.notConnected, "the WebSocket task ended before it connected"))
         super.markEnded(error: error)
     }
 

@@ -207,8 +207,7 @@ final class ByteStreamReadHandler: ChannelDuplexHandler {
     private weak var connection: ByteStreamConnection?
     private var early = ByteBuffer()
     private var ended: FerryError??
-    private var paused = false
-    private var readPending = false
+    private var gate = ReadGate()
     private var context: ChannelHandlerContext?
 
     func handlerAdded(context: ChannelHandlerContext) { self.context = context }
@@ -216,7 +215,7 @@ final class ByteStreamReadHandler: ChannelDuplexHandler {
 
     func attach(_ connection: ByteStreamConnection) {
         self.connection = connection
-        if early.readableBytes > 0, connection.received(&early) { paused = true }
+        if early.readableBytes > 0, connection.received(&early) { gate.pause() }
         if let ended { connection.ended(ended) }
     }
 
@@ -226,7 +225,7 @@ final class ByteStreamReadHandler: ChannelDuplexHandler {
             early.writeBuffer(&bytes)
             return
         }
-        if connection.received(&bytes) { paused = true }
+        if connection.received(&bytes) { gate.pause() }
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
@@ -251,15 +250,10 @@ final class ByteStreamReadHandler: ChannelDuplexHandler {
     }
 
     func read(context: ChannelHandlerContext) {
-        if paused { readPending = true } else { context.read() }
+        gate.read(context)
     }
 
     func resumeReading() {
-        guard paused else { return }
-        paused = false
-        if readPending, let context {
-            readPending = false
-            context.read()
-        }
+        gate.resume(context)
     }
 }

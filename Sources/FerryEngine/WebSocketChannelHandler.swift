@@ -29,8 +29,7 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
     /// How the connection ends, decided when the closing starts; told to the connection at the latest
     /// when the channel goes.
     private var ending: WebSocketConnection.End?
-    private var paused = false
-    private var readPending = false
+    private var gate = ReadGate()
     private var closeTimer: Scheduled<Void>?
 
 
@@ -65,7 +64,7 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
                 early.append(message)
                 return
             }
-            if connection.delivered(message) { paused = true }
+            if connection.delivered(message) { gate.pause() }
         case .ping(let payload):
             guard !closeSent else { return }
             write(context: context, WebSocketFrame(fin: true, opcode: .pong, maskKey: .random(), data: payload), promise: nil)
@@ -132,7 +131,7 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
     /// Hands what arrived so far to `connection`, and everything from now on.
     func attach(_ connection: WebSocketConnection) {
         self.connection = connection
-        for message in early where connection.delivered(message) { paused = true }
+        for message in early where connection.delivered(message) { gate.pause() }
         early = []
         if let ending { connection.finish(ending) }
         if concluded { connection.concluded() }
@@ -141,20 +140,11 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
     // MARK: Reading pauses
 
     func read(context: ChannelHandlerContext) {
-        if paused {
-            readPending = true
-        } else {
-            context.read()
-        }
+        gate.read(context)
     }
 
     func resumeReading() {
-        guard paused else { return }
-        paused = false
-        if readPending, let context {
-            readPending = false
-            context.read()
-        }
+        gate.resume(context)
     }
 
     // MARK: Outbound (called on the event loop by the connection)
