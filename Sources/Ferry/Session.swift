@@ -98,7 +98,8 @@ public final class Session: Sendable {
             maximumConnectionsPerHost: configuration.httpMaximumConnectionsPerHost,
             cookies: Self.cookieStore(for: configuration),
             cache: Self.responseCache(for: configuration),
-            logger: self.logger
+            logger: self.logger,
+            protocolHandlers: configuration.protocolHandlers
         )
         self.locked = Mutex(State(delegate: delegate))
         self.downloadDirectory = Self.makeDownloadDirectory()
@@ -163,7 +164,8 @@ public final class Session: Sendable {
             maximumConnectionsPerHost: configuration.httpMaximumConnectionsPerHost,
             cookies: Self.cookieStore(for: configuration),
             cache: Self.responseCache(for: configuration),
-            logger: self.logger
+            logger: self.logger,
+            protocolHandlers: configuration.protocolHandlers
         )
         self.locked = Mutex(State(delegate: delegate))
         self.downloadDirectory = Self.makeDownloadDirectory()

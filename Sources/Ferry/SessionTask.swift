@@ -328,7 +328,8 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
         if case .webSocket = work {
             try request.validate(schemes: ["ws", "wss"])
         } else {
-            try request.validate()
+            // (Also a scheme of the program's own, which one of its protocol handlers loads.)
+            try request.validate(for: session.transport)
         }
         let deadline = session.resourceDeadline()
         try await waitForNetwork(request, deadline: deadline)

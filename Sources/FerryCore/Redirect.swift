@@ -14,10 +14,17 @@ public enum Redirect {
     /// - Returns: the new request: 301 and 302 turn POST into GET, 303 turns everything but HEAD into
     ///   GET (dropping the body's headers); 307 and 308 keep method and body. Credentials and cookies set
     ///   by hand are dropped when the origin changes.
-    public static func follow(_ request: Request, status: Int, location: String?) -> Request? {
+    ///   - allowing: which targets may be followed: http and https, and for a session with protocol
+    ///     handlers also the URLs one of them loads.
+    public static func follow(
+        _ request: Request,
+        status: Int,
+        location: String?,
+        allowing isAllowed: (URL) -> Bool = Redirect.isHTTP
+    ) -> Request? {
         guard statuses.contains(status), let location,
             let target = URL(string: location, relativeTo: request.url)?.absoluteURL,
-            let scheme = target.scheme?.lowercased(), scheme == "http" || scheme == "https"
+            isAllowed(target)
         else { return nil }
         var next = request
         next.url = target
@@ -33,6 +40,12 @@ public enum Redirect {
             for name in ["Authorization", "Cookie", "Proxy-Authorization"] { next.headers[name] = nil }
         }
         return next
+    }
+
+    /// Whether `url` is http or https.
+    public static func isHTTP(_ url: URL) -> Bool {
+        let scheme = url.scheme?.lowercased()
+        return scheme == "http" || scheme == "https"
     }
 
     /// Whether a redirect keeps the request body (307 and 308 do; the others drop it or have none).

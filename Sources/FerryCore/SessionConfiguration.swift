@@ -173,6 +173,10 @@ public struct SessionConfiguration: Sendable, Hashable, Codable {
     public var sessionSendsLaunchEvents = true
     /// An explicit proxy; default nil (the environment's).
     public var proxy: Proxy?
+    /// Loaders for requests the program handles itself, consulted in order before the network
+    /// (URLSessionConfiguration.protocolClasses; ``ProtocolHandler``). In-process sessions only: a
+    /// background configuration with handlers fails ``validate()``.
+    public var protocolHandlers: ProtocolHandlerList = []
     /// The lowest TLS version accepted; default TLS 1.2.
     public var tlsMinimumSupportedProtocolVersion: TLSVersion = .tlsv12
     /// The highest TLS version offered; default TLS 1.3.
@@ -249,6 +253,12 @@ public struct SessionConfiguration: Sendable, Hashable, Codable {
     /// - Throws: ``FerryError`` (``FerryError/Code/invalidOperation`` or ``FerryError/Code/invalidHeader``)
     ///   saying which value to change.
     public func validate() throws {
+        if case .background = kind, !protocolHandlers.isEmpty {
+            throw FerryError(
+                .invalidOperation,
+                "background sessions cannot use protocol handlers: ferryd runs their transfers and cannot run this program's code (use a default session for requests a handler loads)"
+            )
+        }
         if case .background(let identifier) = kind {
             guard Self.isValidBackgroundIdentifier(identifier) else {
                 throw FerryError(

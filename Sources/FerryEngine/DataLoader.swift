@@ -237,7 +237,7 @@ public struct DataLoader: Sendable {
         willRedirect: @escaping @Sendable (Int, Headers, Request) async -> Request? = { _, _, proposed in proposed },
         didReceiveChallenge: (@Sendable (AuthenticationChallenge) async -> ChallengeDisposition)? = nil
     ) async throws -> (request: Request, redirects: Int, response: TransportResponse) {
-        try request.validate()
+        try request.validate(for: transport)
         let outcome = try await RedirectFollower(transport: transport, maximumRedirects: maximumRedirects).send(
             request,
             body: body,

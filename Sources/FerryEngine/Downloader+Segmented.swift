@@ -67,7 +67,7 @@ extension Downloader {
     ) async throws -> Result {
         let original = resumeData?.originalRequest ?? request
         var current = resumeData?.currentRequest ?? request
-        try current.validate()
+        try current.validate(for: transport)
         var restarted = false
         if let resumeData {
             if let continuation = Self.segmentedContinuation(of: resumeData, path: path) {

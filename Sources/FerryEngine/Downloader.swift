@@ -186,7 +186,7 @@ public struct Downloader: Sendable {
     ) async throws -> Result {
         let originalRequest = resumeData?.originalRequest ?? request
         var current = resumeData?.currentRequest ?? request
-        try current.validate()
+        try current.validate(for: transport)
         var resumption = resumeData.flatMap { Self.resumption(from: $0, path: path) }
         var redirectCount = 0
         var refetched = false

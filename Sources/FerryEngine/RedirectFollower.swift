@@ -28,6 +28,13 @@ struct RedirectFollower: Sendable {
     }
 
     let transport: any HTTPTransport
+
+    /// The redirect targets followed: http and https, and what the session's protocol handlers load.
+    private var redirectTargets: (URL) -> Bool {
+        guard let session = transport as? SessionTransport, !session.protocolHandlers.isEmpty else { return Redirect.isHTTP }
+        let handlers = session.protocolHandlers
+        return { url in Redirect.isHTTP(url) || handlers.handler(for: Request(url: url)) != nil }
+    }
     let maximumRedirects: Int
 
     /// Sends `request`, adding `extraHeaders` to every hop, and follows redirects.
@@ -65,7 +72,12 @@ struct RedirectFollower: Sendable {
                 continue
             }
             guard
-                let proposed = Redirect.follow(current, status: response.status, location: response.headers["location"])
+                let proposed = Redirect.follow(
+                    current,
+                    status: response.status,
+                    location: response.headers["location"],
+                    allowing: redirectTargets
+                )
             else {
                 return Outcome(
                     response: response,
@@ -86,7 +98,7 @@ struct RedirectFollower: Sendable {
                 return Outcome(response: response, request: current, redirects: redirects, refusedRedirect: true)
             }
             for try await _ in response.body {}  // drain, so the connection can be reused
-            try next.validate()
+            try next.validate(for: transport)
             if !Redirect.keepsBody(status: response.status, method: current.method) { currentBody = nil }
             redirects += 1
             current = next

@@ -1,4 +1,4 @@
-import FerryCore
+public import FerryCore
 public import Foundation
 public import NIOCore
 import Metrics
@@ -20,6 +20,8 @@ public final class SessionTransport: HTTPTransport {
     /// The session's HTTP cache; nil: none. Tasks whose ``TransferContext`` has a ``CacheUse`` read and
     /// fill it (SessionTransport+Cache.swift); unsafe requests of every task invalidate it.
     public let cache: ResponseCache?
+    /// Loaders consulted before the network (``ProtocolHandler``), in order.
+    public let protocolHandlers: ProtocolHandlerList
     /// The clock cache freshness is judged by.
     let now: @Sendable () -> Date
     /// Bytes, responses and failed exchanges, counted through swift-metrics.
@@ -40,8 +42,10 @@ public final class SessionTransport: HTTPTransport {
         cache: ResponseCache? = nil,
         now: @escaping @Sendable () -> Date = Date.init,
         metrics: TransportMetrics = TransportMetrics(),
-        logger: Logger = SessionTransport.silentLogger
+        logger: Logger = SessionTransport.silentLogger,
+        protocolHandlers: ProtocolHandlerList = []
     ) {
+        self.protocolHandlers = protocolHandlers
         self.counters = metrics
         self.logger = logger
         self.base = base
@@ -88,10 +92,12 @@ public final class SessionTransport: HTTPTransport {
             return context.begin(metrics)
         }
         let origin = request.url.httpOrigin
+        // A protocol handler's request uses no connection.
+        let handler = protocolHandlers.isEmpty ? nil : protocolHandlers.handler(for: request.sentRequest)
         // HTTPMaximumConnectionsPerHost limits connections: streams of one shared HTTP/2 connection
         // are not held back by it.
         let permit =
-            base.multiplexes(request.url)
+            handler != nil || base.multiplexes(request.url)
             ? HostConnectionLimiter.Permit.unlimited(origin: origin)
             : try await limiter.acquire(origin: origin, priority: context?.priority ?? 0.5)
         var outgoing = request
@@ -102,7 +108,11 @@ public final class SessionTransport: HTTPTransport {
         }
         let response: TransportResponse
         do {
-            response = try await base.send(outgoing, deadline: deadline)
+            if let handler {
+                response = try await ProtocolHandlerExchange.send(outgoing, with: handler, deadline: deadline)
+            } else {
+                response = try await base.send(outgoing, deadline: deadline)
+            }
         } catch {
             permit.release()
             counters.failed(error)
