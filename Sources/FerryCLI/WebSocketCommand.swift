@@ -134,7 +134,12 @@ struct WebSocketCommand: AsyncParsableCommand {
         // ends the command at once, whatever stdin is doing.
         let idle = self.idle
         let sender = Task { () -> FerryError? in
-            for await lines in StandardInputLines.stream() {
+            let input = StandardInputLines()
+            // One read ahead of the send in progress: bounded, and the next lines are ready when it ends.
+            var upcoming = Task { await input.next() }
+            while let lines = await upcoming.value {
+                if Task.isCancelled { return nil }
+                upcoming = Task { await input.next() }
                 do {
                     try await socket.send(
                         contentsOf: lines.map { binary ? .data(Data($0)) : .string(String(decoding: $0, as: UTF8.self)) }
@@ -168,38 +173,47 @@ struct WebSocketCommand: AsyncParsableCommand {
     }
 }
 
-/// Standard input as lines (bytes, without the newline), the lines of each read together, read on a
-/// thread of its own: stdin may be a
-/// regular file, which an event loop cannot watch, and a blocking read must not hold a thread of the
-/// cooperative pool. Lines wait in the stream until sent (memory grows with input the server does not
-/// take as fast as it comes).
-enum StandardInputLines {
-    static func stream() -> AsyncStream<[[UInt8]]> {
-        let (stream, continuation) = AsyncStream.makeStream(of: [[UInt8]].self, bufferingPolicy: .unbounded)
-        let thread = Thread {
-            var pending: [UInt8] = []
-            var buffer = [UInt8](repeating: 0, count: 65536)
-            while true {
-                let count = buffer.withUnsafeMutableBytes { Glibc.read(STDIN_FILENO, $0.baseAddress, $0.count) }
-                if count < 0, errno == EINTR { continue }
-                if count <= 0 { break }
-                var start = 0
-                var lines: [[UInt8]] = []
-                for index in 0..<count where buffer[index] == 0x0A {
-                    pending += buffer[start..<index]
-                    if pending.last == 0x0D { pending.removeLast() }
-                    lines.append(pending)
-                    pending = []
-                    start = index + 1
-                }
-                pending += buffer[start..<count]
-                if !lines.isEmpty { continuation.yield(lines) }
-            }
-            if !pending.isEmpty { continuation.yield([pending]) }
-            continuation.finish()
+/// Standard input as lines (bytes, without the newline), the lines of each read together. A read is
+/// made only when the sender asks for the next lines, so input is taken as fast as it is sent (`ferry ws`
+/// keeps one read ahead), not all at once. The blocking read runs on a dispatch queue of its own: stdin may be a regular file, which
+/// an event loop cannot watch, and a blocking read must not hold a thread of the cooperative pool.
+final class StandardInputLines: @unchecked Sendable {
+    private let queue = DispatchQueue(label: "ferry.stdin")
+    // Touched only on `queue`.
+    private var pending: [UInt8] = []
+    private var ended = false
+    private var buffer = [UInt8](repeating: 0, count: 65536)
+
+    /// The next lines; nil at the end of stdin.
+    func next() async -> [[UInt8]]? {
+        await withCheckedContinuation { continuation in
+            queue.async { continuation.resume(returning: self.read()) }
         }
-        thread.start()
-        return stream
+    }
+
+    private func read() -> [[UInt8]]? {
+        while !ended {
+            let count = buffer.withUnsafeMutableBytes { Glibc.read(STDIN_FILENO, $0.baseAddress, $0.count) }
+            if count < 0, errno == EINTR { continue }
+            if count <= 0 {
+                ended = true
+                break
+            }
+            var start = 0
+            var lines: [[UInt8]] = []
+            for index in 0..<count where buffer[index] == 0x0A {
+                pending += buffer[start..<index]
+                if pending.last == 0x0D { pending.removeLast() }
+                lines.append(pending)
+                pending = []
+                start = index + 1
+            }
+            pending += buffer[start..<count]
+            if !lines.isEmpty { return lines }
+        }
+        guard !pending.isEmpty else { return nil }
+        defer { pending = [] }
+        return [pending]
     }
 }
 
