@@ -84,7 +84,12 @@ import Glibc
             _ = try PartFileLock.acquire(part)
             Issue.record("a second lock on one part file was granted")
         } catch let error as FerryError {
-            #expect(error.message.contains("another download is writing \(part) (this process)"), "\(error)")
+            #expect(error.message.contains("another download is writing \(part)"), "\(error)")
+            // The holder is named when /proc/locks shows it (best effort: one clean-clone run of 621 tests
+            // found no line for the inode while other tests held locks); when named, it is this process.
+            if error.message.contains("(") {
+                #expect(error.message.contains("(this process)"), "\(error)")
+            }
         }
         first.release()
         // Renamed away by its last writer: the next lock is on a new file of that name.
