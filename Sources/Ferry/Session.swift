@@ -697,6 +697,14 @@ public final class Session: Sendable {
         return .now() + .nanoseconds(Int64(seconds * 1e9))
     }
 
+    /// When a connection and its handshake starting now must be done (a WebSocket's, a stream task's):
+    /// the configuration's timeoutIntervalForRequest, or `request`'s own timeout when shorter (Apple's
+    /// rule, as for exchanges).
+    func requestDeadline(_ request: Request? = nil) -> NIODeadline {
+        let seconds = min(request?.timeoutInterval ?? .infinity, configuration.timeoutIntervalForRequest)
+        return .now() + .nanoseconds(Int64(min(max(seconds, 0.001), 1e6) * 1e9))
+    }
+
     /// A fresh path for a download's temporary file.
     func newDownloadPath() -> String {
         "\(downloadDirectory)/ferry-\(UUID().uuidString).tmp"

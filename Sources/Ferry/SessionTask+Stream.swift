@@ -63,8 +63,7 @@ public final class StreamTask: SessionTask, @unchecked Sendable {
         guard let connector = session.transport.byteStreams else {
             throw FerryError(.unsupportedURL, "this session's transport cannot add TLS to a stream")
         }
-        let seconds = session.configuration.timeoutIntervalForRequest
-        try await connection().startTLS(connector, deadline: .now() + .nanoseconds(Int64(min(max(seconds, 0.001), 1e6) * 1e9)))
+        try await connection().startTLS(connector, deadline: session.requestDeadline())
     }
 
     /// Ends writing (the server reads the end of the stream); reading goes on.
@@ -106,9 +105,7 @@ public final class StreamTask: SessionTask, @unchecked Sendable {
             guard let connector = session.transport.byteStreams else {
                 throw FerryError(.unsupportedURL, "this session's transport carries HTTP exchanges only; stream tasks need Ferry's standard transport")
             }
-            let seconds = session.configuration.timeoutIntervalForRequest
-            let connectDeadline = NIODeadline.now() + .nanoseconds(Int64(min(max(seconds, 0.001), 1e6) * 1e9))
-            let stream = try await connector.openByteStream(host: host, port: port, tls: nil, deadline: connectDeadline)
+            let stream = try await connector.openByteStream(host: host, port: port, tls: nil, deadline: session.requestDeadline())
             let connection = try await ByteStreamConnection.attach(stream)
             slot.open(connection)
             await withTaskCancellationHandler {

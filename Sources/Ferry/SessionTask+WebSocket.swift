@@ -178,19 +178,11 @@ public final class WebSocketTask: SessionTask, @unchecked Sendable {
             throw FerryError(.unsupportedURL, "this session's transport carries HTTP exchanges only; WebSockets need Ferry's standard transport")
         }
         let url = request.url
-        let secure = url.scheme?.asciiLowercased == "wss"
-        guard let host = url.host(percentEncoded: false) else {
-            throw FerryError(.badURL, "the URL has no host", failingURL: url.absoluteString)
-        }
-        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
-        let port = url.port ?? (secure ? 443 : 80)
         // Connecting and the handshake: the request's timeout, as an exchange's first byte.
-        let seconds = request.timeoutInterval ?? session.configuration.timeoutIntervalForRequest
-        let deadline = NIODeadline.now() + .nanoseconds(Int64(min(max(seconds, 0.001), 1e6) * 1e9))
-        let stream = try await connector.openByteStream(host: bare, port: port, tls: secure ? ["http/1.1"] : nil, deadline: deadline)
+        let deadline = session.requestDeadline(request)
         var headers = request.headers
         // Cookies as for the http(s) URL of the same place (RFC 6455 §4.1: the same rules apply).
-        let cookieURL = Self.httpURL(for: url)
+        let cookieURL = WebSocketConnection.httpURL(for: url)
         if request.httpShouldHandleCookies, let cookies = session.transport.cookies, let cookieURL,
             !headers.contains("Cookie"), let header = cookies.cookieHeader(for: cookieURL)
         {
@@ -201,8 +193,8 @@ public final class WebSocketTask: SessionTask, @unchecked Sendable {
             options.maximumMessageSize = settings.maximumMessageSize
             options.compression = settings.compression
         }
-        let connection = try await WebSocketConnection.open(
-            on: stream,
+        let connection = try await WebSocketConnection.connect(
+            through: connector,
             request: .init(url: url, headers: headers, protocols: protocols),
             options: options,
             deadline: deadline
@@ -212,13 +204,6 @@ public final class WebSocketTask: SessionTask, @unchecked Sendable {
         }
         _ = received(status: connection.response.statusCode, headers: connection.response.headers, request: request)
         return connection
-    }
-
-    /// The https (or http) URL of a wss (or ws) URL, for cookies.
-    static func httpURL(for url: URL) -> URL? {
-        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return nil }
-        components.scheme = url.scheme?.asciiLowercased == "wss" ? "https" : "http"
-        return components.url
     }
 
     private func connection() async throws -> WebSocketConnection {

@@ -41,9 +41,12 @@ public enum CLI {
     ]
 
     /// Header fields from `-H 'Name: value'` arguments, then ``defaultHeaders`` for the names they do not
-    /// give. As with curl, `-H 'Name:'` (nothing after the colon) sends no such field, a default
-    /// included. CR, LF and NUL are refused.
-    public static func headers(_ lines: [String]) throws -> Headers {
+    /// give (`defaults`: others instead). As with curl, `-H 'Name:'` (nothing after the colon) sends no
+    /// such field, a default included. CR, LF and NUL are refused.
+    public static func headers(
+        _ lines: [String],
+        defaults: [(name: String, value: String)] = defaultHeaders
+    ) throws -> Headers {
         var headers = Headers()
         var named = Set<String>()
         for line in lines {
@@ -60,10 +63,16 @@ public enum CLI {
             named.insert(name.lowercased())
             if !value.isEmpty { headers.add(name: name, value: value) }
         }
-        for field in defaultHeaders where !named.contains(field.name.lowercased()) {
+        for field in defaults where !named.contains(field.name.lowercased()) {
             headers.add(name: field.name, value: field.value)
         }
         return headers
+    }
+
+    /// `-H`'s lines, with `-A`'s User-Agent unless `-H` names one (as with curl, `-H` wins).
+    static func headerLines(_ headers: [String], userAgent: String?) -> [String] {
+        guard let userAgent, !headers.contains(where: { $0.lowercased().hasPrefix("user-agent:") }) else { return headers }
+        return headers + ["User-Agent: " + userAgent]
     }
 
     /// Writes `value` as JSON (sorted keys) and a newline to stdout.

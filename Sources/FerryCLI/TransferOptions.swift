@@ -20,10 +20,7 @@ struct TransferOptions: ParsableArguments {
     var userAgent: String?
 
     /// `-H`'s lines, with `-A`'s User-Agent unless `-H` names one (as with curl, `-H` wins).
-    var headerLines: [String] {
-        guard let userAgent, !headers.contains(where: { $0.lowercased().hasPrefix("user-agent:") }) else { return headers }
-        return headers + ["User-Agent: " + userAgent]
-    }
+    var headerLines: [String] { CLI.headerLines(headers, userAgent: userAgent) }
 
     @Option(
         name: .customLong("limit-rate"),

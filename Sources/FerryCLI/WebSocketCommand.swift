@@ -71,18 +71,9 @@ struct WebSocketCommand: AsyncParsableCommand {
         guard idle >= 0, idle.isFinite else { throw CLIFailure("--idle takes a number of seconds, 0 or more", status: .usage) }
         guard maximumMessage >= 125 else { throw CLIFailure("--max-message takes 125 bytes or more", status: .usage) }
         var request = Request(url: target)
-        var lines = headers
-        if let userAgent, !headers.contains(where: { $0.lowercased().hasPrefix("user-agent:") }) {
-            lines.append("User-Agent: " + userAgent)
-        }
-        for line in lines {
-            guard let colon = line.firstIndex(of: ":") else {
-                throw CLIFailure("-H takes 'Name: value', not '\(line)'", status: .usage)
-            }
-            let name = line[..<colon].trimmingCharacters(in: .whitespaces)
-            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-            request.headers.add(name: name, value: value)
-        }
+        // -H and -A as `get` reads them; the one default is the User-Agent (no Accept on a handshake).
+        let userAgent = CLI.defaultHeaders.filter { $0.name == "User-Agent" }
+        request.headers = try CLI.headers(CLI.headerLines(headers, userAgent: self.userAgent), defaults: userAgent)
         do {
             try request.validate(schemes: ["ws", "wss"])
         } catch let error as FerryError {
@@ -95,13 +86,9 @@ struct WebSocketCommand: AsyncParsableCommand {
         } catch let error as FerryError {
             throw CLIFailure(error)
         }
-        var configuration = SessionConfiguration.ephemeral
-        if userAgent == nil, !headers.contains(where: { $0.lowercased().hasPrefix("user-agent:") }) {
-            configuration.httpAdditionalHeaders = ["User-Agent": "ferry/\(FerryVersion.current)"]
-        }
-        let session = Session(configuration: configuration, delegate: nil, transport: transport)
+        let session = Session(configuration: .ephemeral, delegate: nil, transport: transport)
         defer { session.invalidateAndCancel() }
-        let socket = session.webSocketTask(with: configuration.applyingAdditionalHeaders(to: request), protocols: protocols)
+        let socket = session.webSocketTask(with: request, protocols: protocols)
         socket.maximumMessageSize = maximumMessage
         socket.compression = deflate
         socket.resume()

@@ -73,7 +73,7 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
         case .close(let code, let reason):
             if closeSent {
                 // The answer to our close: the handshake is done.
-                conclude(context: context)
+                conclude()
                 context.close(promise: nil)
                 return
             }
@@ -99,7 +99,7 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
                 error: FerryError(.networkConnectionLost, "the server closed the connection without a WebSocket close frame")
             )
         }
-        conclude(context: context)
+        conclude()
         context.fireChannelInactive()
     }
 
@@ -245,7 +245,7 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
         if let connection, let ending { connection.finish(ending) }
     }
 
-    private func conclude(context: ChannelHandlerContext) {
+    private func conclude() {
         closeTimer?.cancel()
         closeTimer = nil
         concluded = true

@@ -5,21 +5,30 @@ import NIOHTTP1
 import NIOWebSocket
 
 extension WebSocketConnection {
-    /// Upgrades `stream` to a WebSocket (RFC 6455 §4): sends the opening handshake, checks the server's
-    /// 101 (Sec-WebSocket-Accept, the subprotocol and extensions it chose), and hands back the open
+    /// The http (or https) URL of a ws (or wss) URL: where its cookies, proxy and TLS rules are the
+    /// same (RFC 6455 §4.1).
+    public static func httpURL(for url: URL) -> URL? {
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return nil }
+        components.scheme = url.scheme?.asciiLowercased == "wss" ? "https" : "http"
+        return components.url
+    }
+
+    /// Connects through `connector` (the session's proxy and TLS) and upgrades the connection to a
+    /// WebSocket (RFC 6455 §4): sends the opening handshake, checks the server's 101
+    /// (Sec-WebSocket-Accept, the subprotocol and extensions it chose), and hands back the open
     /// connection. NIOWebSocket's client upgrader does the key and accept; this adds the rest.
     ///
     /// - Throws: ``FerryError/Code/badServerResponse`` when the server answers anything but a valid 101
     ///   (its status is in the message); ``FerryError/Code/timedOut`` past `deadline`.
-    public static func open(
-        on stream: ByteStream,
+    public static func connect(
+        through connector: any ByteStreamConnector,
         request: UpgradeRequest,
         options: Options = Options(),
         deadline: NIODeadline
     ) async throws -> WebSocketConnection {
         let url = request.url
         let scheme = url.scheme?.asciiLowercased
-        guard scheme == "ws" || scheme == "wss" else {
+        guard scheme == "ws" || scheme == "wss", let http = httpURL(for: url) else {
             throw FerryError(.unsupportedURL, "a WebSocket URL starts with ws:// or wss://", failingURL: url.absoluteString)
         }
         for name in request.protocols {
@@ -27,11 +36,28 @@ extension WebSocketConnection {
                 throw FerryError(.invalidHeader, "the subprotocol \"\(name)\" is not an HTTP token", failingURL: url.absoluteString)
             }
         }
+        // Host, port, the Host field and the request target as for the http(s) URL of the same place.
+        let target = try HTTP1Target(http)
+        let stream = try await connector.openByteStream(
+            host: target.host,
+            port: target.port,
+            tls: target.secure ? ["http/1.1"] : nil,
+            deadline: deadline
+        )
+        return try await upgrade(stream, target: target, request: request, options: options, deadline: deadline)
+    }
+
+    private static func upgrade(
+        _ stream: ByteStream,
+        target: HTTP1Target,
+        request: UpgradeRequest,
+        options: Options,
+        deadline: NIODeadline
+    ) async throws -> WebSocketConnection {
+        let url = request.url
         let channel = stream.channel
-        let named = stream.host.contains(":") ? "[\(stream.host)]" : stream.host
-        let defaultPort = scheme == "wss" ? 443 : 80
         var headers = HTTPHeaders()
-        headers.add(name: "Host", value: stream.port == defaultPort ? named : "\(named):\(stream.port)")
+        headers.add(name: "Host", value: target.hostHeader)
         for field in request.headers {
             // The handshake's own fields are the upgrader's.
             if ["host", "upgrade", "connection", "sec-websocket-key", "sec-websocket-version"].contains(field.name.asciiLowercased) {
@@ -45,10 +71,7 @@ extension WebSocketConnection {
         if options.compression {
             headers.add(name: "Sec-WebSocket-Extensions", value: PerMessageDeflate.Parameters.offer)
         }
-        let path = url.path(percentEncoded: true)
-        var target = path.isEmpty ? "/" : path
-        if let query = url.query(percentEncoded: true) { target += "?" + query }
-        let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: target, headers: headers)
+        let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: target.requestTarget, headers: headers)
 
         let offered = request.protocols
         let maximum = min(max(options.maximumMessageSize, 125), Int(UInt32.max))

@@ -7,7 +7,7 @@ import NIOWebSocket
 
 /// An open WebSocket (RFC 6455), client side: messages in and out, pings, the closing handshake.
 ///
-/// Made by ``open(on:request:options:deadline:)`` over a ``ByteStream`` (so through the session's proxy
+/// Made by ``connect(through:request:options:deadline:)`` over a ``ByteStream`` (so through the session's proxy
 /// and TLS). Thread safe. Messages that arrive before anyone calls ``receive()`` wait here; past
 /// ``Options/bufferedMessages`` of them the connection stops reading until they are taken, so a slow
 /// reader slows the server rather than filling memory.
@@ -80,6 +80,13 @@ public final class WebSocketConnection: Sendable {
 
         var queued: Int { messages.count - head }
 
+        /// After taking messages: whether paused reading goes on now (the queue is down to `low`).
+        mutating func resumes(below low: Int) -> Bool {
+            guard paused, queued <= low else { return false }
+            paused = false
+            return true
+        }
+
         mutating func pop() -> WebSocketMessage? {
             guard head < messages.count else { return nil }
             let message = messages[head]
@@ -127,20 +134,13 @@ public final class WebSocketConnection: Sendable {
 
     /// The messages that have arrived, up to `limit`; waits for one when none has.
     public func receive(atMost limit: Int) async throws -> [WebSocketMessage] {
-        let taken: [WebSocketMessage] = state.withLockedValue { state in
+        let (taken, resume): ([WebSocketMessage], Bool) = state.withLockedValue { state in
             var taken: [WebSocketMessage] = []
             while taken.count < limit, let message = state.pop() { taken.append(message) }
-            return taken
+            return (taken, state.resumes(below: bufferedMessages / 2))
         }
-        if !taken.isEmpty {
-            let resume = state.withLockedValue { state -> Bool in
-                guard state.paused, state.queued <= bufferedMessages / 2 else { return false }
-                state.paused = false
-                return true
-            }
-            if resume { resumeReading() }
-            return taken
-        }
+        if resume { resumeReading() }
+        if !taken.isEmpty { return taken }
         return [try await receive()]
     }
 
@@ -161,9 +161,7 @@ public final class WebSocketConnection: Sendable {
                 }
                 let next: Next = state.withLockedValue { state in
                     if let message = state.pop() {
-                        let resume = state.paused && state.queued <= bufferedMessages / 2
-                        if resume { state.paused = false }
-                        return .message(message, resume: resume)
+                        return .message(message, resume: state.resumes(below: bufferedMessages / 2))
                     }
                     if let end = state.end { return .failure(Self.failure(after: end)) }
                     if Task.isCancelled { return .failure(FerryError(.cancelled, "the receive was cancelled")) }
