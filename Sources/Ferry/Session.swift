@@ -490,6 +490,20 @@ public final class Session: Sendable {
         return download
     }
 
+    /// A stream task taking over the connection of `dataTask` (disposition becomeStream), whose final
+    /// request went to `url`.
+    func adoptAsStream(_ dataTask: SessionTask, url: URL) -> StreamTask {
+        let secure = url.scheme?.lowercased() == "https"
+        let port = url.port ?? (secure ? 443 : 80)
+        let stream = register { identifier, _ -> StreamTask in
+            var host = url.host ?? ""
+            if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+            return StreamTask(session: self, identifier: identifier, host: host, port: port, rejection: nil)
+        }
+        stream.adoptRunningTransfer(from: dataTask)
+        return stream
+    }
+
     /// Makes a background task: created in the daemon (suspended until resumed), tracked here under the
     /// daemon's identifier. When that fails the task carries the error and fails when resumed.
     func registerRemote<Task: SessionTask>(

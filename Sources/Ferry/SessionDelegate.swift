@@ -81,6 +81,11 @@ public protocol DataDelegate: TaskDelegate {
     /// events go to the download task.
     func session(_ session: Session, dataTask: DataTask, didBecome downloadTask: DownloadTask) async
 
+    /// The data task became `streamTask` (``ResponseDisposition/becomeStream``): the connection is the
+    /// stream task's now, and its first bytes are the body's still unread ones. The data task reports
+    /// nothing more.
+    func session(_ session: Session, dataTask: DataTask, didBecome streamTask: StreamTask) async
+
     /// Some of the body, in order. Pieces may be merged; every byte arrives once.
     func session(_ session: Session, dataTask: DataTask, didReceive data: Data) async
 
@@ -125,6 +130,12 @@ public enum ResponseDisposition: Sendable, Hashable {
     case cancel
     /// Write the body to a file: the task becomes a ``DownloadTask``.
     case becomeDownload
+    /// Take the connection as a byte stream: the task becomes a ``StreamTask`` that reads what follows the
+    /// response head. Only an HTTP/1.1 connection can be handed over, and only after a 101 answer or while
+    /// a body that is not chunked is still streaming in; otherwise the data task fails with
+    /// ``FerryError/Code/invalidOperation`` saying why. Only tasks whose events go to a delegate can
+    /// become a stream task (an async call or a completion handler has no way to receive it).
+    case becomeStream
 }
 
 extension SessionDelegate {
@@ -178,6 +189,8 @@ extension DataDelegate {
     { .allow }
 
     public func session(_ session: Session, dataTask: DataTask, didBecome downloadTask: DownloadTask) async {}
+
+    public func session(_ session: Session, dataTask: DataTask, didBecome streamTask: StreamTask) async {}
 
     public func session(_ session: Session, dataTask: DataTask, didReceive data: Data) async {}
 

@@ -52,6 +52,15 @@ extension SessionTask {
                 return .allow
             case .cancel:
                 return .cancel
+            case .becomeStream:
+                guard case .delegates = route else {
+                    throw FerryError(
+                        .invalidOperation,
+                        "becomeStream needs a task whose events go to a delegate; an async call or a completion handler cannot receive a stream task",
+                        failingURL: finalRequest.url.absoluteString
+                    )
+                }
+                return .becomeStream
             case .becomeDownload:
                 let download = session.adoptAsDownload(self)
                 becameDownload.withLock { $0 = download }
@@ -83,6 +92,14 @@ extension SessionTask {
                 preconditionFailure("a download result without a download task")
             }
             return .handedOver(download, downloaded)
+        case .stream(let connection, let head):
+            let stream = session.adoptAsStream(self, url: head.finalRequest.url)
+            if let dataDelegate, let dataTask = self as? DataTask {
+                await session.queue.perform {
+                    await dataDelegate.session(session, dataTask: dataTask, didBecome: stream)
+                }
+            }
+            return .handedOverToStream(stream, connection)
         }
     }
 

@@ -121,6 +121,18 @@ public final class StreamTask: SessionTask, @unchecked Sendable {
         }
     }
 
+    /// Runs on the connection a data task handed over (``ResponseDisposition/becomeStream``), in that
+    /// task's transfer, until it closes or this task is cancelled.
+    func runAdopted(_ connection: ByteStreamConnection, context: TransferContext) async {
+        slot.open(connection)
+        await withTaskCancellationHandler {
+            await connection.closed()
+        } onCancel: {
+            connection.close()
+        }
+        await transferEnded(result: .closed, failure: nil, context: context)
+    }
+
     private func connection() async throws -> ByteStreamConnection {
         if let rejection { throw rejection }
         return try await slot.connection()

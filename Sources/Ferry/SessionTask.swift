@@ -272,6 +272,8 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
         case handedOver(DownloadTask, Downloader.Result)
         /// A connection (WebSocket) ended with a closing handshake: nothing to hand over.
         case closed
+        /// The data task's connection became this stream task's, which runs on and completes instead.
+        case handedOverToStream(StreamTask, ByteStreamConnection)
     }
 
     func run(context: TransferContext) async {
@@ -289,6 +291,12 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
             locked.withLock { _ = $0.machine.transferFinished(error: nil) }
             finishSilently()
             await download.transferEnded(result: .download(downloaded), failure: nil, context: context)
+            return
+        }
+        if case .handedOverToStream(let stream, let connection)? = result {
+            locked.withLock { _ = $0.machine.transferFinished(error: nil) }
+            finishSilently()
+            await stream.runAdopted(connection, context: context)
             return
         }
         await transferEnded(result: result, failure: failure, context: context)
@@ -310,7 +318,7 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
         switch result {
         case .data(let loaded)?: loaded.redirectCount
         case .download(let downloaded)?, .handedOver(_, let downloaded)?: downloaded.redirectCount
-        case .closed?, nil: 0
+        case .closed?, .handedOverToStream?, nil: 0
         }
     }
 
@@ -424,7 +432,7 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
                     headers: downloaded.headers
                 )
             return .file(URL(fileURLWithPath: downloaded.path), head)
-        case .closed?, nil:
+        case .closed?, .handedOverToStream?, nil:
             return .failure(FerryError(.cancelled, "the task ended without a result"))
         }
     }

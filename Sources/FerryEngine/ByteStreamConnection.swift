@@ -40,14 +40,28 @@ public final class ByteStreamConnection: Sendable {
     /// Starts reading `stream`.
     public static func attach(_ stream: ByteStream) async throws -> ByteStreamConnection {
         let channel = stream.channel
-        let bound = try await channel.eventLoop.submit {
-            let handler = ByteStreamReadHandler()
-            try channel.pipeline.syncOperations.addHandler(handler)
-            return NIOLoopBound(handler, eventLoop: channel.eventLoop)
+        return try await channel.eventLoop.submit {
+            let reader = ByteStreamReadHandler()
+            try channel.pipeline.syncOperations.addHandler(reader)
+            return attach(stream, reader: reader)
         }.get()
-        let connection = ByteStreamConnection(stream: stream, handler: bound)
-        try await channel.eventLoop.submit { bound.value.attach(connection) }.get()
+    }
+
+    /// A connection reading through `reader`, which is in `stream`'s pipeline already. On the loop.
+    static func attach(_ stream: ByteStream, reader: ByteStreamReadHandler) -> ByteStreamConnection {
+        let connection = ByteStreamConnection(stream: stream, handler: NIOLoopBound(reader, eventLoop: stream.channel.eventLoop))
+        reader.attach(connection)
         return connection
+    }
+
+    /// Puts `bytes` before everything buffered (what came before the stream's reader was in place).
+    func prepend(_ bytes: ByteBuffer) {
+        guard bytes.readableBytes > 0 else { return }
+        state.withLockedValue { state in
+            var joined = bytes
+            joined.writeBuffer(&state.buffer)
+            state.buffer = joined
+        }
     }
 
     /// Between `minimum` and `maximum` bytes (fewer only at the end of the stream), and whether the

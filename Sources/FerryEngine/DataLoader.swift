@@ -33,6 +33,9 @@ public struct DataLoader: Sendable {
         case cancel
         /// Write the body to the file at `path` instead, as a download (with a download's checks).
         case becomeDownload(path: String, events: Downloader.Events)
+        /// Hand the connection over as a byte stream (``TransportResponse/detach``): HTTP/1.1 only, for a
+        /// body still streaming in that is not chunked, or a 101 answer.
+        case becomeStream
     }
 
     /// How a load ended.
@@ -41,6 +44,9 @@ public struct DataLoader: Sendable {
         case loaded(Result)
         /// The response became a download (``ResponseDisposition/becomeDownload(path:events:)``).
         case downloaded(Downloader.Result)
+        /// The response's connection became a byte stream (``ResponseDisposition/becomeStream``); the
+        /// result has the head, and no body.
+        case stream(ByteStreamConnection, Result)
     }
 
     /// The caller's say and view along the way.
@@ -51,7 +57,8 @@ public struct DataLoader: Sendable {
         /// response.
         public var didReceiveChallenge: (@Sendable (AuthenticationChallenge) async -> ChallengeDisposition)?
         /// The final response head, before its body. Default: ``ResponseDisposition/allow``.
-        public var didReceiveResponse: @Sendable (Int, Headers, Request) async -> ResponseDisposition = { _, _, _ in
+        /// Throwing fails the load with that error.
+        public var didReceiveResponse: @Sendable (Int, Headers, Request) async throws -> ResponseDisposition = { _, _, _ in
             .allow
         }
         /// Each body chunk as it arrives; the next is read when this returns (backpressure).
@@ -99,7 +106,7 @@ public struct DataLoader: Sendable {
         hooks.willRedirect = willRedirect
         hooks.didReceive = { didReceive($0) }
         guard case .loaded(let result) = try await perform(request, body: body, deadline: deadline, hooks: hooks)
-        else { preconditionFailure("only becomeDownload produces a download") }
+        else { preconditionFailure("only becomeDownload and becomeStream produce other outcomes") }
         return result
     }
 
@@ -120,7 +127,7 @@ public struct DataLoader: Sendable {
             didReceiveChallenge: hooks.didReceiveChallenge
         )
         let response = outcome.response
-        switch await hooks.didReceiveResponse(response.status, response.headers, outcome.request) {
+        switch try await hooks.didReceiveResponse(response.status, response.headers, outcome.request) {
         case .allow:
             break
         case .cancel:
@@ -140,6 +147,31 @@ public struct DataLoader: Sendable {
                 events: events
             )
             return .downloaded(result)
+        case .becomeStream:
+            guard let detach = response.detach else {
+                throw FerryError(
+                    .invalidOperation,
+                    "a response over \(response.protocolName) cannot become a stream: only an HTTP/1.1 connection of Ferry's transport can be handed over",
+                    failingURL: outcome.request.url.absoluteString
+                )
+            }
+            let connection: ByteStreamConnection
+            do {
+                connection = try await detach()
+            } catch var error as FerryError {
+                error.failingURL = error.failingURL ?? outcome.request.url.absoluteString
+                throw error
+            }
+            let head = Result(
+                finalRequest: outcome.request,
+                status: response.status,
+                headers: response.headers,
+                protocolName: response.protocolName,
+                body: ByteBuffer(),
+                bodyLength: 0,
+                redirectCount: outcome.redirects
+            )
+            return .stream(connection, head)
         }
         let limit = maximumBodyLength
         let url = outcome.request.url.absoluteString
@@ -152,6 +184,8 @@ public struct DataLoader: Sendable {
                 endExchange()
             }
         }
+        // A connection that switched protocols and was not taken as a stream is closed now.
+        if response.status == 101 { endExchange() }
         return .loaded(
             Result(
                 finalRequest: outcome.request,

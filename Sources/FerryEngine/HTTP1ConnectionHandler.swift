@@ -13,7 +13,7 @@ import Synchronization
 /// both directions are complete.
 ///
 /// Lives on the connection's event loop; other threads reach it only through the loop.
-final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeDriver {
+final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler, ExchangeDriver {
     typealias InboundIn = HTTPClientResponsePart
     typealias OutboundIn = HTTPClientRequestPart
     typealias OutboundOut = HTTPClientRequestPart
@@ -51,6 +51,11 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeDriver {
         var responseDone = false
         var keepAlive: Bool
         var receivedAnything = false
+        /// The answer switched protocols (101): the connection is never reused, and is held for a moment
+        /// in case its caller takes it as a byte stream (``detach(id:)``).
+        var switchedProtocols = false
+        /// The body comes in chunked transfer coding (its bytes as sent are not the body's).
+        var chunked = false
         /// When the whole exchange must be over (the resource timeout).
         let deadline: NIODeadline
         var lastActivity: NIODeadline
@@ -67,6 +72,11 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeDriver {
     /// The connection's one timer: the exchange's idle and resource timeouts, and closing the connection
     /// once it has been unused for ``unusedTimeout``.
     private var watchdog = LoopWatchdog()
+    /// A connection held after a 101 answer (its exchange's number), until its caller takes it
+    /// (``detach(id:)``) or ``parkedTimeout`` passes.
+    private var parked: Int?
+    /// How long a connection that switched protocols waits for its caller before it is closed.
+    static let parkedTimeout = TimeAmount.seconds(10)
     /// When the last exchange ended (or the handler was added).
     private var unusedSince = NIODeadline.uptimeNanoseconds(0)
     /// How long a connection may stay unused before it is closed.
@@ -132,6 +142,11 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeDriver {
 
     /// Ends exchange `id` with `error` and closes the connection.
     func fail(id: Int, _ error: any Error) {
+        if parked == id {
+            parked = nil
+            context?.close(promise: nil)
+            return
+        }
         guard exchange?.id == id else { return }
         failExchange(error)
         context?.close(promise: nil)
@@ -188,6 +203,11 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeDriver {
         switch part {
         case .head(let head):
             if !head.isKeepAlive { exchange!.keepAlive = false }
+            if head.status == .switchingProtocols {
+                exchange!.switchedProtocols = true
+                exchange!.keepAlive = false
+            }
+            exchange!.chunked = head.headers[canonicalForm: "transfer-encoding"].contains { $0.lowercased() == "chunked" }
             exchange!.shared.timing.withLockedValue { $0.responseStart = Date() }
             exchange!.head = head
             exchange!.remaining = head.headers.first(name: "content-length").flatMap { Int($0) }
@@ -305,6 +325,12 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeDriver {
         guard let context else { return }
         let now = context.eventLoop.now
         guard let exchange else {
+            if parked != nil {
+                // Nobody took the connection that switched protocols.
+                parked = nil
+                context.close(promise: nil)
+                return
+            }
             let due = unusedSince + Self.unusedTimeout
             if due <= now { context.close(promise: nil) } else { arm(due, context: context) }
             return
@@ -326,7 +352,11 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeDriver {
         exchange = nil
         resumeReadingBetweenExchanges()
         done.shared.finished()
-        if done.keepAlive, let context, context.channel.isActive {
+        if done.switchedProtocols, let context, context.channel.isActive {
+            // What follows is another protocol's: held for the caller, who may take it as a stream.
+            parked = done.id
+            arm(context.eventLoop.now + Self.parkedTimeout, context: context)
+        } else if done.keepAlive, let context, context.channel.isActive {
             // Offered for reuse before the reader sees the end, so its next request can take it. (The
             // watchdog closes it once unused for long enough.)
             unusedSince = context.eventLoop.now
@@ -336,6 +366,53 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeDriver {
             context?.close(promise: nil)
         }
         done.source?.finish()
+    }
+
+    /// How ``detach(id:)`` left the connection for its new owner.
+    struct Detached {
+        /// Bytes of the body this handler held that the body sequence had not been given yet.
+        var held: ByteBuffer
+        /// Whether the connection was reading the body still (the stream's reader goes before the HTTP
+        /// decoder, which has parsed everything it was given) or had switched protocols (the decoder
+        /// stopped parsing and holds what followed the head; the reader goes after it).
+        var midBody: Bool
+        /// A read was held back for the body's reader: the stream's reader must ask for it.
+        var readPending: Bool
+    }
+
+    /// Gives up the connection of exchange `id` to a byte stream (a data task that becomes a stream
+    /// task): the exchange ends without an outcome for the pool, which forgets the connection. Possible
+    /// while the body is streaming in (not chunked), or after a 101 answer.
+    /// - Throws: ``FerryError/Code/invalidOperation`` saying why the connection cannot be handed over.
+    func detach(id: Int) throws -> Detached {
+        var detached = Detached(held: ByteBuffer(), midBody: false, readPending: readPending)
+        if parked == id {
+            parked = nil
+        } else if let current = exchange, current.id == id, current.answer == nil, !current.responseDone {
+            guard !current.chunked else {
+                throw FerryError(
+                    .invalidOperation,
+                    "the response's body is chunked, so the bytes that follow its head are not the body; only an unframed body or a 101 answer can become a stream"
+                )
+            }
+            detached.midBody = true
+            if let gathered = copier.take() { detached.held = gathered }
+            exchange = nil
+            current.shared.finished()
+            // What the sequence holds is read before the stream's bytes.
+            current.source?.finish()
+        } else {
+            throw FerryError(
+                .invalidOperation,
+                "the response was complete when its head arrived and its connection went back to the session's pool; only a body still streaming in, or a 101 answer, can become a stream"
+            )
+        }
+        watchdog.reset()
+        paused = false
+        readPending = false
+        onOutcome?(.closed)
+        onOutcome = nil
+        return detached
     }
 
     private func failExchange(_ error: any Error) {

@@ -1,4 +1,5 @@
 import FerryCore
+import NIOHTTP1
 public import Foundation
 public import NIOCore
 
@@ -101,5 +102,59 @@ extension HTTP1Transport: ByteStreamConnector {
         } catch {
             throw error as? FerryError ?? FerryError(.secureConnectionFailed, "cannot set up TLS: \(error)")
         }
+    }
+}
+
+extension HTTP1Transport {
+    /// Hands the connection of exchange `id` over as a byte stream (``TransportResponse/detach``): the
+    /// HTTP handlers leave its pipeline, a stream reader takes their place, and the body bytes already
+    /// read (those `body` still holds, then those its handler held) come first.
+    static func detach(
+        _ connection: HTTP1Connection,
+        exchange id: Int,
+        target: HTTP1Target,
+        body: TransportBodyStream
+    ) async throws -> ByteStreamConnection {
+        let channel = connection.channel
+        let handler = connection.handler
+        let details = connection.info.details
+        let stream = ByteStream(
+            channel: channel,
+            host: target.host,
+            port: target.port,
+            secure: target.secure,
+            remoteAddress: details.remoteAddress,
+            tlsVersion: details.tlsVersion
+        )
+        let made = try await channel.eventLoop.submit {
+            let detached = try handler.value.detach(id: id)
+            let operations = channel.pipeline.syncOperations
+            let decoder = try operations.context(handlerType: ByteToMessageHandler<HTTPResponseDecoder>.self)
+            let reader = ByteStreamReadHandler()
+            if detached.midBody {
+                // The decoder parsed all it was given: new bytes must not reach it (it would parse them).
+                try operations.addHandler(reader, position: .before(decoder.handler))
+            } else {
+                // After a 101 the decoder stopped; it forwards what it holds when it leaves.
+                try operations.addHandler(reader, position: .last)
+            }
+            let connection = ByteStreamConnection.attach(stream, reader: reader)
+            var held = detached.held
+            if held.readableBytes > 0 { _ = connection.received(&held) }
+            operations.removeHandler(handler.value, promise: nil)
+            let encoder = try operations.context(handlerType: HTTPRequestEncoder.self)
+            operations.removeHandler(context: encoder, promise: nil)
+            operations.removeHandler(context: decoder, promise: nil)
+            if detached.readPending { channel.read() }
+            return connection
+        }.get()
+        // The body's sequence was finished: it yields what it held, then ends.
+        var before = ByteBuffer()
+        for try await chunk in body {
+            var chunk = chunk
+            before.writeBuffer(&chunk)
+        }
+        made.prepend(before)
+        return made
     }
 }

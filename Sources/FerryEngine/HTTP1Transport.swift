@@ -258,7 +258,8 @@ public final class HTTP1Transport: HTTPTransport {
             // Without NIO's outbound header check: every field was checked already (Request.validate
             // refuses CR, LF and NUL and names that are not tokens; the fields added here come from the
             // URL, the cookie store and base64), and checking twice was 3 % of a small request's CPU.
-            try operations.addHTTPClientHandlers(enableOutboundHeaderValidation: false)
+            // What follows a 101 is forwarded when the decoder is removed (a connection that becomes a stream).
+            try operations.addHTTPClientHandlers(leftOverBytesStrategy: .forwardBytes, enableOutboundHeaderValidation: false)
             try operations.addHandler(handler)
             let connection = HTTP1Connection(
                 channel: channel,
@@ -577,7 +578,11 @@ public final class HTTP1Transport: HTTPTransport {
                 }
             }
         }
-        return try await response(answer: answer.futureResult, slot: slot, id: id, protocolName: "http/1.1", shared: shared)
+        var response = try await response(answer: answer.futureResult, slot: slot, id: id, protocolName: "http/1.1", shared: shared)
+        let answered = response.body
+        let target = route.target
+        response.detach = { try await Self.detach(connection, exchange: id, target: target, body: answered) }
+        return response
     }
 
     /// The sequence exchange `id`'s body is read from, its demand passed to the driver in `slot`; the

@@ -96,6 +96,12 @@ public struct TransportResponse: Sendable {
     /// Ends the exchange from outside (its body reader then fails with ``FerryError/Code/cancelled``), if
     /// the transport can: for a transfer cancelled on its own (``TransferCancellation``).
     public var cancel: (@Sendable () -> Void)?
+    /// Takes the connection the response came on as a byte stream (a data task that becomes a stream
+    /// task): its first bytes are the body's still unread ones, then whatever the server sends. Nil
+    /// where the transport cannot hand a connection over (HTTP/2 streams, a protocol handler's answer).
+    /// The body is not read after it. Throws ``FerryError/Code/invalidOperation`` saying why when this
+    /// response's connection cannot be handed over (a chunked body, or one already complete).
+    public var detach: (@Sendable () async throws -> ByteStreamConnection)?
 
     /// Creates a response.
     public init(
