@@ -117,6 +117,43 @@ import Glibc
         #expect(String(decoding: received, as: UTF8.self) == "one\ntwo\nBYE\n")
     }
 
+    @Test(.enabled(if: ProxyPeer.unavailable == nil, "tinyproxy and microsocks are needed (.ci/run installs them)"))
+    func aStreamGoesThroughTheSessionsHTTPOrSOCKSProxy() async throws {
+        let peer = try await Peer.start()
+        defer { peer.stop() }
+        let http = try await ProxyPeer.tinyproxy(in: peer.directory)
+        defer { http.stop() }
+        let socks = try await ProxyPeer.microsocks(in: peer.directory, user: "ferry", password: "secret")
+        defer { socks.stop() }
+        for proxy in [
+            SessionConfiguration.Proxy(kind: .http, host: "127.0.0.1", port: http.port),
+            SessionConfiguration.Proxy(kind: .socks5, host: "127.0.0.1", port: socks.port, username: "ferry", password: "secret"),
+        ] {
+            var configuration = SessionConfiguration.ephemeral
+            configuration.proxy = proxy
+            let session = Session(configuration: configuration)
+            defer { session.invalidateAndCancel() }
+            let stream = session.streamTask(withHostName: "127.0.0.1", port: peer.port)
+            stream.resume()
+            let line = "via \(proxy.kind)\n"
+            try await stream.write(Data(line.utf8), timeout: 10)
+            #expect(try await read(stream, line.utf8.count) == line)
+            stream.cancel()
+            await stream.waitUntilFinished()
+        }
+        let log = String(decoding: (try? Data(contentsOf: URL(fileURLWithPath: http.log))) ?? Data(), as: UTF8.self)
+        #expect(log.contains("CONNECT"), "tinyproxy's log shows no CONNECT")
+
+        // The SOCKS proxy is in the path: with a wrong password the connection is refused.
+        var configuration = SessionConfiguration.ephemeral
+        configuration.proxy = SessionConfiguration.Proxy(kind: .socks5, host: "127.0.0.1", port: socks.port, username: "ferry", password: "wrong")
+        let refusedSession = Session(configuration: configuration)
+        defer { refusedSession.invalidateAndCancel() }
+        let refused = refusedSession.streamTask(withHostName: "127.0.0.1", port: peer.port)
+        refused.resume()
+        await #expect(throws: FerryError.self) { try await refused.write(Data("x\n".utf8), timeout: 10) }
+    }
+
     @Test func aBadPortOrHostIsRefusedAndARefusedConnectionFails() async throws {
         let session = Session(configuration: .ephemeral)
         defer { session.invalidateAndCancel() }

@@ -1,5 +1,3 @@
-import FerryCore
-import FerryTestServer
 import Foundation
 
 #if canImport(Glibc)
@@ -9,13 +7,13 @@ import Glibc
 /// Real proxies for the tests, started on 127.0.0.1 with a free port: tinyproxy (HTTP, CONNECT, Basic
 /// authentication) and microsocks (SOCKS5 with a user name and password). `.ci/run` installs both; a
 /// test without them is skipped with the reason.
-struct ProxyPeer {
-    let process: ChildProcess
-    let port: Int
-    let log: String
+public struct ProxyPeer: Sendable {
+    public let process: ChildProcess
+    public let port: Int
+    public let log: String
 
     /// Why the peers cannot run here, or nil.
-    static var unavailable: String? {
+    public static var unavailable: String? {
         for (tool, package) in [("/usr/bin/tinyproxy", "tinyproxy"), ("/usr/bin/microsocks", "microsocks")]
         where !FileManager.default.isExecutableFile(atPath: tool) {
             return "\(tool) is missing (apt-get install \(package); .ci/run installs it)"
@@ -24,7 +22,7 @@ struct ProxyPeer {
     }
 
     /// tinyproxy; with `basicAuth` it answers 407 to requests without those credentials.
-    static func tinyproxy(in directory: String, basicAuth: (String, String)? = nil) async throws -> ProxyPeer {
+    public static func tinyproxy(in directory: String, basicAuth: (String, String)? = nil) async throws -> ProxyPeer {
         let port = try freePort()
         let log = directory + "/tinyproxy-\(port).log"
         var config = """
@@ -46,7 +44,7 @@ struct ProxyPeer {
     }
 
     /// microsocks requiring `user`:`password`.
-    static func microsocks(in directory: String, user: String, password: String) async throws -> ProxyPeer {
+    public static func microsocks(in directory: String, user: String, password: String) async throws -> ProxyPeer {
         let port = try freePort()
         let log = directory + "/microsocks-\(port).log"
         let process = try ChildProcess.spawn(
@@ -60,13 +58,13 @@ struct ProxyPeer {
 
     /// Lines of the proxy's log that record a request it forwarded (tinyproxy: a request line or a
     /// CONNECT).
-    func forwardedRequests() -> Int {
+    public func forwardedRequests() -> Int {
         let text = String(decoding: (try? Data(contentsOf: URL(fileURLWithPath: log))) ?? Data(), as: UTF8.self)
         return text.split(separator: "\n").filter { $0.contains("Request (file descriptor") }.count
     }
 
     /// SIGKILL: tinyproxy in the foreground does not end on SIGTERM.
-    func stop() {
+    public func stop() {
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
     }
