@@ -6,7 +6,7 @@ usage: chromium_press.py URL SELECTOR
 Prints one JSON object: {"pressed": bool, "text": the element's text, "dom": the body's HTML afterwards}.
 Exits 2 when Chromium is missing, 1 when the element is not found or the page does not load.
 """
-import json, os, shutil, subprocess, sys, tempfile, time
+import json, os, select, shutil, subprocess, sys, tempfile, time
 
 def main():
     url, selector = sys.argv[1], sys.argv[2]
@@ -29,15 +29,20 @@ def main():
     os.close(to_chrome_r)
     os.close(from_chrome_w)
     writer = os.fdopen(to_chrome_w, "wb")
-    reader = os.fdopen(from_chrome_r, "rb")
     buffered = b""
     next_id = [0]
     events = []
 
-    def receive():
+    def receive(timeout=None):
+        """The next message; None when `timeout` seconds pass without one."""
         nonlocal buffered
+        deadline = None if timeout is None else time.time() + timeout
         while b"\0" not in buffered:
-            chunk = reader.read1(65536)
+            if deadline is not None:
+                ready, _, _ = select.select([from_chrome_r], [], [], max(0, deadline - time.time()))
+                if not ready:
+                    return None
+            chunk = os.read(from_chrome_r, 65536)
             if not chunk:
                 raise RuntimeError("chromium closed the pipe")
             buffered += chunk
@@ -86,9 +91,24 @@ def main():
         if not box:
             print(json.dumps({"pressed": False, "dom": evaluate(session, "document.body.outerHTML")}))
             return 1
+        call("Network.enable", {}, session)
+        events.clear()
         for kind in ("mousePressed", "mouseReleased"):
             call("Input.dispatchMouseEvent", {"type": kind, "x": box["x"], "y": box["y"], "button": "left", "clickCount": 1}, session)
-        time.sleep(1.5)
+        # The press's request (a POST, say) must be answered before the browser closes: on a loaded
+        # machine a fixed pause was too short. Without a request, 1.5 s of quiet ends the wait.
+        sent, deadline, quiet = None, time.time() + 30, time.time() + 1.5
+        while time.time() < deadline:
+            event = events.pop(0) if events else receive(timeout=max(0.05, min(deadline, quiet) - time.time()))
+            if event is None:
+                if sent is None and time.time() >= quiet:
+                    break
+                continue
+            params = event.get("params", {})
+            if event.get("method") == "Network.requestWillBeSent" and params.get("request", {}).get("method") != "GET":
+                sent = params.get("requestId")
+            elif sent and params.get("requestId") == sent and event.get("method") in ("Network.loadingFinished", "Network.loadingFailed"):
+                break
         print(json.dumps({"pressed": True, "text": box["text"], "dom": evaluate(session, "document.body.outerHTML")}))
         return 0
     finally:
