@@ -5,6 +5,7 @@ import NIOCore
 /// A response body read as it arrives (URLSession.AsyncBytes): byte by byte, or in ``chunks``.
 /// Reading is what pulls data from the network (backpressure). It can be iterated once.
 public struct AsyncBytes: AsyncSequence, Sendable {
+    /// One byte of the body.
     public typealias Element = UInt8
 
     let body: TransportBodyStream
@@ -14,6 +15,7 @@ public struct AsyncBytes: AsyncSequence, Sendable {
     /// The body in pieces as they arrive, each a `Data`.
     public var chunks: Chunks { Chunks(bytes: self) }
 
+    /// An iterator over the body's bytes (the body is read once).
     public func makeAsyncIterator() -> Iterator {
         Iterator(chunks: chunks.makeAsyncIterator())
     }
@@ -24,6 +26,8 @@ public struct AsyncBytes: AsyncSequence, Sendable {
         var current = Data()
         var index = 0
 
+        /// The next byte, or nil at the end of the body.
+        /// - Throws: `FerryError` when the transfer fails.
         public mutating func next() async throws -> UInt8? {
             while index >= current.count {
                 guard let next = try await chunks.next() else { return nil }
@@ -37,9 +41,11 @@ public struct AsyncBytes: AsyncSequence, Sendable {
 
     /// The body as `Data` pieces; the end is checked against Content-Length.
     public struct Chunks: AsyncSequence, Sendable {
+        /// One piece of the body, as the network delivered it.
         public typealias Element = Data
         let bytes: AsyncBytes
 
+        /// An iterator over the body's pieces (the body is read once).
         public func makeAsyncIterator() -> Iterator {
             Iterator(base: bytes.body.makeAsyncIterator(), declaredLength: bytes.declaredLength, url: bytes.url)
         }
@@ -51,6 +57,8 @@ public struct AsyncBytes: AsyncSequence, Sendable {
             let url: URL
             var received: Int64 = 0
 
+            /// The next piece, or nil at the end of the body.
+            /// - Throws: `FerryError` when the transfer fails, or the body is shorter than its Content-Length.
             public mutating func next() async throws -> Data? {
                 guard let chunk = try await base.next() else {
                     if let declaredLength, received != declaredLength {

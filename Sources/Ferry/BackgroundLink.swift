@@ -31,7 +31,7 @@ final class BackgroundLink: Sendable {
     private static let attachedHere = Mutex(Set<String>())
 
     /// Claims `identifier` in this process; ``run(session:)`` then reaches the daemon.
-    /// - Throws: ``FerryError`` when a session of this process has the identifier, or no daemon
+    /// - Throws: `FerryError` when a session of this process has the identifier, or no daemon
     ///   directory can be worked out.
     init(identifier: String, client: DaemonClient?) throws {
         let claimed = Self.attachedHere.withLock { $0.insert(identifier).inserted }

@@ -11,7 +11,7 @@ import Synchronization
 import Glibc
 #endif
 
-/// Talks to `ferryd` over its control API (HTTP/1.1 and JSON on the unix socket; ``ControlAPI`` lists
+/// Talks to `ferryd` over its control API (HTTP/1.1 and JSON on the unix socket; `ControlAPI` lists
 /// the routes), and starts it when no daemon answers. Used by background sessions and by the `ferry`
 /// command; scripts may use it too.
 ///
@@ -48,7 +48,7 @@ public final class DaemonClient: Sendable {
     private static let controlTransports = Mutex<[String: HTTP1Transport]>([:])
 
     /// A client for this user's daemon (or the one `FERRY_HOME` names).
-    /// - Throws: ``FerryError`` when no directory can be worked out.
+    /// - Throws: `FerryError` when no directory can be worked out.
     public static func forCurrentUser() throws -> DaemonClient {
         DaemonClient(paths: try DaemonPaths(environment: ProcessInfo.processInfo.environment))
     }
@@ -56,7 +56,7 @@ public final class DaemonClient: Sendable {
     // MARK: Calls
 
     /// Sends one request and decodes the JSON answer, suspending (never blocking) the caller meanwhile.
-    /// - Throws: the daemon's ``FerryError`` for a 4xx/5xx answer; ``FerryError/Code/backgroundSessionWasDisconnected``
+    /// - Throws: the daemon's `FerryError` for a 4xx/5xx answer; `FerryError/Code/backgroundSessionWasDisconnected`
     ///   when no daemon answers within `timeout` seconds.
     public func call<Answer: Decodable>(
         _ method: String,
@@ -89,7 +89,7 @@ public final class DaemonClient: Sendable {
         try await exchange(try makeRequest(method, path, body: body), timeout: timeout)
     }
 
-    /// One request and its whole answer; a 4xx/5xx answer becomes the daemon's ``FerryError``.
+    /// One request and its whole answer; a 4xx/5xx answer becomes the daemon's `FerryError`.
     private func exchange(_ request: TransportRequest, timeout: Double) async throws -> Data {
         let status: Int
         var data = Data()
@@ -192,10 +192,12 @@ public final class DaemonClient: Sendable {
     /// seconds), suspending the caller meanwhile. The executable is `FERRYD_PATH`, else `ferryd` beside
     /// this program, else on `PATH`. Two processes starting it at once are safe: the daemon's lock lets
     /// one run.
-    /// - Throws: ``FerryError`` when it cannot be found, does not answer in time (its log says why), or
+    /// - Throws: `FerryError` when it cannot be found, does not answer in time (its log says why), or
     ///   accepts connections without answering (stopped, e.g. by SIGSTOP).
-    /// - Parameter environment: more environment variables for a daemon started here (its tuning
-    ///   variables, `ferryd --help` lists them).
+    /// - Parameters:
+    ///   - timeout: seconds to wait for the daemon to serve.
+    ///   - environment: more environment variables for a daemon started here (its tuning variables,
+    ///     `ferryd --help` lists them).
     public func ensureRunning(timeout: Double = 10, environment: [String: String] = [:]) async throws {
         if socketAccepts() {
             if await status() != nil { return }
@@ -259,7 +261,7 @@ public final class DaemonClient: Sendable {
         return found
     }
 
-    /// Starts the daemon detached (``DetachedProcess``), its paths in its environment whatever this
+    /// Starts the daemon detached (`DetachedProcess`), its paths in its environment whatever this
     /// process's environment says.
     private static func spawnDetached(
         _ executable: String,
@@ -282,7 +284,7 @@ public final class DaemonClient: Sendable {
 
     /// Attaches to `session`'s event stream; returns once the daemon has accepted (or refused) it,
     /// suspending the caller meanwhile (at most 10 s).
-    /// - Throws: ``FerryError/Code/backgroundSessionInUseByAnotherProcess`` when another process is
+    /// - Throws: `FerryError/Code/backgroundSessionInUseByAnotherProcess` when another process is
     ///   attached; the daemon's error otherwise.
     func attach(session: String) async throws -> EventStream {
         guard socketAccepts() else { throw unreachable("nothing listens on the socket") }

@@ -5,7 +5,7 @@ import Synchronization
 ///
 /// Enqueueing is synchronous, so events enqueued by one transfer keep their order; a transfer never
 /// waits for the delegate unless it needs its answer (redirects, response dispositions) or too much
-/// data is waiting (``DataCoalescer``).
+/// data is waiting (`DataCoalescer`).
 final class DelegateQueue: Sendable {
     typealias Job = @Sendable () async -> Void
 

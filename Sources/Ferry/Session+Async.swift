@@ -6,7 +6,7 @@ import Synchronization
 extension Session {
     /// Loads `request` and returns its body and response. The session's delegate is bypassed; `delegate`
     /// (if given) gets this task's redirects, progress and metrics.
-    /// - Throws: ``FerryError``; cancelling the calling task cancels the transfer.
+    /// - Throws: `FerryError`; cancelling the calling task cancels the transfer.
     public func data(for request: Request, delegate: (any TaskDelegate)? = nil) async throws -> (Data, Response) {
         try await run(delegate: delegate, inline: Self.runsInline(request)) { route in
             self.register {
@@ -65,7 +65,7 @@ extension Session {
     }
 
     /// Downloads `request` to a temporary file that is now the caller's to move or remove.
-    /// - Throws: ``FerryError``; when the download can be continued, with ``FerryError/resumeData``
+    /// - Throws: `FerryError`; when the download can be continued, with `FerryError/resumeData`
     ///   (cancelling the calling task produces resume data too).
     public func download(for request: Request, delegate: (any TaskDelegate)? = nil) async throws -> (URL, Response) {
         try await run(delegate: delegate) { route in
@@ -92,7 +92,7 @@ extension Session {
     ///
     /// A status outside 2xx leaves a file destination as it was and throws.
     /// - Returns: the destination (links followed) and the response.
-    /// - Throws: ``FerryError``; with ``FerryError/resumeData`` when the part file can be continued.
+    /// - Throws: `FerryError`; with `FerryError/resumeData` when the part file can be continued.
     public func download(
         for request: Request,
         to destination: URL,
@@ -138,7 +138,7 @@ extension Session {
     }
 
     /// Runs a task made by `make` and waits for its outcome; with `inline`, in a session of this process,
-    /// the transfer runs in the calling task (``InProcessBackend/runInline(_:)``).
+    /// the transfer runs in the calling task (`InProcessBackend/runInline(_:)`).
     private func run(
         delegate: (any TaskDelegate)?,
         inline: Bool = false,
@@ -167,7 +167,7 @@ extension Session {
     ///
     /// The body is checked against Content-Length when it ends. The transfer is not a task of
     /// ``getAllTasks()``; stop reading (or cancel the reading task) to end it.
-    /// - Throws: ``FerryError``.
+    /// - Throws: `FerryError`.
     public func bytes(for request: Request, delegate: (any TaskDelegate)? = nil) async throws -> (AsyncBytes, Response)
     {
         try checkUsable()

@@ -10,7 +10,7 @@ extension Session {
     ///
     /// In-process sessions only. Docs: docs/UPLOADS.md.
     /// - Returns: the body and response of the final (concatenation) request.
-    /// - Throws: ``FerryError``; ``FerryError/Code/badServerResponse`` when the server does not offer tus
+    /// - Throws: `FerryError`; `FerryError/Code/badServerResponse` when the server does not offer tus
     ///   concatenation.
     public func uploadInParallelChunks(
         for request: Request,

@@ -16,7 +16,7 @@ import Synchronization
 public final class Session: Sendable {
     /// "Unknown" in byte counts (NSURLSessionTransferSizeUnknown).
     public static let transferSizeUnknown: Int64 = -1
-    /// Redirects followed before a task fails with ``FerryError/Code/httpTooManyRedirects``.
+    /// Redirects followed before a task fails with `FerryError/Code/httpTooManyRedirects`.
     static let maximumRedirects = 16
 
     /// The shared session: default configuration, no delegate, never invalidated.
@@ -49,7 +49,7 @@ public final class Session: Sendable {
     private let downloadDirectory: String
     /// The link to ferryd, for background sessions.
     let background: BackgroundLink?
-    /// In-process: ``SessionConfiguration/bandwidthLimit`` shared by the session's transfers; nil: none.
+    /// In-process: `SessionConfiguration/bandwidthLimit` shared by the session's transfers; nil: none.
     let bandwidthPool: BandwidthPool?
     /// Where in-process tasks learn the network's state: the process's shared monitor (tests give a fake).
     var networkMonitor: NetworkMonitor {
@@ -60,8 +60,8 @@ public final class Session: Sendable {
 
     /// A session with `configuration` and an optional delegate for its tasks' events.
     ///
-    /// A configuration that fails ``SessionConfiguration/validate()`` makes every task fail with that
-    /// error. A background configuration (``SessionConfiguration/background(identifier:)``) runs its
+    /// A configuration that fails `SessionConfiguration/validate()` makes every task fail with that
+    /// error. A background configuration (`SessionConfiguration/background(identifier:)`) runs its
     /// tasks in ferryd, starting it when none runs; it needs a delegate, and its tasks fail with a clear
     /// error when the identifier is in use or the daemon cannot be reached (docs/BACKGROUND.md).
     ///
@@ -197,7 +197,7 @@ public final class Session: Sendable {
     }
 
     /// The credentials that answer this session's challenges before its delegate is asked
-    /// (URLCredentialStorage): ``CredentialStore/shared`` for default sessions, a store of its own for
+    /// (URLCredentialStorage): `CredentialStore/shared` for default sessions, a store of its own for
     /// ephemeral ones, nil for `urlCredentialStorage` `.none`.
     public let credentials: CredentialStore?
 
@@ -210,7 +210,7 @@ public final class Session: Sendable {
         }
     }
 
-    /// The cookies this session sends and keeps (HTTPCookieStorage's role): ``CookieStore/shared`` for
+    /// The cookies this session sends and keeps (HTTPCookieStorage's role): `CookieStore/shared` for
     /// default sessions, a store of its own for ephemeral ones; nil when it uses none
     /// (`httpShouldSetCookies` false, `httpCookieStorage` `.none`). A background session's is the shared
     /// store, whose file ferryd applies to its tasks: cookies set by background responses show here.
@@ -279,7 +279,7 @@ public final class Session: Sendable {
     }
 
     /// Continues a resumable upload of a file from resume data (``UploadTask/cancelByProducingResumeData()``,
-    /// or an error's ``FerryError/resumeData``): the server is asked for its offset, and only the rest
+    /// or an error's `FerryError/resumeData`): the server is asked for its offset, and only the rest
     /// of the file is sent. In a background session, ferryd continues it.
     public func uploadTask(withResumeData resumeData: Data) -> UploadTask {
         let decoded = Result { try ResumeData(encoded: resumeData) }
@@ -403,7 +403,7 @@ public final class Session: Sendable {
 
     /// A download continuing from resume data (from ``DownloadTask/cancelByProducingResumeData()`` or a
     /// failed download's error), in this process or an earlier one. Damaged resume data makes the task
-    /// fail with ``FerryError/Code/invalidResumeData`` when resumed.
+    /// fail with `FerryError/Code/invalidResumeData` when resumed.
     public func downloadTask(withResumeData resumeData: Data) -> DownloadTask {
         makeDownloadTask(resumeData: resumeData, route: .delegates)
     }

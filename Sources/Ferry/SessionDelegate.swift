@@ -14,7 +14,7 @@ public protocol SessionDelegate: AnyObject, Sendable {
     func sessionDidFinishEvents(forBackgroundSession session: Session) async
 
     /// A new TLS connection's certificate chain, after Ferry's own evaluation
-    /// (``ServerTrustChallenge/defaultEvaluationFailure`` says what it found): trust it, reject it, or
+    /// (`ServerTrustChallenge/defaultEvaluationFailure` says what it found): trust it, reject it, or
     /// let the evaluation decide (the default). Asked once per connection, for in-process sessions;
     /// pinned keys apply whatever the answer.
     func session(_ session: Session, didReceive challenge: ServerTrustChallenge) async -> ServerTrustDisposition
@@ -33,9 +33,9 @@ public protocol TaskDelegate: SessionDelegate {
     ) async -> Request?
 
     /// A server asked for credentials (a 401 with a Basic or Digest challenge): answer with
-    /// ``ChallengeDisposition/useCredential(_:)`` to send the request again with them. Asked again, with
-    /// a higher ``AuthenticationChallenge/previousFailureCount``, when they are refused. Default:
-    /// ``ChallengeDisposition/performDefaultHandling`` (the 401 is the response).
+    /// `ChallengeDisposition/useCredential(_:)` to send the request again with them. Asked again, with
+    /// a higher `AuthenticationChallenge/previousFailureCount`, when they are refused. Default:
+    /// `ChallengeDisposition/performDefaultHandling` (the 401 is the response).
     func session(
         _ session: Session,
         task: SessionTask,
@@ -61,14 +61,14 @@ public protocol TaskDelegate: SessionDelegate {
     /// (URLSessionTaskDelegate's taskIsWaitingForConnectivity): offline, or a metered or constrained
     /// network its policy forbids, or on battery for a discretionary task. `reason` says which. Sent at
     /// most once per task: by ferryd for background tasks, and for in-process tasks of a session with
-    /// ``SessionConfiguration/waitsForConnectivity``.
+    /// `SessionConfiguration/waitsForConnectivity`.
     func session(_ session: Session, taskIsWaitingForConnectivity task: SessionTask, reason: NetworkPolicy.WaitReason) async
 
     /// The task's metrics, just before its completion.
     func session(_ session: Session, task: SessionTask, didFinishCollecting metrics: TaskMetrics) async
 
     /// The task ended: `error` is nil on success. A download that can be continued carries
-    /// ``FerryError/resumeData``.
+    /// `FerryError/resumeData`.
     func session(_ session: Session, task: SessionTask, didCompleteWithError error: FerryError?) async
 }
 
@@ -133,7 +133,7 @@ public enum ResponseDisposition: Sendable, Hashable {
     /// Take the connection as a byte stream: the task becomes a ``StreamTask`` that reads what follows the
     /// response head. Only an HTTP/1.1 connection can be handed over, and only after a 101 answer or while
     /// a body that is not chunked is still streaming in; otherwise the data task fails with
-    /// ``FerryError/Code/invalidOperation`` saying why. Only tasks whose events go to a delegate can
+    /// `FerryError/Code/invalidOperation` saying why. Only tasks whose events go to a delegate can
     /// become a stream task (an async call or a completion handler has no way to receive it).
     case becomeStream
 }

@@ -116,7 +116,7 @@ public class DataTask: SessionTask, @unchecked Sendable {}
 
 /// An upload task (URLSessionUploadTask): a data task with a request body from data, a file or a stream.
 public final class UploadTask: DataTask, @unchecked Sendable {
-    /// Cancels a resumable upload of a file (``Request/resumableUpload``) and returns resume data for
+    /// Cancels a resumable upload of a file (`Request/resumableUpload`) and returns resume data for
     /// ``Session/uploadTask(withResumeData:)`` (also after the process restarts), or nil when it cannot
     /// be continued: not started, finished, not a file, or the server does not speak the protocol.
     public func cancelByProducingResumeData() async -> Data? {

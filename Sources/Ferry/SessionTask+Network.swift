@@ -16,8 +16,8 @@ extension SessionTask {
     }
 
     /// Before an in-process transfer: when the network does not allow the task now, waits for one that
-    /// does (``SessionConfiguration/waitsForConnectivity``, telling the delegate once), or fails at once
-    /// with ``FerryError/Code/notConnectedToInternet`` as Apple's do. Offline without waiting, the
+    /// does (`SessionConfiguration/waitsForConnectivity`, telling the delegate once), or fails at once
+    /// with `FerryError/Code/notConnectedToInternet` as Apple's do. Offline without waiting, the
     /// connection attempt itself says so. Costs nothing when nothing is restricted and nothing waits.
     func waitForNetwork(_ request: Request, deadline: NIODeadline) async throws {
         let policy = networkPolicy(request)

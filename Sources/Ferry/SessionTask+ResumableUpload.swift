@@ -3,7 +3,7 @@ import Foundation
 import NIOCore
 
 extension SessionTask {
-    /// An upload's transfer with the resumable-upload protocol (``Request/resumableUpload``): nil when it
+    /// An upload's transfer with the resumable-upload protocol (`Request/resumableUpload`): nil when it
     /// does not apply (a streamed body, the option off) or the server does not speak the protocol, and
     /// the plain upload runs instead. An interruption the engine cannot resume by itself fails the task
     /// with resume data for ``Session/uploadTask(withResumeData:)`` (file uploads).

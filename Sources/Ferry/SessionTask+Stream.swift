@@ -1,4 +1,4 @@
-public import FerryEngine
+import FerryEngine
 public import Foundation
 import NIOCore
 import Synchronization
@@ -13,12 +13,13 @@ import Synchronization
 /// let (greeting, atEOF) = try await stream.readData(ofMinLength: 1, maxLength: 4096, timeout: 10)
 /// ```
 ///
-/// The task completes when the connection closes: ``closeWrite()`` and the server's close, ``cancel()``,
+/// The task completes when the connection closes: ``closeWrite()`` and the server's close, ``SessionTask/cancel()``,
 /// or a failure.
 public final class StreamTask: SessionTask, @unchecked Sendable {
     private let slot = ConnectionSlot<ByteStreamConnection>()
-    /// Where it connects.
+    /// The host it connects to.
     public let host: String
+    /// The port it connects to.
     public let port: Int
 
     init(session: Session, identifier: Int, host: String, port: Int, rejection: FerryError?) {

@@ -1,5 +1,5 @@
 public import FerryCore
-public import FerryEngine
+import FerryEngine
 public import Foundation
 import NIOCore
 import Synchronization
@@ -17,7 +17,7 @@ import Synchronization
 ///
 /// Sends and receives made before the connection is open wait for it. The task completes (didComplete)
 /// when the connection ends: with no error after a closing handshake from either side, with
-/// ``FerryError/Code/networkConnectionLost`` when the server drops it without one, with the reason when
+/// `FerryError/Code/networkConnectionLost` when the server drops it without one, with the reason when
 /// the server breaks the protocol (the close code sent is in ``closeCode``).
 public final class WebSocketTask: SessionTask, @unchecked Sendable {
     private let slot = ConnectionSlot<WebSocketConnection>()
@@ -31,20 +31,20 @@ public final class WebSocketTask: SessionTask, @unchecked Sendable {
     }
 
     /// The largest message received, in bytes, after decompression; a larger one closes the connection
-    /// with 1009 (message too big). 1 MiB by default, as Apple's. Set before ``resume()``.
+    /// with 1009 (message too big). 1 MiB by default, as Apple's. Set before ``SessionTask/resume()``.
     public var maximumMessageSize: Int {
         get { settings.withLock { $0.maximumMessageSize } }
         set { settings.withLock { $0.maximumMessageSize = max(125, newValue) } }
     }
 
     /// Offer permessage-deflate (RFC 7692) when connecting; the server decides. Off by default. Set
-    /// before ``resume()``.
+    /// before ``SessionTask/resume()``.
     public var compression: Bool {
         get { settings.withLock { $0.compression } }
         set { settings.withLock { $0.compression = newValue } }
     }
 
-    /// The close code sent or received; ``WebSocketCloseCode/invalid`` until the connection ends.
+    /// The close code sent or received; `WebSocketCloseCode/invalid` until the connection ends.
     public var closeCode: WebSocketCloseCode { connectionNow()?.end?.code ?? .invalid }
 
     /// The close frame's reason, as UTF-8 bytes; nil when there was none.
@@ -59,7 +59,7 @@ public final class WebSocketTask: SessionTask, @unchecked Sendable {
     // MARK: Messages
 
     /// Sends a message; returns once it is written to the connection.
-    /// - Throws: the connection's failure, or ``FerryError/Code/notConnected`` once it is closed.
+    /// - Throws: the connection's failure, or `FerryError/Code/notConnected` once it is closed.
     public func send(_ message: WebSocketMessage) async throws {
         try await connection().send(message)
     }
@@ -88,7 +88,7 @@ public final class WebSocketTask: SessionTask, @unchecked Sendable {
     }
 
     /// The next message, whole (fragments joined). Messages that arrived before a close come first.
-    /// - Throws: the connection's failure, or ``FerryError/Code/notConnected`` once it is closed.
+    /// - Throws: the connection's failure, or `FerryError/Code/notConnected` once it is closed.
     public func receive() async throws -> WebSocketMessage {
         try await connection().receive()
     }

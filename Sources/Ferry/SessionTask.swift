@@ -6,7 +6,7 @@ import Synchronization
 /// One transfer in a ``Session`` (URLSessionTask). Tasks are created suspended: call ``resume()``.
 ///
 /// Thread safe: every property and method may be used from any task or thread. The lifecycle is
-/// ``TaskStateMachine``; this class carries out its actions.
+/// `TaskStateMachine`; this class carries out its actions.
 public class SessionTask: @unchecked Sendable, CustomStringConvertible {
     /// What the task transfers.
     enum Work: Sendable {
@@ -68,7 +68,7 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
         var bytesReceived: Int64 = 0
         var bytesExpectedToReceive: Int64 = Session.transferSizeUnknown
         var transfer: Task<Void, Never>?
-        /// The cancellation of a transfer running in its caller's task (``InProcessBackend/runInline(_:)``).
+        /// The cancellation of a transfer running in its caller's task (`InProcessBackend/runInline(_:)`).
         var inlineCancellation: TransferCancellation?
         var startDate: Date?
         /// The file a download writes.
@@ -159,7 +159,7 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
     ///   may again, it continues with Range. The new limit and priority apply to a running transfer at once.
     /// - In-process tasks: the limit and priority apply at once; network access is checked when the task
     ///   starts, so a change to it counts for a task not yet started.
-    /// - Throws: ``FerryError`` for a value out of range, or when ferryd cannot be reached.
+    /// - Throws: `FerryError` for a value out of range, or when ferryd cannot be reached.
     public func change(_ change: Change) async throws {
         try change.validate()
         if rejection == nil, let link = session.background {
@@ -192,6 +192,7 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
     /// Response body length, ``Session/transferSizeUnknown`` until known.
     public var countOfBytesExpectedToReceive: Int64 { locked.withLock { $0.bytesExpectedToReceive } }
 
+    /// The task's kind, identifier, state and URL, for logs.
     public var description: String {
         let (machineState, url) = locked.withLock { ($0.machine.state, $0.currentRequest?.url.absoluteString ?? "-") }
         return "\(type(of: self))(\(taskIdentifier), \(machineState.rawValue), \(url))"
@@ -217,7 +218,7 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
         backend.suspend(self)
     }
 
-    /// Cancels the task: it completes with a ``FerryError/Code/cancelled`` error.
+    /// Cancels the task: it completes with a `FerryError/Code/cancelled` error.
     public func cancel() {
         cancel(produceResumeData: false)
     }

@@ -2,9 +2,9 @@ import FerryCore
 import FerryEngine
 import Foundation
 
-/// Where a session's tasks run: in this process (``InProcessBackend``) or in ferryd (``BackgroundLink``).
+/// Where a session's tasks run: in this process (`InProcessBackend`) or in ferryd (`BackgroundLink`).
 /// A task's intents go to its backend, so each kind of task is written once; both keep the task's
-/// ``TaskStateMachine`` as the one record of its observable state.
+/// `TaskStateMachine` as the one record of its observable state.
 protocol TaskBackend: Sendable {
     /// Starts the task, or continues it after a suspend.
     func resume(_ task: SessionTask)
@@ -89,7 +89,7 @@ struct InProcessBackend: TaskBackend {
     /// Why: in a task of its own, the transfer was woken on one thread of the pool when the answer came
     /// and woke the caller on another when it ended; run in the caller's task there is one wake-up fewer
     /// (20,000 sequential GETs: 3.57 → 3.19 s in an experiment). A cancel from elsewhere reaches the
-    /// transfer through its own ``TransferCancellation``, not by cancelling the caller's task.
+    /// transfer through its own `TransferCancellation`, not by cancelling the caller's task.
     func runInline(_ task: SessionTask) async -> Bool {
         guard case .transfer(let context) = start(task, inline: true) else { return false }
         await TransferContext.$current.withValue(context) { await task.run(context: context) }
