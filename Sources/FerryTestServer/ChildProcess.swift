@@ -157,4 +157,23 @@ extension FileHandle {
             thread.start()
         }
     }
+
+    /// The first line (without its newline), read on a thread of its own; nil at end of file before a
+    /// newline. For peers that bind port 0 and print the port they got: no race with other listeners
+    /// for a port that was free a moment ago.
+    public func readLineOffPool() async -> String? {
+        await withCheckedContinuation { continuation in
+            let thread = Thread { [self] in
+                var line = Data()
+                while true {
+                    let byte = readData(ofLength: 1)
+                    if byte.isEmpty { return continuation.resume(returning: nil) }
+                    if byte.first == UInt8(ascii: "\n") { break }
+                    line.append(byte)
+                }
+                continuation.resume(returning: String(decoding: line, as: UTF8.self))
+            }
+            thread.start()
+        }
+    }
 }

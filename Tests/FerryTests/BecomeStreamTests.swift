@@ -24,17 +24,19 @@ import Glibc
             let certificates = try TestCertificates.generate()
             try certificates.chainPEM.write(toFile: directory + "/cert.pem", atomically: true, encoding: .utf8)
             try certificates.privateKeyPEM.write(toFile: directory + "/key.pem", atomically: true, encoding: .utf8)
-            let port = try LocalPorts.free()
-            let securePort = try LocalPorts.free()
             let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
                 .appendingPathComponent("Scripts/become_stream_peer.py").path
             let process = try ChildProcess.spawn(
                 "/usr/bin/env",
-                arguments: ["python3", script, String(port), String(securePort), directory + "/cert.pem", directory + "/key.pem"],
-                output: .discarded
+                arguments: ["python3", script, directory + "/cert.pem", directory + "/key.pem"]
             )
-            try await LocalPorts.waitForListener(port, name: "the becomeStream peer", process: process)
-            try await LocalPorts.waitForListener(securePort, name: "the becomeStream peer (TLS)", process: process)
+            // It binds port 0 and says which ports it got (listening already): no race for a free port.
+            let ports = await process.standardOutput?.readLineOffPool()?.split(separator: " ").compactMap { Int($0) } ?? []
+            guard ports.count == 2 else {
+                process.terminate()
+                throw FerryError(.cannotConnectToHost, "the becomeStream peer did not start (python3 \(script))")
+            }
+            let (port, securePort) = (ports[0], ports[1])
             return Peer(process: process, port: port, securePort: securePort, certificates: certificates, directory: directory)
         }
 

@@ -21,15 +21,17 @@ import Glibc
             let certificates = try TestCertificates.generate()
             try certificates.chainPEM.write(toFile: directory + "/cert.pem", atomically: true, encoding: .utf8)
             try certificates.privateKeyPEM.write(toFile: directory + "/key.pem", atomically: true, encoding: .utf8)
-            let port = try LocalPorts.free()
             let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
                 .appendingPathComponent("Scripts/tcp_peer.py").path
             let process = try ChildProcess.spawn(
                 "/usr/bin/env",
-                arguments: ["python3", script, String(port), directory + "/cert.pem", directory + "/key.pem"],
-                output: .discarded
+                arguments: ["python3", script, directory + "/cert.pem", directory + "/key.pem"]
             )
-            try await LocalPorts.waitForListener(port, name: "the TCP peer", process: process)
+            // It binds port 0 and says which port it got (listening already): no race for a free port.
+            guard let port = await process.standardOutput?.readLineOffPool().flatMap({ Int($0) }) else {
+                process.terminate()
+                throw FerryError(.cannotConnectToHost, "the TCP peer did not start (python3 \(script))")
+            }
             return Peer(process: process, port: port, certificates: certificates, directory: directory)
         }
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """An HTTP/1.1 server whose answers go on as byte streams, for Ferry's becomeStream tests.
 
-usage: become_stream_peer.py PORT TLSPORT CERT KEY
+usage: become_stream_peer.py CERT KEY
+
+It listens on two ports of 127.0.0.1 the system picks, and prints them on one line: "PORT TLSPORT".
 
 The request's path chooses the answer; after it, each line the client sends is echoed:
   /upgrade  101 Switching Protocols, with "hello" in the same write as the head
@@ -48,9 +50,10 @@ async def serve(reader, writer):
 
 async def main():
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(sys.argv[3], sys.argv[4])
-    plain = await asyncio.start_server(serve, "127.0.0.1", int(sys.argv[1]))
-    secure = await asyncio.start_server(serve, "127.0.0.1", int(sys.argv[2]), ssl=context)
+    context.load_cert_chain(sys.argv[1], sys.argv[2])
+    plain = await asyncio.start_server(serve, "127.0.0.1", 0)
+    secure = await asyncio.start_server(serve, "127.0.0.1", 0, ssl=context)
+    print(plain.sockets[0].getsockname()[1], secure.sockets[0].getsockname()[1], flush=True)
     async with plain, secure:
         await asyncio.gather(plain.serve_forever(), secure.serve_forever())
 

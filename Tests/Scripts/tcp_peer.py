@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """A line echo server over TCP for Ferry's stream task tests.
 
-usage: tcp_peer.py PORT CERT KEY
+usage: tcp_peer.py CERT KEY
+
+It listens on a port of 127.0.0.1 the system picks and prints it on a line of its own.
 
 Each line is echoed. "STARTTLS" is answered "GO" and TLS starts (CERT, KEY); "SILENT" is answered with
 nothing. At the end of the client's stream it writes "BYE" and closes.
@@ -13,7 +15,7 @@ import sys
 
 async def serve(reader, writer):
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(sys.argv[2], sys.argv[3])
+    context.load_cert_chain(sys.argv[1], sys.argv[2])
     try:
         while True:
             line = await reader.readline()
@@ -36,7 +38,8 @@ async def serve(reader, writer):
 
 
 async def main():
-    server = await asyncio.start_server(serve, "127.0.0.1", int(sys.argv[1]))
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    print(server.sockets[0].getsockname()[1], flush=True)
     async with server:
         await server.serve_forever()
 
