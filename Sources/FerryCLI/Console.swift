@@ -18,6 +18,22 @@ enum Console {
     /// An error line: `ferry: text`.
     static func errorLine(_ text: String) { error("ferry: \(text)\n") }
 
+    /// Writes a body's bytes to stdout (`-o -`), failing when they cannot be written (a full disk
+    /// behind a redirection, say). A reader that went away (EPIPE) ends the command quietly, as `head`
+    /// expects.
+    static func outBody(_ bytes: UnsafeRawBufferPointer) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let written = Glibc.write(STDOUT_FILENO, bytes.baseAddress! + offset, bytes.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                if errno == EPIPE { exit(0) }
+                throw CLIFailure("cannot write to stdout: \(String(cString: strerror(errno)))", status: .localFile)
+            }
+            offset += written
+        }
+    }
+
     private static func write(_ text: String, to descriptor: Int32) {
         write(Array(text.utf8), to: descriptor)
     }

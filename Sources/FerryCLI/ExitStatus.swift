@@ -39,17 +39,24 @@ public struct CLIFailure: Error, CustomStringConvertible, Sendable {
     public var message: String
     /// The exit status.
     public var status: ExitStatus
+    /// What kind of failure, for `--json`: the engine's error code name (`timedOut`,
+    /// `cannotConnectToHost`, …), `httpError` for an HTTP error status, else the exit status's name.
+    public var kind: String
+    /// The HTTP status that made the transfer fail, if one did.
+    public var httpStatus: Int?
 
     /// A failure.
-    public init(_ message: String, status: ExitStatus) {
+    public init(_ message: String, status: ExitStatus, kind: String? = nil, httpStatus: Int? = nil) {
         self.message = message
         self.status = status
+        self.kind = kind ?? (httpStatus == nil ? "\(status)" : "httpError")
+        self.httpStatus = httpStatus
     }
 
     /// The failure of an engine or daemon error.
     public init(_ error: FerryError, context: String? = nil) {
         let text = context.map { "\($0): \(error.message)" } ?? error.message
-        self.init(text, status: .of(error))
+        self.init(text, status: .of(error), kind: error.code.name)
     }
 
     public var description: String { message }

@@ -66,6 +66,10 @@ struct ForegroundDownload {
     var cache: CacheUse?
     /// `-i`: the heads, redirects included, go into the file before the body.
     var includesHeads = false
+    /// When the download must be over (`--max-time`).
+    var deadline = NIODeadline.distantFuture
+    /// The most redirects followed (`--max-redirs`); nil: the engine's 16.
+    var maximumRedirects: Int?
 
     func run() async throws -> Report {
         let (directory, initialName, fixedName) = try place()
@@ -126,7 +130,7 @@ struct ForegroundDownload {
         }
 
         // The engine's one driver: curl's --retry rules, checkpoints into the resume record, delivery.
-        var plan = DownloadDriver.Plan(request: request, path: partial, deadline: .distantFuture, events: events)
+        var plan = DownloadDriver.Plan(request: request, path: partial, deadline: deadline, events: events)
         plan.resumeData = resumeData
         plan.retries = .curl(retries)
         let (interruption, url) = (interruption, url)
@@ -157,6 +161,7 @@ struct ForegroundDownload {
             let outcome = try await TransferContext.$current.withValue(context) {
                 var driver = DownloadDriver(transport: transport)
                 driver.downloader.decodesContent = decodesContent
+                if let maximumRedirects { driver.downloader.maximumRedirects = maximumRedirects }
                 return try await driver.run(plan)
             }
             switch outcome {
@@ -170,7 +175,8 @@ struct ForegroundDownload {
                     destination.isSpecial
                         ? "\(url.absoluteString): the server answered \(answer.status); its error page went to \(target)"
                         : "\(url.absoluteString): the server answered \(answer.status); nothing was saved",
-                    status: .transferFailed
+                    status: .transferFailed,
+                    httpStatus: answer.status
                 )
             case .tryLater(_, let error):
                 throw CLIFailure(error, context: url.absoluteString)

@@ -33,6 +33,8 @@ struct ForegroundUpload {
     let limit: Int64?
     let quiet: Bool
     let transport: any HTTPTransport
+    /// When the upload must be over (`--max-time`).
+    var deadline = NIODeadline.distantFuture
 
     /// How a file is sent.
     enum Mode {
@@ -108,7 +110,7 @@ struct ForegroundUpload {
             outcome = try await loader.perform(
                 request,
                 body: .stream(length: length, TransportBodyStream(counted)),
-                deadline: .distantFuture,
+                deadline: deadline,
                 hooks: DataLoader.Hooks()
             )
         } catch let error as FerryError {
@@ -148,7 +150,7 @@ struct ForegroundUpload {
                     body: .file(path: path, length: length),
                     resumingFrom: nil,
                     filePath: path,
-                    deadline: .distantFuture,
+                    deadline: deadline,
                     events: events
                 )
                 guard case .finished(let result) = outcome else { return nil }
@@ -159,7 +161,7 @@ struct ForegroundUpload {
                 let report = try await ParallelChunkedUploader(transport: transport, options: options).upload(
                     request,
                     file: path,
-                    deadline: .distantFuture
+                    deadline: deadline
                 ) { _, total in display.update(done: total, total: length) }
                 return report.result
             }

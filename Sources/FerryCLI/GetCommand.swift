@@ -27,6 +27,24 @@ struct GetCommand: AsyncParsableCommand {
     var remoteName = false
 
     @Flag(
+        name: [.customShort("L"), .customLong("location")],
+        help: "Follow redirects, as curl -L (ferry always does; accepted for curl's habit)."
+    )
+    var location = false
+
+    @Option(
+        name: .customLong("max-redirs"),
+        help: ArgumentHelp("Follow at most this many redirects, as curl (default 16).", valueName: "n")
+    )
+    var maxRedirects: Int?
+
+    @Flag(
+        name: [.customShort("f"), .customLong("fail")],
+        help: "Fail on an HTTP error status, as curl -f (ferry always does: nothing is saved; accepted for curl's habit)."
+    )
+    var fail = false
+
+    @Flag(
         name: .customLong("compressed"),
         help: "Ask for a gzip or deflate body and save it decoded, as curl (one connection; it cannot be continued)."
     )
@@ -98,7 +116,14 @@ struct GetCommand: AsyncParsableCommand {
     func validate() throws {
         try policy.validate(background: background)
         guard !urls.isEmpty else { throw ValidationError("give at least one URL") }
-        if output != nil, urls.count > 1 { throw ValidationError("-o takes one URL; use --dir for several") }
+        if let maxRedirects, maxRedirects < 0 { throw ValidationError("--max-redirs takes 0 or more") }
+        if output == "-" {
+            if resume { throw ValidationError("-o - writes to stdout, which cannot be continued with -C") }
+            if checksum != nil { throw ValidationError("-o - writes to stdout: --checksum needs a file to read back") }
+            if connections > 1 { throw ValidationError("-o - writes to stdout, in order: one connection, not -x \(connections)") }
+            if include { throw ValidationError("-o - with -i: use -D - to see the heads on stdout before the body") }
+            if background { throw ValidationError("-o - writes to this command's stdout; ferryd cannot (give a file with -o)") }
+        }
         if output != nil, dir != nil || remoteName { throw ValidationError("-o cannot be combined with -O or --dir") }
         guard retry >= 0 else { throw ValidationError("--retry must be 0 or more") }
         guard let count = Int(connectionCount) else {
@@ -117,7 +142,6 @@ struct GetCommand: AsyncParsableCommand {
                 "--checksum takes an algorithm (sha256, sha384, sha512, sha1, md5), =, and its hex digest"
             )
         }
-        if checksum != nil, urls.count > 1 { throw ValidationError("--checksum is for one URL") }
         if include, resume {
             throw ValidationError("-i cannot be continued with -C: the file starts with the heads, not the server's bytes")
         }
@@ -136,6 +160,9 @@ struct GetCommand: AsyncParsableCommand {
             if retry > 0 {
                 throw ValidationError("ferryd retries network errors itself; --retry is for foreground downloads")
             }
+            if maxRedirects != nil {
+                throw ValidationError("--max-redirs is for foreground downloads: ferryd follows up to 16 redirects")
+            }
             if transfer.cache != nil {
                 throw ValidationError(
                     "--cache is for foreground downloads: background downloads do not use the HTTP cache, as URLSession's do not"
@@ -149,7 +176,16 @@ struct GetCommand: AsyncParsableCommand {
         }
     }
 
+    /// The checks that count URLs. They run after the parser has reported options it does not know:
+    /// an unknown option's value lands among the URLs (`-Z ua URL -o x`), and the error must name the
+    /// option, not the count.
+    private func checkURLCount() throws {
+        if output != nil, urls.count > 1 { throw CLIFailure("-o takes one URL; use --dir for several", status: .usage) }
+        if checksum != nil, urls.count > 1 { throw CLIFailure("--checksum is for one URL", status: .usage) }
+    }
+
     func run() async throws {
+        try checkURLCount()
         let parsed = try urls.map(CLI.url)
         let headers = try CLI.headers(transfer.headerLines)
         if background {
@@ -168,12 +204,35 @@ struct GetCommand: AsyncParsableCommand {
         let transport = try transfer.makeTransport(connectionsPerHost: max(6, connections))
         let limit = try transfer.rateLimit()
         let interruption = Interruption()
-        var reports: [ForegroundDownload.Report] = []
+        var results: [GetResult] = []
         var firstFailure: CLIFailure?
         for url in urls {
             var requestHeaders = try transfer.headers(headers, for: url)
             if compressed, requestHeaders["accept-encoding"] == nil {
                 requestHeaders.add(name: "Accept-Encoding", value: ContentDecoder.acceptEncoding)
+            }
+            if output == "-" {
+                var job = StandardOutputDownload(
+                    url: url,
+                    headers: requestHeaders,
+                    quiet: transfer.quiet || outputOptions.json,
+                    transport: transport,
+                    limit: limit
+                )
+                job.deadline = transfer.deadline()
+                job.maximumRedirects = maxRedirects
+                job.decodesContent = compressed
+                job.cache = transfer.cacheUse
+                let finalJob = job
+                let work = Task { try await finalJob.run() }
+                interruption.onSignal { work.cancel() }
+                do {
+                    results.append(.saved(try await work.value))
+                } catch let failure as CLIFailure {
+                    firstFailure = failure
+                    results.append(.failed(url: url.absoluteString, failure))
+                }
+                continue
             }
             var job = ForegroundDownload(
                 url: url,
@@ -191,13 +250,16 @@ struct GetCommand: AsyncParsableCommand {
             job.decodesContent = compressed
             job.includesHeads = include
             job.cache = transfer.cacheUse
+            job.deadline = transfer.deadline()
+            job.maximumRedirects = maxRedirects
             let finalJob = job
             let work = Task { try await finalJob.run() }
             interruption.onSignal { work.cancel() }
             do {
-                reports.append(try await work.value)
+                results.append(.saved(try await work.value))
             } catch let failure as CLIFailure {
                 if firstFailure == nil { firstFailure = failure }
+                results.append(.failed(url: url.absoluteString, failure))
                 if failure.status == .interrupted { break }
                 if urls.count > 1 { Console.errorLine(failure.message) }
             }
@@ -206,9 +268,10 @@ struct GetCommand: AsyncParsableCommand {
         try? await transport.shutdown()
         try saved.get()
         if outputOptions.json {
-            CLI.printJSON(reports)
+            // Every URL, failures included, in the order given.
+            CLI.printJSON(results)
         } else if !transfer.quiet {
-            for report in reports {
+            for case .saved(let report) in results where report.path != "-" {
                 let rate = report.seconds > 0 ? Double(report.bytes - report.resumedFrom) / report.seconds : 0
                 CLI.note("saved \(report.path) (\(ByteFormat.bytes(report.bytes)), \(ByteFormat.rate(rate)))")
             }
@@ -251,6 +314,8 @@ struct GetCommand: AsyncParsableCommand {
                 connection: connection
             )
             try policy.apply(to: &creation, limit: limit)
+            // --max-time: the task's resource timeout, counted by ferryd from its creation.
+            if let maxTime = transfer.maxTime { creation.resourceTimeout = maxTime }
             return creation
         }
         var created: [BackgroundTaskInfo] = []
@@ -271,6 +336,38 @@ struct GetCommand: AsyncParsableCommand {
             CLI.printJSON(created)
         } else {
             for info in created { Console.out("\(info.taskIdentifier)\n") }
+        }
+    }
+}
+
+/// One URL's entry in `get --json`: what was saved, or why nothing was.
+enum GetResult: Encodable {
+    case saved(ForegroundDownload.Report)
+    case failed(url: String, CLIFailure)
+
+    private enum Key: String, CodingKey {
+        case url, error
+    }
+
+    /// A failure as `--json` shows it.
+    private struct Failure: Encodable {
+        var kind: String
+        var message: String
+        var exitStatus: Int32
+        var httpStatus: Int?
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        switch self {
+        case .saved(let report):
+            try report.encode(to: encoder)
+        case .failed(let url, let failure):
+            var container = encoder.container(keyedBy: Key.self)
+            try container.encode(url, forKey: .url)
+            try container.encode(
+                Failure(kind: failure.kind, message: failure.message, exitStatus: failure.status.rawValue, httpStatus: failure.httpStatus),
+                forKey: .error
+            )
         }
     }
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import FerryCore
 import FerryEngine
 import Foundation
+import NIOCore
 
 /// Options of the commands that move bytes themselves (`get`, `put`), curl's names where curl has one.
 struct TransferOptions: ParsableArguments {
@@ -88,8 +89,42 @@ struct TransferOptions: ParsableArguments {
     )
     var verbose = false
 
-    @Flag(name: [.short, .long], help: "No progress and no notes; errors only.")
+    @Flag(
+        name: [.short, .long, .customShort("s"), .customLong("silent")],
+        help: "No progress and no notes; errors only (-s and --silent as curl)."
+    )
     var quiet = false
+
+    @Option(
+        name: [.customShort("e"), .customLong("referer")],
+        help: ArgumentHelp("Send this Referer, as curl (a -H Referer wins).", valueName: "url")
+    )
+    var referer: String?
+
+    @Option(
+        name: .customLong("max-time"),
+        help: ArgumentHelp(
+            "Seconds the whole transfer may take, as curl; past it the transfer fails (a download keeps what it has for -C).",
+            valueName: "seconds"
+        )
+    )
+    var maxTime: Double?
+
+    /// When the transfer must be over: `--max-time` from now, else never.
+    func deadline() -> NIODeadline {
+        guard let maxTime else { return .distantFuture }
+        return .now() + .nanoseconds(Int64(min(maxTime, 1e9) * 1e9))
+    }
+
+    /// Throws what is wrong with `--max-time` or `-e`.
+    func validate() throws {
+        if let maxTime, !(maxTime > 0) {
+            throw ValidationError("--max-time takes a number of seconds above 0, not \(maxTime)")
+        }
+        if let referer, referer.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) {
+            throw ValidationError("-e/--referer cannot hold a line break or NUL")
+        }
+    }
 
     /// The parsed rate limit.
     func rateLimit() throws -> Int64? {
@@ -176,6 +211,7 @@ struct TransferOptions: ParsableArguments {
     func headers(_ headers: Headers, for url: URL) throws -> Headers {
         var headers = headers
         if let cookieData, headers["cookie"] == nil { headers.add(name: "Cookie", value: cookieData) }
+        if let referer, !referer.isEmpty, headers["referer"] == nil { headers.add(name: "Referer", value: referer) }
         if headers["authorization"] == nil, let credential = try credential(for: url) {
             let token = Data("\(credential.user):\(credential.password)".utf8).base64EncodedString()
             headers.add(name: "Authorization", value: "Basic " + token)

@@ -1,0 +1,93 @@
+import FerryCore
+import FerryEngine
+import Foundation
+import NIOCore
+import Synchronization
+
+/// `ferry get URL -o -`: the body goes to stdout as it arrives (progress on stderr), over one
+/// connection, in order. Nothing can be continued or verified afterwards, so `-C`, `-x` and
+/// `--checksum` are refused with it. An HTTP error status writes nothing and fails, as a download does.
+struct StandardOutputDownload {
+    let url: URL
+    let headers: Headers
+    let quiet: Bool
+    let transport: any HTTPTransport
+    let limit: Int64?
+    var deadline = NIODeadline.distantFuture
+    var maximumRedirects: Int?
+    /// `--compressed`: ask for gzip or deflate and write the body decoded.
+    var decodesContent = false
+    var cache: CacheUse?
+
+    func run() async throws -> ForegroundDownload.Report {
+        var request = Request(url: url)
+        for field in headers { request.headers.add(name: field.name, value: field.value) }
+        let display = ProgressDisplay(name: "stdout", quiet: quiet)
+        let written = Mutex<Int64>(0)
+        let expected = Mutex<Int64?>(nil)
+        var hooks = DataLoader.Hooks()
+        hooks.collect = false
+        hooks.decodesContent = decodesContent
+        let name = url.absoluteString
+        hooks.didReceiveResponse = { status, headers, _ in
+            guard (200..<300).contains(status) else {
+                throw CLIFailure("\(name): the server answered \(status); nothing was written", status: .transferFailed, httpStatus: status)
+            }
+            expected.withLock { $0 = decodesContent ? nil : headers.contentLength }
+            return .allow
+        }
+        hooks.didReceive = { chunk in
+            // (The loader's hook cannot throw: a write failure ends the process's transfer below.)
+            do {
+                try chunk.withUnsafeReadableBytes { try Console.outBody($0) }
+            } catch {
+                Console.errorLine("\(error)")
+                exit(ExitStatus.localFile.rawValue)
+            }
+            let total = written.withLock { value in
+                value += Int64(chunk.readableBytes)
+                return value
+            }
+            display.update(done: total, total: expected.withLock { $0 })
+        }
+        var loader = DataLoader(transport: transport)
+        if let maximumRedirects { loader.maximumRedirects = maximumRedirects }
+        let context = TransferContext(
+            cache: cache,
+            throttle: limit.map { TaskThrottle(bytesPerSecond: $0, pool: nil, weight: 0.5) }
+        )
+        let started = ProgressDisplay.now()
+        let loaded: DataLoader.Result
+        do {
+            let outcome = try await TransferContext.$current.withValue(context) {
+                try await loader.perform(request, deadline: deadline, hooks: hooks)
+            }
+            guard case .loaded(let result) = outcome else { preconditionFailure("no other disposition was asked for") }
+            loaded = result
+        } catch let error as FerryError {
+            display.finish()
+            throw CLIFailure(error, context: url.absoluteString)
+        } catch {
+            display.finish()
+            throw error
+        }
+        display.finish()
+        let last = context.recordedTransactions.last
+        return ForegroundDownload.Report(
+            url: url.absoluteString,
+            path: "-",
+            status: loaded.status,
+            bytes: written.withLock { $0 },
+            resumedFrom: 0,
+            seconds: ProgressDisplay.now() - started,
+            sha256: nil,
+            checksum: nil,
+            connections: 1,
+            protocol: loaded.protocolName,
+            tlsVersion: last?.negotiatedTLSProtocolVersion,
+            proxy: last?.proxy,
+            remoteAddress: last?.remoteAddress,
+            fetchType: ForegroundDownload.fetchTypeName(last?.resourceFetchType ?? .networkLoad)
+        )
+    }
+}

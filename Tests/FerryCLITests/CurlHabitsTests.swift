@@ -1,0 +1,166 @@
+import FerryCore
+import FerryTestServer
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// curl's habits in `ferry get` (-o -, -s, -L, -f, -e, --max-redirs, --max-time, --json with failures),
+/// each run as the built binary and, where curl has the flag, side by side with the real curl on the
+/// same server.
+@Suite struct CurlHabitsTests {
+    static let curl: String? = ["/usr/bin/curl", "/usr/local/bin/curl"].first { FileManager.default.isExecutableFile(atPath: $0) }
+
+    /// Runs a shell command line in `directory` (`$FERRY` is the built ferry, `$CURL` curl).
+    private func shell(_ line: String, in directory: String) async throws -> CLIRunner.Run {
+        let runner = CLIRunner(directory: directory)
+        var environment = ProcessInfo.processInfo.environment
+        environment["FERRY"] = CLIRunner.binary
+        environment["CURL"] = Self.curl ?? "curl"
+        let process = try ChildProcess.spawn("/bin/sh", arguments: ["-c", line], environment: environment, directory: directory)
+        return try await runner.finish(process, process.standardOutput!, process.standardError!)
+    }
+
+    private func echoedHeaders(_ path: String) throws -> [String: String] {
+        let echo = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path)))
+        let fields = ((echo as? [String: Any])?["headers"] as? [[String]]) ?? []
+        return Dictionary(fields.map { ($0[0].lowercased(), $0[1]) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    @Test(.enabled(if: curl != nil, "curl is not installed (.ci/run installs it)"))
+    func dashOWritesTheBodyToStdoutAsCurlDoes() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let url = server.url("/bytes/300000?seed=4")
+            // Into a file by redirection, and through a pipe: the same bytes as curl's.
+            let run = try await shell(
+                "\"$FERRY\" get '\(url)' -o - > ferry.bin && \"$FERRY\" get '\(url)' -o - | cat > piped.bin && \"$CURL\" -s '\(url)' > curl.bin",
+                in: directory
+            )
+            #expect(run.status == 0, "\(run.stderr)")
+            let curl = try Data(contentsOf: URL(fileURLWithPath: directory + "/curl.bin"))
+            #expect(curl.count == 300_000)
+            #expect(try Data(contentsOf: URL(fileURLWithPath: directory + "/ferry.bin")) == curl)
+            #expect(try Data(contentsOf: URL(fileURLWithPath: directory + "/piped.bin")) == curl)
+            // Nothing else was written: no part file, no file named "-".
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory).sorted() == ["curl.bin", "ferry.bin", "piped.bin"])
+
+            // An error status writes nothing to stdout and fails.
+            let missing = try await CLIRunner(directory: directory).run(["get", server.url("/status/404"), "-o", "-"])
+            #expect(missing.status == 1)
+            #expect(missing.stdout.isEmpty)
+            #expect(missing.stderr.contains("answered 404"))
+            // What cannot go with a stream is refused before anything is sent.
+            let refused = try await CLIRunner(directory: directory).run(["get", url, "-o", "-", "-C"])
+            #expect(refused.status == 2)
+            #expect(refused.stderr.contains("cannot be continued"))
+        }
+    }
+
+    @Test(.enabled(if: curl != nil, "curl is not installed (.ci/run installs it)"))
+    func silentLocationFailAndRefererAreAcceptedAsCurlTakesThem() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let url = server.url("/redirect/2?to=/echo")
+            let run = try await shell(
+                "\"$FERRY\" get -sLf -e https://from.example/page '\(url)' -o ferry.json && \"$CURL\" -sLf -e https://from.example/page '\(url)' -o curl.json",
+                in: directory
+            )
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(run.stderr.isEmpty, "-s prints nothing: \(run.stderr)")
+            let ferry = try echoedHeaders(directory + "/ferry.json")
+            let curl = try echoedHeaders(directory + "/curl.json")
+            #expect(ferry["referer"] == "https://from.example/page")
+            #expect(ferry["referer"] == curl["referer"])
+            // -f: an error status fails, as curl's does.
+            let failed = try await shell("\"$FERRY\" get -sf '\(server.url("/status/500"))' -o x; echo \"ferry $?\"; \"$CURL\" -sf '\(server.url("/status/500"))' -o y; echo \"curl $?\"", in: directory)
+            #expect(failed.stdout == "ferry 1\ncurl 22\n")
+            // A Referer with a line break is refused.
+            let bad = try await CLIRunner(directory: directory).run(["get", "-e", "a\nb", url, "-o", "z"])
+            #expect(bad.status == 2)
+        }
+    }
+
+    @Test(.enabled(if: curl != nil, "curl is not installed (.ci/run installs it)"))
+    func maxRedirsLimitsRedirectsAsCurlsDoes() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let url = server.url("/redirect/3?to=/bytes/100")
+            let statuses = try await shell(
+                """
+                "$FERRY" get -q --max-redirs 2 '\(url)' -o a; echo "ferry $?"; "$CURL" -sL --max-redirs 2 '\(url)' -o b; echo "curl $?"
+                "$FERRY" get -q --max-redirs 3 '\(url)' -o c; echo "ferry $?"; "$CURL" -sL --max-redirs 3 '\(url)' -o d; echo "curl $?"
+                """,
+                in: directory
+            )
+            // Two redirects allowed, three needed: both fail (curl's 47 is "too many redirects"); three: both save.
+            #expect(statuses.stdout == "ferry 1\ncurl 47\nferry 0\ncurl 0\n", "\(statuses.stderr)")
+            #expect(statuses.stderr.contains("redirect"))
+            #expect(try Data(contentsOf: URL(fileURLWithPath: directory + "/c")) == Data(contentsOf: URL(fileURLWithPath: directory + "/d")))
+            #expect(!FileManager.default.fileExists(atPath: directory + "/a"))
+        }
+    }
+
+    @Test(.enabled(if: curl != nil, "curl is not installed (.ci/run installs it)"))
+    func maxTimeEndsASlowTransferAsCurlsDoes() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            // 5 MB at 500 KB/s would take 10 s; one second is allowed.
+            let url = server.url("/bytes/5000000?throttle=500000")
+            let started = Date()
+            let run = try await shell(
+                "\"$FERRY\" get -q --max-time 1 '\(url)' -o slow.bin; echo \"ferry $?\"; \"$CURL\" -s --max-time 1 '\(url)' -o curl.bin; echo \"curl $?\"",
+                in: directory
+            )
+            #expect(run.stdout == "ferry 1\ncurl 28\n", "\(run.stderr)")
+            #expect(run.stderr.contains("longer than"), "\(run.stderr)")
+            #expect(Date().timeIntervalSince(started) < 8, "both stop after about a second")
+            // What came is kept for -C.
+            #expect(FileManager.default.fileExists(atPath: directory + "/slow.bin.ferry-part"))
+            let zero = try await CLIRunner(directory: directory).run(["get", "--max-time", "0", url, "-o", "z"])
+            #expect(zero.status == 2)
+        }
+    }
+
+    @Test func jsonReportsEveryURLWithItsFailure() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let closed = try LocalPorts.free()
+            let run = try await CLIRunner(directory: directory).run([
+                "get", "--json", server.url("/bytes/1000"), server.url("/status/404"), "http://127.0.0.1:\(closed)/x",
+            ])
+            #expect(run.status == 1)
+            let entries = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [[String: Any]])
+            #expect(entries.count == 3)
+            #expect(entries[0]["bytes"] as? Int == 1000 && entries[0]["error"] == nil)
+            let notFound = entries[1]["error"] as? [String: Any]
+            #expect(entries[1]["url"] as? String == server.url("/status/404"))
+            #expect(notFound?["kind"] as? String == "httpError")
+            #expect(notFound?["httpStatus"] as? Int == 404)
+            #expect(notFound?["exitStatus"] as? Int == 1)
+            let refused = entries[2]["error"] as? [String: Any]
+            #expect(refused?["kind"] as? String == "cannotConnectToHost")
+            #expect((refused?["message"] as? String)?.isEmpty == false)
+
+            // A lone failure is a one-entry array, not [].
+            let lone = try await CLIRunner(directory: directory).run(["get", "--json", server.url("/status/404"), "-o", "x"])
+            let one = try #require(try JSONSerialization.jsonObject(with: Data(lone.stdout.utf8)) as? [[String: Any]])
+            #expect(one.count == 1 && (one[0]["error"] as? [String: Any])?["httpStatus"] as? Int == 404)
+        }
+    }
+
+    @Test func anUnknownOptionIsNamedNotTakenForAURL() async throws {
+        let directory = try makeDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let run = try await CLIRunner(directory: directory).run(["get", "-Z", "ua", "http://127.0.0.1:9/x", "-o", "x"])
+        #expect(run.status == 2)
+        #expect(run.stderr.contains("Unknown option '-Z'"), "\(run.stderr)")
+    }
+}
