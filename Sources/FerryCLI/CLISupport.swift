@@ -32,6 +32,9 @@ public enum CLI {
         else {
             throw CLIFailure("not an http or https URL: '\(text)'", status: .usage)
         }
+        if let port = url.port, !(1...65535).contains(port) {
+            throw CLIFailure("the port \(port) in '\(text)' is not between 1 and 65535", status: .usage)
+        }
         return url
     }
 

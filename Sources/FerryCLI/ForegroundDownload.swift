@@ -108,9 +108,15 @@ struct ForegroundDownload {
         let display = ProgressDisplay(name: initialName, quiet: quiet)
         var events = Downloader.Events()
         let wroteAny = Mutex(false)
+        // An error status's body is not the download: no progress for it (a 404 drew a full bar
+        // before "nothing was saved").
+        let showsProgress = Mutex(true)
+        events.didReceiveResponse = { status, _ in
+            showsProgress.withLock { $0 = (200..<300).contains(status) }
+        }
         events.didWrite = { written, total, expected in
             if written > 0 { wroteAny.withLock { $0 = true } }
-            display.update(done: total, total: expected)
+            if showsProgress.withLock({ $0 }) { display.update(done: total, total: expected) }
         }
         let resumedFrom = Mutex<Int64>(0)
         let continuing = resumeData != nil

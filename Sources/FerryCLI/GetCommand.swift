@@ -287,11 +287,6 @@ struct GetCommand: AsyncParsableCommand {
     static var fileMode: Int { Int(DownloadDestination.newFileMode) }
 
     private func submit(_ urls: [URL], headers: Headers) async throws {
-        let client = try await CLI.daemon()
-        let path = CLI.sessionPath(session.session)
-        if let onComplete {
-            try await CLI.perform(client, "PUT", "\(path)/launch", body: ControlAPI.LaunchRegistration(command: onComplete))
-        }
         // The connection settings travel with each task: its CA's contents, this shell's proxy.
         let connection = try transfer.connectionSettings()
         let limit = try transfer.rateLimit()
@@ -300,6 +295,12 @@ struct GetCommand: AsyncParsableCommand {
             switch target(for: url) {
             case .file(let file): destination = CLI.absolute(file)
             case .directory(let directory): destination = CLI.absolute(directory) + "/" + RemoteName.fromURL(url)
+            }
+            // ferryd would refuse it too, but as the daemon's error (5): a local file problem is 4.
+            let folder = (destination as NSString).deletingLastPathComponent
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue else {
+                throw CLIFailure("cannot save into \(folder): it is not an existing directory", status: .localFile)
             }
             var request = Request(url: url)
             request.headers = try transfer.headers(headers, for: url)
@@ -317,6 +318,12 @@ struct GetCommand: AsyncParsableCommand {
             // --max-time: the task's resource timeout, counted by ferryd from its creation.
             if let maxTime = transfer.maxTime { creation.resourceTimeout = maxTime }
             return creation
+        }
+        // Only now ferryd is asked (and started): what is wrong here was said without it.
+        let client = try await CLI.daemon()
+        let path = CLI.sessionPath(session.session)
+        if let onComplete {
+            try await CLI.perform(client, "PUT", "\(path)/launch", body: ControlAPI.LaunchRegistration(command: onComplete))
         }
         var created: [BackgroundTaskInfo] = []
         if creations.count == 1 {

@@ -42,14 +42,14 @@ public enum TaskTable {
         return text
     }
 
-    /// `failed` for a completed task with an error or an HTTP error status, `waiting (metered network)`
+    /// `completed` as the JSON says it, `failed` for a completed task with an error or an HTTP error status, `waiting (metered network)`
     /// for a pending one the network does not allow now (with the reason), `retrying` for a pending one
     /// whose last attempt failed, else the state.
     public static func state(_ task: BackgroundTaskInfo) -> String {
         if task.state == .pending, let reason = task.waitingReason { return "waiting (\(reason))" }
         if task.state == .pending, task.lastError != nil { return "retrying" }
         guard task.state == .completed else { return task.state.rawValue }
-        return succeeded(task) ? "done" : "failed"
+        return succeeded(task) ? "completed" : "failed"
     }
 
     /// Whether a completed task succeeded: no error and, if a status arrived, a 2xx or 3xx one.

@@ -7,9 +7,10 @@ import Testing
     @Test func bytesUseDecimalUnits() {
         #expect(ByteFormat.bytes(0) == "0 B")
         #expect(ByteFormat.bytes(999) == "999 B")
-        #expect(ByteFormat.bytes(1_500) == "1.5 kB")
-        #expect(ByteFormat.bytes(1_073_741_824) == "1.1 GB")
-        #expect(ByteFormat.bytes(250_000_000) == "250 MB")
+        #expect(ByteFormat.bytes(1_023) == "1023 B")
+        #expect(ByteFormat.bytes(1_536) == "1.5 KiB")
+        #expect(ByteFormat.bytes(1_073_741_824) == "1.0 GiB")
+        #expect(ByteFormat.bytes(250 << 20) == "250 MiB")
     }
 
     @Test func durations() {
@@ -24,6 +25,12 @@ import Testing
         #expect(ByteFormat.parseRate("500K") == 512_000)
         #expect(ByteFormat.parseRate("2m") == Int64(2_097_152))
         #expect(ByteFormat.parseRate("1.5MB/s") == 1_572_864)
+        // What ferry prints reads back as the same rate.
+        #expect(ByteFormat.parseRate("1.5 MiB/s") == 1_572_864)
+        #expect(ByteFormat.parseRate("500KiB") == 512_000)
+        let five: Int64 = 5 << 20
+        #expect(ByteFormat.rate(Double(five)) == "5.0 MiB/s")
+        #expect(ByteFormat.parseRate(ByteFormat.rate(Double(five))) == five)
         #expect(ByteFormat.parseRate("0") == nil)
         #expect(ByteFormat.parseRate("-3K") == nil)
         #expect(ByteFormat.parseRate("fast") == nil)
@@ -33,10 +40,10 @@ import Testing
 
 @Suite struct ProgressLineTests {
     @Test func plainLinesSayBytesPercentRateAndETA() {
-        let line = ProgressLine(name: "a.iso", done: 4_200_000, total: 10_000_000, rate: 1_000_000)
-        #expect(line.plain == "a.iso: 4.2 MB of 10.0 MB (42%) at 1.0 MB/s, ETA 6s")
-        let unknown = ProgressLine(name: "x", done: 2_000, total: nil, rate: 0)
-        #expect(unknown.plain == "x: 2.0 kB at 0 B/s")
+        let line = ProgressLine(name: "a.iso", done: 4_404_020, total: 10_485_760, rate: 1_048_576)
+        #expect(line.plain == "a.iso: 4.2 MiB of 10.0 MiB (42%) at 1.0 MiB/s, ETA 6s")
+        let unknown = ProgressLine(name: "x", done: 2_048, total: nil, rate: 0)
+        #expect(unknown.plain == "x: 2.0 KiB at 0 B/s")
     }
 
     @Test func barsFitTheirWidth() {
@@ -95,7 +102,7 @@ import Testing
     }
 
     @Test func completedTasksAreDoneOrFailed() {
-        #expect(TaskTable.state(task(1, .completed, status: 200)) == "done")
+        #expect(TaskTable.state(task(1, .completed, status: 200)) == "completed")
         #expect(TaskTable.state(task(2, .completed, status: 404)) == "failed")
         #expect(TaskTable.state(task(3, .completed, error: FerryError(.timedOut, "slow"))) == "failed")
         #expect(TaskTable.state(task(4, .running)) == "running")
@@ -106,7 +113,7 @@ import Testing
         let lines = TaskTable.render([task(1, .running), task(12, .completed, status: 200)])
         #expect(lines.count == 3)
         #expect(lines[0].hasPrefix("ID  STATE"))
-        #expect(lines[1].contains("500 B/1.0 kB 50%"))
+        #expect(lines[1].contains("500 B/1000 B 50%"))
         let column = lines[0].range(of: "TARGET")!.lowerBound.utf16Offset(in: lines[0])
         #expect(lines[2].dropFirst(column).hasPrefix("/tmp/12"))
     }

@@ -23,7 +23,7 @@ import Glibc
             #expect(!run.stderr.contains("\r"))
             let progress = run.errorLines.filter { $0.hasPrefix("out.bin: ") }
             #expect(progress.count >= 2)
-            #expect(progress.last?.contains("3.0 MB of 3.0 MB (100%)") == true)
+            #expect(progress.last?.contains("2.9 MiB of 2.9 MiB (100%)") == true)
             let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory)
             #expect(leftovers == ["out.bin"])
         }

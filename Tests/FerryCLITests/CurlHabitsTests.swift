@@ -163,4 +163,28 @@ import Glibc
         #expect(run.status == 2)
         #expect(run.stderr.contains("Unknown option '-Z'"), "\(run.stderr)")
     }
+
+    @Test func statusesUnitsAndWordsAreConsistent() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let cli = CLIRunner(environment: ["FERRY_HOME": directory + "/home"], directory: directory)
+            // A port out of range is a usage error, found before anything is sent.
+            let port = try await cli.run(["get", "http://127.0.0.1:99999/x"])
+            #expect(port.status == 2)
+            #expect(port.stderr.contains("99999"))
+            // A background download into a missing directory is a local file problem (4), said without
+            // asking (or starting) ferryd.
+            let missing = try await cli.run(["get", "--background", server.url("/bytes/10"), "-o", "no/such/dir/x"])
+            #expect(missing.status == 4, "\(missing.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: directory + "/home/ferryd.lock"))
+            // An error status draws no progress for its error page.
+            let notFound = try await cli.run(["get", server.url("/status/404"), "-o", "x"])
+            #expect(notFound.status == 1)
+            #expect(notFound.errorLines.count == 1, "\(notFound.stderr)")
+            // Sizes in IEC units, as --limit-rate reads them.
+            let saved = try await cli.run(["get", server.url("/bytes/3145728"), "-o", "three"])
+            #expect(saved.stderr.contains("3.0 MiB of 3.0 MiB (100%)"), "\(saved.stderr)")
+        }
+    }
 }
