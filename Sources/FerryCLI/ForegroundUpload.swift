@@ -13,6 +13,8 @@ struct ForegroundUpload {
         case file(String)
         /// `name=value` and `name=@path` fields.
         case form([String])
+        /// Standard input (`ferry put - URL`): chunked from a pipe, with its length from a file.
+        case standardInput
     }
 
     /// What an upload reports (`--json`).
@@ -64,6 +66,9 @@ struct ForegroundUpload {
             case .file(let path):
                 raw = try TransportRequestBody.file(path: CLI.absolute(path))
                 name = (path as NSString).lastPathComponent
+            case .standardInput:
+                raw = .stream(length: StandardInputChunks.knownLength, TransportBodyStream(StandardInputChunks()))
+                name = "stdin"
             case .form(let fields):
                 var form = MultipartFormData()
                 for field in fields { try Self.add(field, to: &form) }

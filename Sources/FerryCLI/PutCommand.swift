@@ -57,6 +57,12 @@ struct PutCommand: AsyncParsableCommand {
             guard arguments.count == 1 else { throw ValidationError("with --form, give only the URL") }
             if background { throw ValidationError("--form cannot be used with --background yet; upload a file") }
         }
+        if form.isEmpty, arguments.first == "-" {
+            if background { throw ValidationError("ferry put - reads this command's stdin, which ferryd cannot; upload a file") }
+            if resumable || chunks != nil {
+                throw ValidationError("--resumable and --chunks need a file they can read again; stdin is read once")
+            }
+        }
         if let method, method.isEmpty || !method.allSatisfy({ $0.isLetter || $0 == "-" }) {
             throw ValidationError("-X takes a method name such as PUT or POST")
         }
@@ -92,7 +98,7 @@ struct PutCommand: AsyncParsableCommand {
             url: url,
             method: verb,
             headers: headers,
-            source: form.isEmpty ? .file(arguments[0]) : .form(form),
+            source: !form.isEmpty ? .form(form) : arguments[0] == "-" ? .standardInput : .file(arguments[0]),
             mode: chunks.map { .chunks($0) } ?? (resumable ? .resumable : .plain),
             limit: try transfer.rateLimit(),
             quiet: transfer.quiet || outputOptions.json,

@@ -187,4 +187,39 @@ import Glibc
             #expect(saved.stderr.contains("3.0 MiB of 3.0 MiB (100%)"), "\(saved.stderr)")
         }
     }
+
+    @Test(.enabled(if: curl != nil, "curl is not installed (.ci/run installs it)"))
+    func putDashSendsStdinChunkedAsCurlsDashT() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            try Data(DeterministicBytes(seed: 8).bytes(offset: 0, count: 200_000)).write(to: URL(fileURLWithPath: directory + "/in.bin"))
+            let url = server.url("/echo")
+            let run = try await shell(
+                """
+                cat in.bin | "$FERRY" put -q - '\(url)' > ferry-pipe.json && "$FERRY" put -q - '\(url)' < in.bin > ferry-file.json \
+                  && cat in.bin | "$CURL" -s -T - '\(url)' > curl-pipe.json
+                """,
+                in: directory
+            )
+            #expect(run.status == 0, "\(run.stderr)")
+            func echo(_ name: String) throws -> [String: Any] {
+                try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory + "/" + name))) as? [String: Any])
+            }
+            func header(_ echo: [String: Any], _ name: String) -> String? {
+                ((echo["headers"] as? [[String]]) ?? []).first { $0[0].lowercased() == name }?[1]
+            }
+            let (pipe, file, curl) = (try echo("ferry-pipe.json"), try echo("ferry-file.json"), try echo("curl-pipe.json"))
+            #expect(pipe["bodyLength"] as? Int == 200_000)
+            #expect(pipe["bodySHA256"] as? String == curl["bodySHA256"] as? String)
+            #expect(file["bodySHA256"] as? String == curl["bodySHA256"] as? String)
+            #expect(pipe["method"] as? String == "PUT" && curl["method"] as? String == "PUT")
+            // From a pipe the length is unknown: chunked, as curl's -T -; from a file it is known.
+            #expect(header(pipe, "transfer-encoding") == "chunked" && header(curl, "transfer-encoding") == "chunked")
+            #expect(header(file, "content-length") == "200000")
+            // What needs a file it can read again is refused with stdin.
+            let refused = try await CLIRunner(directory: directory).run(["put", "--resumable", "-", url])
+            #expect(refused.status == 2)
+        }
+    }
 }
