@@ -47,6 +47,13 @@ struct ForegroundDownload {
         /// Where the body came from: `network`, `localCache` (`--cache`, fresh) or `revalidated`
         /// (`--cache`, a 304 confirmed the stored one).
         var fetchType: String
+        /// The figures `-w` prints (not part of `--json`'s report).
+        var writeOut: WriteOut.Values?
+
+        private enum CodingKeys: String, CodingKey {
+            case url, path, status, bytes, resumedFrom, seconds, sha256, checksum, connections, `protocol`, tlsVersion
+            case proxy, remoteAddress, fetchType
+        }
     }
 
     let url: URL
@@ -156,6 +163,7 @@ struct ForegroundDownload {
             }
         }
         let started = ProgressDisplay.now()
+        let startDate = Date()
         let result: Downloader.Result
         // Records the exchanges (SessionTransport), for --json's protocol, TLS version and address.
         // --limit-rate: the engine's throttle pays for every chunk, all segments of -x N together.
@@ -226,7 +234,18 @@ struct ForegroundDownload {
             tlsVersion: last?.negotiatedTLSProtocolVersion,
             proxy: last?.proxy,
             remoteAddress: last?.remoteAddress,
-            fetchType: Self.fetchTypeName(last?.resourceFetchType ?? .networkLoad)
+            fetchType: Self.fetchTypeName(last?.resourceFetchType ?? .networkLoad),
+            writeOut: WriteOut.Values(
+                transactions: context.recordedTransactions,
+                status: result.status,
+                protocolName: result.protocolName,
+                url: result.finalRequest.url,
+                redirects: result.redirectCount,
+                bytes: result.length - resumedFrom.withLock { $0 },
+                start: startDate,
+                total: seconds,
+                file: final
+            )
         )
     }
 

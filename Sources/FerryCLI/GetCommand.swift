@@ -38,6 +38,15 @@ struct GetCommand: AsyncParsableCommand {
     )
     var maxRedirects: Int?
 
+    @Option(
+        name: [.customShort("w"), .customLong("write-out")],
+        help: ArgumentHelp(
+            "After each download print this format to stdout, as curl: %{http_code}, %{time_total}, %{json}, … (docs/CLI.md); @FILE reads it from a file.",
+            valueName: "format"
+        )
+    )
+    var writeOut: String?
+
     @Flag(
         name: [.customShort("f"), .customLong("fail")],
         help: "Fail on an HTTP error status, as curl -f (ferry always does: nothing is saved; accepted for curl's habit)."
@@ -163,6 +172,9 @@ struct GetCommand: AsyncParsableCommand {
             if maxRedirects != nil {
                 throw ValidationError("--max-redirs is for foreground downloads: ferryd follows up to 16 redirects")
             }
+            if writeOut != nil {
+                throw ValidationError("-w is for foreground downloads: a background one ends later; see its figures with ferry ls --json")
+            }
             if transfer.cache != nil {
                 throw ValidationError(
                     "--cache is for foreground downloads: background downloads do not use the HTTP cache, as URLSession's do not"
@@ -182,6 +194,16 @@ struct GetCommand: AsyncParsableCommand {
     private func checkURLCount() throws {
         if output != nil, urls.count > 1 { throw CLIFailure("-o takes one URL; use --dir for several", status: .usage) }
         if checksum != nil, urls.count > 1 { throw CLIFailure("--checksum is for one URL", status: .usage) }
+    }
+
+    /// `-w`'s format, read from a file for `@FILE` (`@-`: stdin).
+    private func writeOutFormat() throws -> WriteOut? {
+        guard let writeOut else { return nil }
+        guard writeOut.hasPrefix("@") else { return try WriteOut(writeOut) }
+        let file = String(writeOut.dropFirst())
+        let data = file == "-" ? FileHandle.standardInput.readDataToEndOfFile() : FileManager.default.contents(atPath: CLI.absolute(file))
+        guard let data else { throw CLIFailure("-w: cannot read the format from \(file)", status: .localFile) }
+        return try WriteOut(String(decoding: data, as: UTF8.self))
     }
 
     func run() async throws {
@@ -204,6 +226,7 @@ struct GetCommand: AsyncParsableCommand {
         let transport = try transfer.makeTransport(connectionsPerHost: max(6, connections))
         let limit = try transfer.rateLimit()
         let interruption = Interruption()
+        let format = try writeOutFormat()
         var results: [GetResult] = []
         var firstFailure: CLIFailure?
         for url in urls {
@@ -227,7 +250,9 @@ struct GetCommand: AsyncParsableCommand {
                 let work = Task { try await finalJob.run() }
                 interruption.onSignal { work.cancel() }
                 do {
-                    results.append(.saved(try await work.value))
+                    let report = try await work.value
+                    results.append(.saved(report))
+                    if let format, let values = report.writeOut { Console.out(format.render(values)) }
                 } catch let failure as CLIFailure {
                     firstFailure = failure
                     results.append(.failed(url: url.absoluteString, failure))
@@ -256,7 +281,9 @@ struct GetCommand: AsyncParsableCommand {
             let work = Task { try await finalJob.run() }
             interruption.onSignal { work.cancel() }
             do {
-                results.append(.saved(try await work.value))
+                let report = try await work.value
+                results.append(.saved(report))
+                if let format, let values = report.writeOut { Console.out(format.render(values)) }
             } catch let failure as CLIFailure {
                 if firstFailure == nil { firstFailure = failure }
                 results.append(.failed(url: url.absoluteString, failure))

@@ -57,6 +57,7 @@ struct StandardOutputDownload {
             throttle: limit.map { TaskThrottle(bytesPerSecond: $0, pool: nil, weight: 0.5) }
         )
         let started = ProgressDisplay.now()
+        let startDate = Date()
         let loaded: DataLoader.Result
         do {
             let outcome = try await TransferContext.$current.withValue(context) {
@@ -73,13 +74,15 @@ struct StandardOutputDownload {
         }
         display.finish()
         let last = context.recordedTransactions.last
+        let seconds = ProgressDisplay.now() - started
+        let bytes = written.withLock { $0 }
         return ForegroundDownload.Report(
             url: url.absoluteString,
             path: "-",
             status: loaded.status,
-            bytes: written.withLock { $0 },
+            bytes: bytes,
             resumedFrom: 0,
-            seconds: ProgressDisplay.now() - started,
+            seconds: seconds,
             sha256: nil,
             checksum: nil,
             connections: 1,
@@ -87,7 +90,18 @@ struct StandardOutputDownload {
             tlsVersion: last?.negotiatedTLSProtocolVersion,
             proxy: last?.proxy,
             remoteAddress: last?.remoteAddress,
-            fetchType: ForegroundDownload.fetchTypeName(last?.resourceFetchType ?? .networkLoad)
+            fetchType: ForegroundDownload.fetchTypeName(last?.resourceFetchType ?? .networkLoad),
+            writeOut: WriteOut.Values(
+                transactions: context.recordedTransactions,
+                status: loaded.status,
+                protocolName: loaded.protocolName,
+                url: loaded.finalRequest.url,
+                redirects: loaded.redirectCount,
+                bytes: bytes,
+                start: startDate,
+                total: seconds,
+                file: "-"
+            )
         )
     }
 }

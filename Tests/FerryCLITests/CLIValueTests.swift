@@ -144,3 +144,20 @@ import Testing
         #expect(record(boot: nil, written: 900, durable: 300).trustedBytes == 300)
     }
 }
+
+@Suite struct WriteOutTests {
+    @Test func formatsParseWithCurlsEscapes() throws {
+        let format = try WriteOut("code=%{http_code}\\t100%%\\n%{url_effective}")
+        #expect(format.pieces == [.text("code="), .variable("http_code"), .text("\t100%\n"), .variable("url_effective")])
+        #expect(throws: CLIFailure.self) { try WriteOut("%{http_code") }
+        #expect(throws: CLIFailure.self) { try WriteOut("%{size}") }
+        // A lone % or backslash is text.
+        #expect(try WriteOut("50% \\q").pieces == [.text("50% \\q")])
+    }
+
+    @Test func addressesSplitAsCurlsRemoteIPAndPort() {
+        #expect(WriteOut.Values.split("127.0.0.1:8080") == ("127.0.0.1", 8080))
+        #expect(WriteOut.Values.split("[::1]:443") == ("::1", 443))
+        #expect(WriteOut.Values.split(nil) == ("", 0))
+    }
+}

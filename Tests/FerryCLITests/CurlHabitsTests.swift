@@ -222,4 +222,42 @@ import Glibc
             #expect(refused.status == 2)
         }
     }
+
+    @Test(.enabled(if: curl != nil, "curl is not installed (.ci/run installs it)"))
+    func writeOutPrintsCurlsVariablesAsCurlDoes() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            try server.certificates.trustRootPEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
+            let format = "%{http_code} %{response_code} %{http_version} %{num_redirects} %{size_download} %{url_effective} %{remote_ip} %{remote_port}\\n"
+            for url in [server.url("/redirect/2?to=/bytes/5000"), server.url("/bytes/7000", on: .tls)] {
+                let run = try await shell(
+                    """
+                    "$FERRY" get -q --cacert ca.pem -w '\(format)' '\(url)' -o f; "$CURL" -sL --cacert ca.pem -w '\(format)' '\(url)' -o c
+                    """,
+                    in: directory
+                )
+                #expect(run.status == 0, "\(run.stderr)")
+                let lines = run.stdout.split(separator: "\n")
+                #expect(lines.count == 2 && lines[0] == lines[1], "ferry and curl differ: \(run.stdout)")
+            }
+            // The times run from the start, in the order of the phases; %{json} holds them all.
+            let timed = try await CLIRunner(directory: directory).run([
+                "get", "-q", "--cacert", "ca.pem", "-w",
+                "%{time_namelookup} %{time_connect} %{time_appconnect} %{time_starttransfer} %{time_total}\\n%{json}",
+                server.url("/bytes/7000", on: .tls), "-o", "t",
+            ])
+            #expect(timed.status == 0, "\(timed.stderr)")
+            let parts = timed.stdout.split(separator: "\n", maxSplits: 1)
+            let times = parts[0].split(separator: " ").compactMap { Double($0) }
+            #expect(times.count == 5 && times == times.sorted() && times[2] > 0, "\(parts[0])")
+            let json = try #require(try JSONSerialization.jsonObject(with: Data(parts[1].utf8)) as? [String: Any])
+            #expect(json["http_version"] as? String == "2")
+            #expect(json["size_download"] as? Int == 7000)
+            // A variable ferry does not know is a usage error, before anything is sent.
+            let unknown = try await CLIRunner(directory: directory).run(["get", "-w", "%{nonsense}", server.url("/bytes/1"), "-o", "u"])
+            #expect(unknown.status == 2)
+            #expect(unknown.stderr.contains("unknown variable 'nonsense'"))
+        }
+    }
 }
