@@ -38,6 +38,12 @@ struct GetCommand: AsyncParsableCommand {
     )
     var maxRedirects: Int?
 
+    @Flag(
+        name: [.customShort("I"), .customLong("head")],
+        help: "Send HEAD and print the response heads (redirects too) on stdout, as curl -sIL; no file is written."
+    )
+    var head = false
+
     @Option(
         name: [.customShort("w"), .customLong("write-out")],
         help: ArgumentHelp(
@@ -126,6 +132,15 @@ struct GetCommand: AsyncParsableCommand {
         try policy.validate(background: background)
         guard !urls.isEmpty else { throw ValidationError("give at least one URL") }
         if let maxRedirects, maxRedirects < 0 { throw ValidationError("--max-redirs takes 0 or more") }
+        if head {
+            let others: [(Bool, String)] = [
+                (output != nil || dir != nil, "-o and --dir"), (resume, "-C"), (checksum != nil, "--checksum"),
+                (connections > 1, "-x"), (include, "-i"), (background, "--background"), (writeOut != nil, "-w"),
+            ]
+            if let (_, name) = others.first(where: { $0.0 }) {
+                throw ValidationError("-I prints the response heads on stdout and saves nothing: \(name) does not go with it")
+            }
+        }
         if output == "-" {
             if resume { throw ValidationError("-o - writes to stdout, which cannot be continued with -C") }
             if checksum != nil { throw ValidationError("-o - writes to stdout: --checksum needs a file to read back") }
@@ -210,7 +225,9 @@ struct GetCommand: AsyncParsableCommand {
         try checkURLCount()
         let parsed = try urls.map(CLI.url)
         let headers = try CLI.headers(transfer.headerLines)
-        if background {
+        if head {
+            try await heads(parsed, headers: headers)
+        } else if background {
             try await submit(parsed, headers: headers)
         } else {
             try await download(parsed, headers: headers)
@@ -220,6 +237,30 @@ struct GetCommand: AsyncParsableCommand {
     private func target(for url: URL) -> ForegroundDownload.Target {
         if let output { return .file(output) }
         return .directory(dir ?? ".")
+    }
+
+    /// `-I`: the heads of each URL on stdout; the status is the first failure's.
+    private func heads(_ urls: [URL], headers: Headers) async throws {
+        let transport = try transfer.makeTransport(connectionsPerHost: 6)
+        var firstFailure: CLIFailure?
+        for url in urls {
+            var job = HeadRequest(url: url, headers: try transfer.headers(headers, for: url), transport: transport)
+            job.deadline = transfer.deadline()
+            job.maximumRedirects = maxRedirects
+            do {
+                _ = try await job.run()
+            } catch let failure as CLIFailure {
+                if firstFailure == nil { firstFailure = failure }
+                if urls.count > 1 { Console.errorLine(failure.message) }
+            }
+        }
+        let saved = Result { try transfer.saveCookies(transport) }
+        try? await transport.shutdown()
+        try saved.get()
+        if let firstFailure {
+            if urls.count > 1 { throw ExitCode(firstFailure.status.rawValue) }
+            throw firstFailure
+        }
     }
 
     private func download(_ urls: [URL], headers: Headers) async throws {

@@ -177,9 +177,12 @@ public struct DataLoader: Sendable {
         let url = outcome.request.url.absoluteString
         // A transfer cancelled on its own ends the exchange, which ends the body's reading.
         let endExchange = response.cancel ?? {}
+        // A HEAD's answer, a 204 and a 304 have no body whatever their Content-Length says (RFC 9110
+        // 6.4.1): the length describes the resource, not bytes to come.
+        let bodiless = outcome.request.method.uppercased() == "HEAD" || response.status == 204 || response.status == 304
         let (collected, length) = try await DeadlineRace.run(until: deadline, url: url, over: transport) {
             try await TransferContext.withCancellationHandler {
-                try await Self.read(response, hooks: hooks, limit: limit, url: url)
+                try await Self.read(response, hooks: hooks, limit: limit, url: url, bodiless: bodiless)
             } onCancel: {
                 endExchange()
             }
@@ -204,9 +207,10 @@ public struct DataLoader: Sendable {
         _ response: TransportResponse,
         hooks: Hooks,
         limit: Int,
-        url: String
+        url: String,
+        bodiless: Bool
     ) async throws -> (ByteBuffer, Int) {
-        let declared = response.headers.contentLength.map { Int(clamping: $0) }
+        let declared = bodiless ? nil : response.headers.contentLength.map { Int(clamping: $0) }
         if let declared, declared > limit {
             throw FerryError(
                 .dataLengthExceedsMaximum,

@@ -260,4 +260,29 @@ import Glibc
             #expect(unknown.stderr.contains("unknown variable 'nonsense'"))
         }
     }
+
+    @Test(.enabled(if: curl != nil, "curl is not installed (.ci/run installs it)"))
+    func headPrintsTheHeadsAsCurlDashIL() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let url = server.url("/redirect/2?to=/bytes/100")
+            let run = try await shell("\"$FERRY\" get -I '\(url)' > ferry.txt && \"$CURL\" -sIL '\(url)' > curl.txt", in: directory)
+            #expect(run.status == 0, "\(run.stderr)")
+            // The same heads, byte for byte, but for the Date fields (the clock may tick in between).
+            func heads(_ name: String) throws -> [Substring] {
+                try String(contentsOfFile: directory + "/" + name, encoding: .utf8).split(separator: "\r\n", omittingEmptySubsequences: false)
+                    .filter { !$0.hasPrefix("Date:") }
+            }
+            let ferry = try heads("ferry.txt")
+            #expect(ferry == (try heads("curl.txt")))
+            #expect(ferry.filter { $0.hasPrefix("HTTP/1.1 ") }.count == 3)
+            // Nothing was saved.
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory).sorted() == ["curl.txt", "ferry.txt"])
+            // An error status: the head is printed, and the status says it failed.
+            let missing = try await CLIRunner(directory: directory).run(["get", "-I", server.url("/status/404")])
+            #expect(missing.status == 1)
+            #expect(missing.stdout.hasPrefix("HTTP/1.1 404 Not Found\r\n"))
+        }
+    }
 }

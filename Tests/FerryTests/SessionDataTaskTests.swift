@@ -14,6 +14,20 @@ import Testing
         }
     }
 
+    @Test func aHeadRequestHasNoBodyWhateverItsContentLengthSays() async throws {
+        try await withSession { server, session in
+            var head = request(server.url("/bytes/300000"))
+            head.method = "HEAD"
+            // Twice: the connection the first used must be fit for the second.
+            for _ in 0..<2 {
+                let (data, response) = try await session.data(for: head)
+                #expect(response.statusCode == 200)
+                #expect(response.expectedContentLength == 300_000)
+                #expect(data.isEmpty)
+            }
+        }
+    }
+
     @Test func aDelegateSeesResponseDataMetricsAndCompletionInOrder() async throws {
         let recorder = Recorder()
         try await withSession(delegate: recorder) { server, session in
