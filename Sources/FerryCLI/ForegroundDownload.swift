@@ -77,6 +77,9 @@ struct ForegroundDownload {
     var deadline = NIODeadline.distantFuture
     /// The most redirects followed (`--max-redirs`); nil: the engine's 16.
     var maximumRedirects: Int?
+    /// `-X` and `-d`: the method, and a body whose answer is the download.
+    var method = "GET"
+    var requestBody: ByteBuffer?
 
     func run() async throws -> Report {
         let (directory, initialName, fixedName) = try place()
@@ -99,6 +102,7 @@ struct ForegroundDownload {
         defer { lock?.release() }
         let resumeData = try startingPoint(destination, hadPart: hadPart, record: record)
         var request = Request(url: url)
+        request.method = method
         for field in headers { request.headers.add(name: field.name, value: field.value) }
         request.connections = connections
         request.expectedDigest = checksum
@@ -176,6 +180,7 @@ struct ForegroundDownload {
                 var driver = DownloadDriver(transport: transport)
                 driver.downloader.decodesContent = decodesContent
                 if let maximumRedirects { driver.downloader.maximumRedirects = maximumRedirects }
+                driver.downloader.requestBody = requestBody
                 return try await driver.run(plan)
             }
             switch outcome {

@@ -2,6 +2,7 @@ import ArgumentParser
 import Ferry
 import FerryEngine
 import Foundation
+import NIOCore
 
 /// `ferry get URL...`: downloads in the foreground with progress, or hands them to ferryd
 /// (`--background`).
@@ -37,6 +38,27 @@ struct GetCommand: AsyncParsableCommand {
         help: ArgumentHelp("Follow at most this many redirects, as curl (default 16).", valueName: "n")
     )
     var maxRedirects: Int?
+
+    @Option(
+        name: [.customShort("X"), .customLong("request")],
+        help: ArgumentHelp("The method, as curl's -X (default GET; POST with -d).", valueName: "method")
+    )
+    var method: String?
+
+    @Option(
+        name: [.customShort("d"), .customLong("data")],
+        help: ArgumentHelp(
+            "Send this body (POST unless -X), as curl: repeated ones are joined with &; @FILE reads a file without its line breaks.",
+            valueName: "data"
+        )
+    )
+    var data: [String] = []
+
+    @Option(
+        name: .customLong("data-binary"),
+        help: ArgumentHelp("Send this body as it is, as curl; @FILE reads a file byte for byte.", valueName: "data")
+    )
+    var dataBinary: [String] = []
 
     @Flag(
         name: [.customShort("I"), .customLong("head")],
@@ -132,10 +154,19 @@ struct GetCommand: AsyncParsableCommand {
         try policy.validate(background: background)
         guard !urls.isEmpty else { throw ValidationError("give at least one URL") }
         if let maxRedirects, maxRedirects < 0 { throw ValidationError("--max-redirs takes 0 or more") }
+        if let method, method.isEmpty || !method.allSatisfy({ $0.isLetter || $0 == "-" }) {
+            throw ValidationError("-X takes a method name such as POST or DELETE, not '\(method)'")
+        }
+        if !data.isEmpty || !dataBinary.isEmpty {
+            if resume { throw ValidationError("-d cannot be continued with -C: a range request would not send the body again") }
+            if connections > 1 { throw ValidationError("-d asks once, over one connection: -x \(connections) does not go with it") }
+            if background { throw ValidationError("-d is for foreground downloads: ferryd does not send a request body with a download") }
+        }
         if head {
             let others: [(Bool, String)] = [
                 (output != nil || dir != nil, "-o and --dir"), (resume, "-C"), (checksum != nil, "--checksum"),
                 (connections > 1, "-x"), (include, "-i"), (background, "--background"), (writeOut != nil, "-w"),
+                (!data.isEmpty || !dataBinary.isEmpty, "-d"),
             ]
             if let (_, name) = others.first(where: { $0.0 }) {
                 throw ValidationError("-I prints the response heads on stdout and saves nothing: \(name) does not go with it")
@@ -211,6 +242,21 @@ struct GetCommand: AsyncParsableCommand {
         if checksum != nil, urls.count > 1 { throw CLIFailure("--checksum is for one URL", status: .usage) }
     }
 
+    /// `-d` and `--data-binary` joined with `&` as curl joins them (the `-d` ones first), or nil.
+    /// `-d @FILE` loses the file's CR and LF, as curl's; `--data-binary @FILE` keeps every byte.
+    private func requestBody() throws -> ByteBuffer? {
+        guard !data.isEmpty || !dataBinary.isEmpty else { return nil }
+        func read(_ value: String, stripsLineBreaks: Bool) throws -> [UInt8] {
+            guard value.hasPrefix("@") else { return Array(value.utf8) }
+            let file = String(value.dropFirst())
+            let contents = file == "-" ? FileHandle.standardInput.readDataToEndOfFile() : FileManager.default.contents(atPath: CLI.absolute(file))
+            guard let contents else { throw CLIFailure("cannot read \(file) to send it", status: .localFile) }
+            return stripsLineBreaks ? contents.filter { $0 != 0x0A && $0 != 0x0D } : Array(contents)
+        }
+        let parts = try data.map { try read($0, stripsLineBreaks: true) } + dataBinary.map { try read($0, stripsLineBreaks: false) }
+        return ByteBuffer(bytes: Array(parts.joined(separator: [UInt8(ascii: "&")])))
+    }
+
     /// `-w`'s format, read from a file for `@FILE` (`@-`: stdin).
     private func writeOutFormat() throws -> WriteOut? {
         guard let writeOut else { return nil }
@@ -268,10 +314,15 @@ struct GetCommand: AsyncParsableCommand {
         let limit = try transfer.rateLimit()
         let interruption = Interruption()
         let format = try writeOutFormat()
+        let body = try requestBody()
+        let verb = (method ?? (body == nil ? "GET" : "POST")).uppercased()
         var results: [GetResult] = []
         var firstFailure: CLIFailure?
         for url in urls {
             var requestHeaders = try transfer.headers(headers, for: url)
+            if body != nil, requestHeaders["content-type"] == nil {
+                requestHeaders.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
+            }
             if compressed, requestHeaders["accept-encoding"] == nil {
                 requestHeaders.add(name: "Accept-Encoding", value: ContentDecoder.acceptEncoding)
             }
@@ -285,6 +336,8 @@ struct GetCommand: AsyncParsableCommand {
                 )
                 job.deadline = transfer.deadline()
                 job.maximumRedirects = maxRedirects
+                job.method = verb
+                job.requestBody = body
                 job.decodesContent = compressed
                 job.cache = transfer.cacheUse
                 let finalJob = job
@@ -318,6 +371,8 @@ struct GetCommand: AsyncParsableCommand {
             job.cache = transfer.cacheUse
             job.deadline = transfer.deadline()
             job.maximumRedirects = maxRedirects
+            job.method = verb
+            job.requestBody = body
             let finalJob = job
             let work = Task { try await finalJob.run() }
             interruption.onSignal { work.cancel() }
@@ -371,6 +426,7 @@ struct GetCommand: AsyncParsableCommand {
                 throw CLIFailure("cannot save into \(folder): it is not an existing directory", status: .localFile)
             }
             var request = Request(url: url)
+            if let method { request.method = method.uppercased() }
             request.headers = try transfer.headers(headers, for: url)
             request.connections = connections
             request.expectedDigest = checksum.flatMap(ContentDigest.init)

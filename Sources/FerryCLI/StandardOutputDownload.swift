@@ -18,9 +18,13 @@ struct StandardOutputDownload {
     /// `--compressed`: ask for gzip or deflate and write the body decoded.
     var decodesContent = false
     var cache: CacheUse?
+    /// `-X` and `-d`.
+    var method = "GET"
+    var requestBody: ByteBuffer?
 
     func run() async throws -> ForegroundDownload.Report {
         var request = Request(url: url)
+        request.method = method
         for field in headers { request.headers.add(name: field.name, value: field.value) }
         let display = ProgressDisplay(name: "stdout", quiet: quiet)
         let written = Mutex<Int64>(0)
@@ -61,7 +65,7 @@ struct StandardOutputDownload {
         let loaded: DataLoader.Result
         do {
             let outcome = try await TransferContext.$current.withValue(context) {
-                try await loader.perform(request, deadline: deadline, hooks: hooks)
+                try await loader.perform(request, body: requestBody.map { .bytes($0) }, deadline: deadline, hooks: hooks)
             }
             guard case .loaded(let result) = outcome else { preconditionFailure("no other disposition was asked for") }
             loaded = result

@@ -115,6 +115,11 @@ public struct Downloader: Sendable {
     /// offsets are not the server's.
     public var decodesContent = false
 
+    /// A request body whose answer is the download (curl's `-d`), sent with the first request and
+    /// again on 307 and 308 redirects. Such a download cannot be continued: a range request would not
+    /// send the body again, so no resume data is made, and it is fetched over one connection.
+    public var requestBody: ByteBuffer?
+
     let transport: any HTTPTransport
 
     /// A downloader sending through `transport`.
@@ -151,7 +156,7 @@ public struct Downloader: Sendable {
             )
         }
         let segmented =
-            !special && !decodesContent
+            !special && !decodesContent && requestBody == nil
             && (resumeData?.segments != nil
                 || (original.connections > 1 && original.method == "GET" && original.headers["range"] == nil))
         let result =
@@ -196,7 +201,7 @@ public struct Downloader: Sendable {
             let ranged = resumption?.canResume == true
             let outcome = try await follower.send(
                 current,
-                body: nil,
+                body: requestBody.map { .bytes($0) },
                 extraHeaders: ranged ? resumption?.requestHeaders ?? [] : [],
                 deadline: deadline,
                 willRedirect: events.willRedirect,
@@ -265,7 +270,8 @@ public struct Downloader: Sendable {
                 original: originalRequest,
                 path: path,
                 writeOffset: writeOffset,
-                validators: validators,
+                // The answer to a body cannot be asked for again by range: no resume data.
+                validators: requestBody == nil ? validators : nil,
                 redirects: redirectCount
             )
             return try await finish(job, deadline: deadline, events: events)

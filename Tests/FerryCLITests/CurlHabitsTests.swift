@@ -285,4 +285,42 @@ import Glibc
             #expect(missing.stdout.hasPrefix("HTTP/1.1 404 Not Found\r\n"))
         }
     }
+
+    @Test(.enabled(if: curl != nil, "curl is not installed (.ci/run installs it)"))
+    func dataAndRequestSendTheBodyAsCurlsDo() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            try "line one\r\nline two\n".write(toFile: directory + "/form.txt", atomically: true, encoding: .utf8)
+            try Data(DeterministicBytes(seed: 2).bytes(offset: 0, count: 50_000)).write(to: URL(fileURLWithPath: directory + "/blob.bin"))
+            let echo = server.url("/echo")
+            let through307 = server.url("/redirect/1?code=307&to=/echo")
+            let cases: [(String, String)] = [
+                ("-d a=1 -d 'b=2 3' '\(echo)'", "joined with & and POSTed"),
+                ("-d @form.txt '\(echo)'", "a file without its line breaks"),
+                ("-X PUT --data-binary @blob.bin '\(through307)'", "a file as it is, again after a 307"),
+            ]
+            for (index, (arguments, what)) in cases.enumerated() {
+                let run = try await shell(
+                    "\"$FERRY\" get -q \(arguments) -o ferry\(index).json && \"$CURL\" -sL \(arguments) -o curl\(index).json",
+                    in: directory
+                )
+                #expect(run.status == 0, "\(what): \(run.stderr)")
+                func echoed(_ name: String) throws -> [String: Any] {
+                    try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory + "/" + name))) as? [String: Any])
+                }
+                let (ferry, curl) = (try echoed("ferry\(index).json"), try echoed("curl\(index).json"))
+                #expect(ferry["method"] as? String == curl["method"] as? String, "\(what)")
+                #expect(ferry["bodyLength"] as? Int == curl["bodyLength"] as? Int, "\(what)")
+                #expect(ferry["bodySHA256"] as? String == curl["bodySHA256"] as? String, "\(what)")
+                func contentType(_ echo: [String: Any]) -> String? {
+                    ((echo["headers"] as? [[String]]) ?? []).first { $0[0].lowercased() == "content-type" }?[1]
+                }
+                #expect(contentType(ferry) == contentType(curl), "\(what)")
+            }
+            // A body cannot be continued by range: -C is refused with it.
+            let refused = try await CLIRunner(directory: directory).run(["get", "-d", "x=1", "-C", echo, "-o", "r"])
+            #expect(refused.status == 2)
+        }
+    }
 }
