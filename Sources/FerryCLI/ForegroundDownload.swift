@@ -142,7 +142,10 @@ struct ForegroundDownload {
         let writer = ResumeRecordWriter(path: record)
         // Written out every second (not every 8 MiB as in ferryd: at 1 GB/s that was 128 records a
         // second); made durable at most every 30 s (ResumeRecord says why).
-        if !destination.isSpecial {
+        // A part of the file (-r, or a Range of -H) is not the file: no record, so -C can never take it
+        // for the start of the whole.
+        let ranged = request.headers["range"] != nil
+        if !destination.isSpecial, !ranged {
             events.checkpoint = Downloader.Checkpoint(into: writer, everyBytes: Int64.max / 2, everySeconds: 1, durableEverySeconds: 30)
         }
 
@@ -205,7 +208,7 @@ struct ForegroundDownload {
             if error.code == .checksumMismatch, let checksum {
                 throw await mismatch(checksum, partial: partial, record: record, target: target)
             }
-            if let data = error.resumeData { try? writer.written(data) }
+            if let data = error.resumeData, !ranged { try? writer.written(data) }
             if interruption.happened {
                 throw CLIFailure(
                     "interrupted; \(error.resumeData == nil ? "start again" : "continue with -C") to finish \(target)",

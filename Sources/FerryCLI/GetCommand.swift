@@ -60,6 +60,20 @@ struct GetCommand: AsyncParsableCommand {
     )
     var dataBinary: [String] = []
 
+    @Option(
+        name: [.customShort("r"), .customLong("range")],
+        // (Unconditional: `-r -500`, the last 500 bytes, looks like an option.)
+        parsing: .unconditional,
+        help: ArgumentHelp("Only these bytes, as curl: 0-499, 500-, -500 (the last 500), or several with commas.", valueName: "range")
+    )
+    var range: String?
+
+    @Option(
+        name: .customLong("tries"),
+        help: ArgumentHelp("wget's --tries: this many tries in all (the same as --retry N-1).", valueName: "n")
+    )
+    var tries: Int?
+
     @Flag(
         name: [.customShort("I"), .customLong("head")],
         help: "Send HEAD and print the response heads (redirects too) on stdout, as curl -sIL; no file is written."
@@ -157,6 +171,23 @@ struct GetCommand: AsyncParsableCommand {
         if let method, method.isEmpty || !method.allSatisfy({ $0.isLetter || $0 == "-" }) {
             throw ValidationError("-X takes a method name such as POST or DELETE, not '\(method)'")
         }
+        if let range {
+            let spans = range.split(separator: ",", omittingEmptySubsequences: false)
+            let valid = spans.allSatisfy { span in
+                let parts = span.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+                guard parts.count == 2, !(parts[0].isEmpty && parts[1].isEmpty) else { return false }
+                return parts.allSatisfy { $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }
+                    && (parts[0].isEmpty || parts[1].isEmpty || Int(parts[0])! <= Int(parts[1])!)
+            }
+            guard valid else { throw ValidationError("-r takes a byte range such as 0-499, 500- or -500 (several with commas), not '\(range)'") }
+            if resume { throw ValidationError("-r cannot be continued with -C: the file holds a part, not the start of the whole") }
+            if connections > 1 { throw ValidationError("-r asks for one range over one connection: -x \(connections) does not go with it") }
+            if checksum != nil { throw ValidationError("--checksum checks a whole file; -r saves a part") }
+        }
+        if let tries {
+            guard tries >= 1 else { throw ValidationError("--tries takes 1 or more") }
+            if retry > 0 { throw ValidationError("give --tries or --retry, not both") }
+        }
         if !data.isEmpty || !dataBinary.isEmpty {
             if resume { throw ValidationError("-d cannot be continued with -C: a range request would not send the body again") }
             if connections > 1 { throw ValidationError("-d asks once, over one connection: -x \(connections) does not go with it") }
@@ -212,9 +243,10 @@ struct GetCommand: AsyncParsableCommand {
                 throw ValidationError("-D is for foreground downloads: ferryd makes the requests; see the response head with ferry ls --json")
             }
             if resume { throw ValidationError("-C is for foreground downloads; ferryd continues its own") }
-            if retry > 0 {
-                throw ValidationError("ferryd retries network errors itself; --retry is for foreground downloads")
+            if retry > 0 || tries != nil {
+                throw ValidationError("ferryd retries network errors itself; --retry and --tries are for foreground downloads")
             }
+            if range != nil { throw ValidationError("-r is for foreground downloads: ferryd downloads whole files") }
             if maxRedirects != nil {
                 throw ValidationError("--max-redirs is for foreground downloads: ferryd follows up to 16 redirects")
             }
@@ -320,6 +352,7 @@ struct GetCommand: AsyncParsableCommand {
         var firstFailure: CLIFailure?
         for url in urls {
             var requestHeaders = try transfer.headers(headers, for: url)
+            if let range, requestHeaders["range"] == nil { requestHeaders.add(name: "Range", value: "bytes=" + range) }
             if body != nil, requestHeaders["content-type"] == nil {
                 requestHeaders.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
             }
@@ -358,7 +391,7 @@ struct GetCommand: AsyncParsableCommand {
                 headers: requestHeaders,
                 target: target(for: url),
                 resume: resume,
-                retries: retry,
+                retries: tries.map { $0 - 1 } ?? retry,
                 checksum: checksum.flatMap(ContentDigest.init),
                 connections: connections,
                 limit: limit,

@@ -323,4 +323,41 @@ import Glibc
             #expect(refused.status == 2)
         }
     }
+
+    @Test(.enabled(if: curl != nil, "curl is not installed (.ci/run installs it)"))
+    func rangeSavesThePartCurlSaves() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let url = server.url("/bytes/1000?seed=6")
+            for (index, range) in ["100-199", "900-", "-300", "0-0,5-9"].enumerated() {
+                let run = try await shell(
+                    "\"$FERRY\" get -q -r '\(range)' '\(url)' -o f\(index) && \"$CURL\" -s -r '\(range)' '\(url)' -o c\(index)",
+                    in: directory
+                )
+                #expect(run.status == 0, "\(range): \(run.stderr)")
+                let ferry = try Data(contentsOf: URL(fileURLWithPath: directory + "/f\(index)"))
+                #expect(!ferry.isEmpty)
+                #expect(ferry == (try Data(contentsOf: URL(fileURLWithPath: directory + "/c\(index)"))), "\(range)")
+            }
+            // The part leaves no record that -C could take for the start of the whole file.
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory).allSatisfy { !$0.hasSuffix(".ferry-resume") })
+            let bad = try await CLIRunner(directory: directory).run(["get", "-r", "9-1", url, "-o", "b"])
+            #expect(bad.status == 2)
+        }
+    }
+
+    @Test func triesCountsEveryTryAsWgets() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let cli = CLIRunner(directory: directory)
+            // The first request of each key gets a 503: one try fails, two succeed.
+            let once = try await cli.run(["get", "-q", "--tries", "1", server.url("/bytes/100?fail=1&key=a&retry_after=-1"), "-o", "a"])
+            #expect(once.status == 1)
+            let twice = try await cli.run(["get", "-q", "--tries", "2", server.url("/bytes/100?fail=1&key=b&retry_after=-1"), "-o", "b"])
+            #expect(twice.status == 0, "\(twice.stderr)")
+            #expect(server.counters.requests(path: "/bytes/100") == 3)
+        }
+    }
 }
