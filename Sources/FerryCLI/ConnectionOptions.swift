@@ -51,6 +51,12 @@ struct ConnectionOptions: ParsableArguments {
     )
     var resolve: [String] = []
 
+    @Flag(name: [.customShort("4"), .customLong("ipv4")], help: "Connect over IPv4 only, as curl.")
+    var ipv4 = false
+
+    @Flag(name: [.customShort("6"), .customLong("ipv6")], help: "Connect over IPv6 only, as curl.")
+    var ipv6 = false
+
     @Option(
         name: .customLong("connect-timeout"),
         help: ArgumentHelp("Seconds a new connection (TCP and TLS) may take.", valueName: "seconds")
@@ -116,6 +122,9 @@ struct ConnectionOptions: ParsableArguments {
             throw CLIFailure("--key needs --cert (the certificate it belongs to)", status: .usage)
         }
         for entry in resolve { try Self.addResolve(entry, to: &options) }
+        if ipv4, ipv6 { throw CLIFailure("-4 and -6 exclude each other; give one", status: .usage) }
+        if ipv4 { options.addressFamily = .ipv4 }
+        if ipv6 { options.addressFamily = .ipv6 }
         if let connectTimeout {
             guard connectTimeout > 0, connectTimeout.isFinite else {
                 throw CLIFailure("--connect-timeout takes a positive number of seconds", status: .usage)

@@ -20,12 +20,21 @@ public struct ConnectionSettings: Sendable, Hashable, Codable {
     public var connectTimeout: Double?
     /// The cookies the task sends and keeps on every hop; nil: none.
     public var cookies: CookieSettings?
+    /// Only IPv4 or only IPv6 addresses of a host (curl's `-4`, `-6`); nil: either.
+    public var addressFamily: AddressFamily?
+
+    /// IPv4 or IPv6.
+    public enum AddressFamily: String, Sendable, Hashable, Codable {
+        case ipv4
+        case ipv6
+    }
 
     /// Direct connections, default TLS.
     public init() {}
 
     private enum CodingKeys: String, CodingKey {
         case tls, minimumTLSVersion, maximumTLSVersion, httpVersion, proxies, resolve, connectTimeout, cookies
+        case addressFamily
     }
 
     /// Decodes, with the defaults for absent fields.
@@ -39,6 +48,7 @@ public struct ConnectionSettings: Sendable, Hashable, Codable {
         resolve = try container.decodeIfPresent([String: String].self, forKey: .resolve) ?? [:]
         connectTimeout = try container.decodeIfPresent(Double.self, forKey: .connectTimeout)
         cookies = try container.decodeIfPresent(CookieSettings.self, forKey: .cookies)
+        addressFamily = try container.decodeIfPresent(AddressFamily.self, forKey: .addressFamily)
     }
 
     /// Checks the values against each other.

@@ -338,6 +338,9 @@ public final class HTTP1Transport: HTTPTransport {
         do {
             if let socket = options.unixSocketPath {
                 channel = try await bootstrap.connect(unixDomainSocketPath: socket).get()
+            } else if let family = options.addressFamily {
+                let address = try await Self.resolve(connectHost, port: connectPort, family: family, url: target.url)
+                channel = try await bootstrap.connect(to: address).get()
             } else {
                 channel = try await bootstrap.connect(host: connectHost, port: connectPort).get()
             }
@@ -473,6 +476,41 @@ public final class HTTP1Transport: HTTPTransport {
             throw FerryError(.cannotFindHost, "cannot find the host \(host) (resolved here for a socks5:// proxy; socks5h:// lets the proxy resolve it)", failingURL: url)
         }
         return Self.bytes(of: address)
+    }
+
+    /// The first `family` address of `host` (curl's `-4`, `-6`), looked up on a thread of the pool.
+    static func resolve(
+        _ host: String,
+        port: Int,
+        family: ConnectionSettings.AddressFamily,
+        url: String
+    ) async throws -> SocketAddress {
+        let name = family == .ipv4 ? "IPv4" : "IPv6"
+        if let literal = try? SocketAddress(ipAddress: host, port: port) {
+            guard (literal.protocol == .inet) == (family == .ipv4) else {
+                throw FerryError(.cannotConnectToHost, "\(host) is not an \(name) address, and only \(name) was asked for", failingURL: url)
+            }
+            return literal
+        }
+        let found: SocketAddress? = try await NIOThreadPool.singleton.runIfActive {
+            var hints = addrinfo()
+            hints.ai_family = family == .ipv4 ? AF_INET : AF_INET6
+            hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+            var list: UnsafeMutablePointer<addrinfo>?
+            guard getaddrinfo(host, String(port), &hints, &list) == 0, let first = list else { return nil }
+            defer { freeaddrinfo(list) }
+            guard let raw = first.pointee.ai_addr else { return nil }
+            switch family {
+            case .ipv4:
+                return raw.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { SocketAddress($0.pointee, host: host) }
+            case .ipv6:
+                return raw.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { SocketAddress($0.pointee, host: host) }
+            }
+        }
+        guard let found else {
+            throw FerryError(.cannotFindHost, "\(host) has no \(name) address", failingURL: url)
+        }
+        return found
     }
 
     private static func bytes(of address: SocketAddress) -> [UInt8] {

@@ -28,6 +28,8 @@ public struct TransportOptions: Sendable {
     /// Fixed addresses for `host:port` pairs, as curl's `--resolve HOST:PORT:ADDR` (the name is still
     /// sent in Host and SNI and checked against the certificate).
     public var resolve: [String: String] = [:]
+    /// Connect only to IPv4 or only to IPv6 addresses (curl's `-4`, `-6`); nil: either.
+    public var addressFamily: ConnectionSettings.AddressFamily?
 
     /// Every connection goes to this unix-domain socket instead of the URL's host and port (curl's
     /// `--unix-socket`); the URL still gives the Host field and the path. ferryd's control client uses it.
@@ -62,6 +64,7 @@ public struct TransportOptions: Sendable {
         proxies = connection.proxies
         resolve = connection.resolve
         connectTimeout = connection.connectTimeout
+        addressFamily = connection.addressFamily
     }
 
     /// What a background task records of these options: its proxies resolved now (the environment's,
@@ -76,6 +79,7 @@ public struct TransportOptions: Sendable {
         connection.proxies = try proxies ?? ProxySettings.fromEnvironment(environment)
         connection.resolve = resolve
         connection.connectTimeout = connectTimeout
+        connection.addressFamily = addressFamily
         return connection
     }
 

@@ -360,4 +360,31 @@ import Glibc
             #expect(server.counters.requests(path: "/bytes/100") == 3)
         }
     }
+
+    @Test(.enabled(if: curl != nil, "curl is not installed (.ci/run installs it)"))
+    func ipv4AndIPv6OnlyAsCurls() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            // The test server listens on 127.0.0.1 only: over IPv4 localhost answers, over IPv6 it cannot.
+            let url = "http://localhost:\(server.port)/bytes/10"
+            let run = try await shell(
+                """
+                "$FERRY" get -q -4 '\(url)' -o f4; echo "ferry $?"; "$CURL" -s -4 '\(url)' -o c4; echo "curl $?"
+                "$FERRY" get -q -6 '\(url)' -o f6; echo "ferry $?"; "$CURL" -s -6 '\(url)' -o c6; echo "curl $?"
+                """,
+                in: directory
+            )
+            let statuses = run.stdout.split(separator: "\n")
+            #expect(statuses.count == 4)
+            #expect(statuses.first == "ferry 0" && statuses.dropFirst().first == "curl 0", "\(run.stdout)\(run.stderr)")
+            #expect(statuses.dropFirst(2).first == "ferry 1" && statuses.last != "curl 0", "\(run.stdout)\(run.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: directory + "/f6"))
+            // An IPv4 literal is not IPv6, and -4 with -6 is a contradiction.
+            let literal = try await CLIRunner(directory: directory).run(["get", "-6", server.url("/bytes/10"), "-o", "l"])
+            #expect(literal.status == 1 && literal.stderr.contains("not an IPv6 address"))
+            let both = try await CLIRunner(directory: directory).run(["get", "-4", "-6", url, "-o", "b"])
+            #expect(both.status == 2)
+        }
+    }
 }
