@@ -20,8 +20,9 @@ public struct WebSocketPeer: Sendable {
     }
 
     public static func start(certificates: TestCertificates? = nil, directory: String? = nil) async throws -> WebSocketPeer {
-        let port = try LocalPorts.free()
-        var arguments = [script, String(port)]
+        // Port 0: the peer binds a port the system picks and says which: no race with other listeners
+        // for a port that was free a moment ago.
+        var arguments = [script, "0"]
         if let certificates, let directory {
             let cert = directory + "/peer-cert.pem"
             let key = directory + "/peer-key.pem"
@@ -29,8 +30,12 @@ public struct WebSocketPeer: Sendable {
             try certificates.privateKeyPEM.write(toFile: key, atomically: true, encoding: .utf8)
             arguments += ["--cert", cert, "--key", key]
         }
-        let process = try ChildProcess.spawn("/usr/bin/env", arguments: ["python3"] + arguments, output: .discarded)
-        try await LocalPorts.waitForListener(port, name: "the WebSocket peer", process: process)
+        let process = try ChildProcess.spawn("/usr/bin/env", arguments: ["python3"] + arguments)
+        let line = await process.standardOutput?.readLineOffPool() ?? ""
+        guard line.hasPrefix("listening "), let port = Int(line.dropFirst("listening ".count)) else {
+            process.terminate()
+            throw TestServerError("the WebSocket peer did not start (python3 \(script)): \(line)")
+        }
         return WebSocketPeer(process: process, port: port)
     }
 

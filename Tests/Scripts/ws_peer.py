@@ -3,7 +3,8 @@
 
 usage: ws_peer.py PORT [--cert FILE --key FILE] [--no-deflate]
 
-Listens on 127.0.0.1:PORT (with TLS when given a certificate). What it does depends on the path:
+Listens on 127.0.0.1:PORT (0: a port the system picks) with TLS when given a certificate, and prints
+"listening PORT" once it does. What it does depends on the path:
   /echo             echoes every message, text as text and binary as binary
   /protocol         echoes the subprotocol chosen (offers "chat" and "superchat") as its first message
   /close?code=N&reason=R   closes with that code and reason at once
@@ -90,7 +91,7 @@ async def main():
         max_size=None,
         ping_interval=None,
     ) as server:
-        print("listening", flush=True)
+        print("listening", server.sockets[0].getsockname()[1], flush=True)
         await server.serve_forever()
 
 
