@@ -182,11 +182,47 @@ struct ForegroundUpload {
             throw CLIFailure("a form field must look like name=value or name=@file, not '\(field)'", status: .usage)
         }
         let name = String(field[..<equals])
-        let value = String(field[field.index(after: equals)...])
+        var value = String(field[field.index(after: equals)...])
+        // curl's attributes after the value: ;type=MIME and ;filename=NAME (others are part of the value).
+        var type: String?
+        var filename: String?
+        while let semicolon = value.lastIndex(of: ";") {
+            let attribute = value[value.index(after: semicolon)...]
+            if attribute.hasPrefix("type=") {
+                type = String(attribute.dropFirst("type=".count))
+            } else if attribute.hasPrefix("filename=") {
+                filename = String(attribute.dropFirst("filename=".count))
+            } else {
+                break
+            }
+            value = String(value[..<semicolon])
+        }
+        if let type, type.isEmpty || type.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) {
+            throw CLIFailure("--form: ';type=' needs a media type such as text/plain, not '\(type)'", status: .usage)
+        }
         if value.hasPrefix("@") {
-            try form.append(fileAt: CLI.absolute(String(value.dropFirst())), name: name)
+            let path = String(value.dropFirst())
+            try form.append(
+                fileAt: CLI.absolute(path),
+                name: name,
+                filename: filename,
+                contentType: type ?? Self.contentType(forFile: path)
+            )
+        } else if type != nil || filename != nil {
+            form.append(data: Array(value.utf8), name: name, filename: filename, contentType: type)
         } else {
             form.append(field: name, value: value)
         }
+    }
+
+    /// The media type curl gives a file part by its extension (the same short table as curl's), else
+    /// application/octet-stream.
+    static func contentType(forFile path: String) -> String {
+        let table = [
+            "gif": "image/gif", "jpg": "image/jpeg", "jpeg": "image/jpeg", "png": "image/png", "svg": "image/svg+xml",
+            "txt": "text/plain", "htm": "text/html", "html": "text/html", "pdf": "application/pdf",
+            "xml": "application/xml",
+        ]
+        return table[(path as NSString).pathExtension.lowercased()] ?? "application/octet-stream"
     }
 }

@@ -387,4 +387,40 @@ import Glibc
             #expect(both.status == 2)
         }
     }
+
+    @Test(.enabled(if: curl != nil, "curl is not installed (.ci/run installs it)"))
+    func formPartsCarryTheirTypesAndNamesAsCurlsDashF() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            try "hello\n".write(toFile: directory + "/note.txt", atomically: true, encoding: .utf8)
+            try "PNGDATA".write(toFile: directory + "/pic.png", atomically: true, encoding: .utf8)
+            try "raw".write(toFile: directory + "/blob.bin", atomically: true, encoding: .utf8)
+            let fields = [
+                "a=1", "t=@note.txt", "p=@pic.png;type=image/x-custom;filename=renamed.png", "v=text;type=text/markdown",
+                "b=@blob.bin",
+            ]
+            let ferryFields = fields.map { "--form '\($0)'" }.joined(separator: " ")
+            let curlFields = fields.map { "-F '\($0)'" }.joined(separator: " ")
+            let url = server.url("/multipart")
+            let run = try await shell(
+                "\"$FERRY\" put -q \(ferryFields) '\(url)' > ferry.json && \"$CURL\" -s \(curlFields) '\(url)' > curl.json",
+                in: directory
+            )
+            #expect(run.status == 0, "\(run.stderr)")
+            func parts(_ name: String) throws -> [[String: Any]] {
+                let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory + "/" + name)))
+                return try #require((object as? [String: Any])?["parts"] as? [[String: Any]])
+            }
+            let (ferry, curl) = (try parts("ferry.json"), try parts("curl.json"))
+            #expect(ferry.count == 5 && curl.count == 5)
+            for (mine, theirs) in zip(ferry, curl) {
+                for key in ["name", "filename", "contentType", "sha256"] {
+                    #expect(mine[key] as? String == theirs[key] as? String, "\(key) of \(mine["name"] ?? "?")")
+                }
+            }
+            // curl's guesses by extension: text/plain for .txt, octet-stream for what it does not know.
+            #expect(ferry.map { $0["contentType"] as? String } == [nil, "text/plain", "image/x-custom", "text/markdown", "application/octet-stream"])
+        }
+    }
 }
