@@ -77,6 +77,8 @@ struct ForegroundDownload {
     var deadline = NIODeadline.distantFuture
     /// The most redirects followed (`--max-redirs`); nil: the engine's 16.
     var maximumRedirects: Int?
+    /// `-Z`: the board this download shows its progress on, with the others.
+    var board: ProgressBoard?
     /// `-X` and `-d`: the method, and a body whose answer is the download.
     var method = "GET"
     var requestBody: ByteBuffer?
@@ -116,7 +118,7 @@ struct ForegroundDownload {
             request.connections = 1
         }
 
-        let display = ProgressDisplay(name: initialName, quiet: quiet)
+        let display = ProgressDisplay(name: initialName, quiet: quiet, board: board)
         var events = Downloader.Events()
         let wroteAny = Mutex(false)
         // An error status's body is not the download: no progress for it (a 404 drew a full bar

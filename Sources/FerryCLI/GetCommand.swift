@@ -3,6 +3,7 @@ import Ferry
 import FerryEngine
 import Foundation
 import NIOCore
+import Synchronization
 
 /// `ferry get URL...`: downloads in the foreground with progress, or hands them to ferryd
 /// (`--background`).
@@ -19,7 +20,31 @@ struct GetCommand: AsyncParsableCommand {
     )
 
     @Argument(help: "http or https URLs.")
-    var urls: [String]
+    var urls: [String] = []
+
+    @Option(
+        name: .customLong("input-file"),
+        help: ArgumentHelp(
+            "Download the URLs this file lists, one a line, an indented out=NAME under a URL naming its file (aria2's format; - reads stdin).",
+            valueName: "file"
+        )
+    )
+    var inputFile: String?
+
+    @Flag(name: [.customShort("Z"), .customLong("parallel")], help: "Download the URLs at once, as curl -Z (at most --parallel-max).")
+    var parallel = false
+
+    @Option(name: .customLong("parallel-max"), help: ArgumentHelp("With -Z: at most this many at once (default 50, as curl).", valueName: "n"))
+    var parallelMax = 50
+
+    @Option(
+        name: [.customShort("j"), .customLong("max-concurrent-downloads")],
+        help: ArgumentHelp("Download at most this many at once, as aria2c -j (implies -Z).", valueName: "n")
+    )
+    var concurrentDownloads: Int?
+
+    /// How many downloads run at once.
+    var parallelism: Int { concurrentDownloads ?? (parallel ? parallelMax : 1) }
 
     @Option(name: .short, help: ArgumentHelp("Save to this file (one URL only).", valueName: "file"))
     var output: String?
@@ -166,7 +191,14 @@ struct GetCommand: AsyncParsableCommand {
 
     func validate() throws {
         try policy.validate(background: background)
-        guard !urls.isEmpty else { throw ValidationError("give at least one URL") }
+        guard !urls.isEmpty || inputFile != nil else { throw ValidationError("give at least one URL (or --input-file FILE)") }
+        guard (1...1000).contains(parallelMax) else { throw ValidationError("--parallel-max takes 1 to 1000") }
+        if let concurrentDownloads, !(1...1000).contains(concurrentDownloads) { throw ValidationError("-j takes 1 to 1000") }
+        if parallelism > 1 {
+            if output == "-" { throw ValidationError("-o - with -Z would mix the bodies on stdout; download them one by one") }
+            if include || transfer.dumpHeader == "-" { throw ValidationError("-Z with -i or -D - would mix the heads; download them one by one") }
+        }
+        if inputFile != nil, output != nil { throw ValidationError("--input-file names several files: use --dir, and out=NAME in the file") }
         if let maxRedirects, maxRedirects < 0 { throw ValidationError("--max-redirs takes 0 or more") }
         if let method, method.isEmpty || !method.allSatisfy({ $0.isLetter || $0 == "-" }) {
             throw ValidationError("-X takes a method name such as POST or DELETE, not '\(method)'")
@@ -270,6 +302,7 @@ struct GetCommand: AsyncParsableCommand {
     /// an unknown option's value lands among the URLs (`-Z ua URL -o x`), and the error must name the
     /// option, not the count.
     private func checkURLCount() throws {
+        guard inputFile == nil else { return }
         if output != nil, urls.count > 1 { throw CLIFailure("-o takes one URL; use --dir for several", status: .usage) }
         if checksum != nil, urls.count > 1 { throw CLIFailure("--checksum is for one URL", status: .usage) }
     }
@@ -299,21 +332,36 @@ struct GetCommand: AsyncParsableCommand {
         return try WriteOut(String(decoding: data, as: UTF8.self))
     }
 
+    /// The downloads asked for: the URLs given, then those of `--input-file`.
+    private func items() throws -> [GetItem] {
+        var items = try urls.map { GetItem(url: try CLI.url($0), name: nil) }
+        if let inputFile {
+            let data = inputFile == "-" ? FileHandle.standardInput.readDataToEndOfFile() : FileManager.default.contents(atPath: CLI.absolute(inputFile))
+            guard let data else { throw CLIFailure("cannot read the input file \(inputFile)", status: .localFile) }
+            let entries = try InputFile.parse(String(decoding: data, as: UTF8.self))
+            guard !entries.isEmpty || !items.isEmpty else { throw CLIFailure("the input file \(inputFile) lists no URL", status: .usage) }
+            items += try entries.map { GetItem(url: try CLI.url($0.url), name: $0.name) }
+        }
+        return items
+    }
+
     func run() async throws {
         try checkURLCount()
-        let parsed = try urls.map(CLI.url)
+        let items = try items()
         let headers = try CLI.headers(transfer.headerLines)
         if head {
-            try await heads(parsed, headers: headers)
+            try await heads(items.map(\.url), headers: headers)
         } else if background {
-            try await submit(parsed, headers: headers)
+            try await submit(items, headers: headers)
         } else {
-            try await download(parsed, headers: headers)
+            try await download(items, headers: headers)
         }
     }
 
-    private func target(for url: URL) -> ForegroundDownload.Target {
+    private func target(for item: GetItem) -> ForegroundDownload.Target {
         if let output { return .file(output) }
+        // An input file's out=NAME: that name in --dir (or here).
+        if let name = item.name { return .file(((dir ?? ".") as NSString).appendingPathComponent(name)) }
         return .directory(dir ?? ".")
     }
 
@@ -341,16 +389,19 @@ struct GetCommand: AsyncParsableCommand {
         }
     }
 
-    private func download(_ urls: [URL], headers: Headers) async throws {
+    private func download(_ items: [GetItem], headers: Headers) async throws {
         let transport = try transfer.makeTransport(connectionsPerHost: max(6, connections))
         let limit = try transfer.rateLimit()
         let interruption = Interruption()
         let format = try writeOutFormat()
         let body = try requestBody()
         let verb = (method ?? (body == nil ? "GET" : "POST")).uppercased()
-        var results: [GetResult] = []
-        var firstFailure: CLIFailure?
-        for url in urls {
+        let quiet = transfer.quiet || outputOptions.json
+        let board = parallelism > 1 ? ProgressBoard(quiet: quiet) : nil
+
+        // One download's work, ready to run.
+        func job(_ item: GetItem) throws -> @Sendable () async throws -> ForegroundDownload.Report {
+            let url = item.url
             var requestHeaders = try transfer.headers(headers, for: url)
             if let range, requestHeaders["range"] == nil { requestHeaders.add(name: "Range", value: "bytes=" + range) }
             if body != nil, requestHeaders["content-type"] == nil {
@@ -360,42 +411,27 @@ struct GetCommand: AsyncParsableCommand {
                 requestHeaders.add(name: "Accept-Encoding", value: ContentDecoder.acceptEncoding)
             }
             if output == "-" {
-                var job = StandardOutputDownload(
-                    url: url,
-                    headers: requestHeaders,
-                    quiet: transfer.quiet || outputOptions.json,
-                    transport: transport,
-                    limit: limit
-                )
+                var job = StandardOutputDownload(url: url, headers: requestHeaders, quiet: quiet, transport: transport, limit: limit)
                 job.deadline = transfer.deadline()
                 job.maximumRedirects = maxRedirects
                 job.method = verb
                 job.requestBody = body
                 job.decodesContent = compressed
                 job.cache = transfer.cacheUse
+                job.board = board
                 let finalJob = job
-                let work = Task { try await finalJob.run() }
-                interruption.onSignal { work.cancel() }
-                do {
-                    let report = try await work.value
-                    results.append(.saved(report))
-                    if let format, let values = report.writeOut { Console.out(format.render(values)) }
-                } catch let failure as CLIFailure {
-                    firstFailure = failure
-                    results.append(.failed(url: url.absoluteString, failure))
-                }
-                continue
+                return { try await finalJob.run() }
             }
             var job = ForegroundDownload(
                 url: url,
                 headers: requestHeaders,
-                target: target(for: url),
+                target: target(for: item),
                 resume: resume,
                 retries: tries.map { $0 - 1 } ?? retry,
                 checksum: checksum.flatMap(ContentDigest.init),
                 connections: connections,
                 limit: limit,
-                quiet: transfer.quiet || outputOptions.json,
+                quiet: quiet,
                 transport: transport,
                 interruption: interruption
             )
@@ -406,35 +442,85 @@ struct GetCommand: AsyncParsableCommand {
             job.maximumRedirects = maxRedirects
             job.method = verb
             job.requestBody = body
+            job.board = board
             let finalJob = job
-            let work = Task { try await finalJob.run() }
-            interruption.onSignal { work.cancel() }
-            do {
-                let report = try await work.value
-                results.append(.saved(report))
+            return { try await finalJob.run() }
+        }
+        let jobs = try items.map(job)
+
+        // Said as each download ends (-w's figures, a failure among several), kept for the end.
+        let count = items.count
+        let ended = Mutex<[(Int, Result<ForegroundDownload.Report, CLIFailure>)]>([])
+        let report: @Sendable (Int, Result<ForegroundDownload.Report, CLIFailure>) -> Void = { index, outcome in
+            switch outcome {
+            case .success(let report):
                 if let format, let values = report.writeOut { Console.out(format.render(values)) }
-            } catch let failure as CLIFailure {
-                if firstFailure == nil { firstFailure = failure }
-                results.append(.failed(url: url.absoluteString, failure))
-                if failure.status == .interrupted { break }
-                if urls.count > 1 { Console.errorLine(failure.message) }
+            case .failure(let failure):
+                if count > 1, failure.status != .interrupted { Console.errorLine(failure.message) }
+            }
+            ended.withLock { $0.append((index, outcome)) }
+        }
+        let width = parallelism
+        let work = Task {
+            // At most `width` at once; the next starts when one ends (-Z, -j); one by one otherwise.
+            await withTaskGroup(of: (Int, Result<ForegroundDownload.Report, CLIFailure>).self) { group in
+                var next = 0
+                func start() {
+                    let index = next
+                    let run = jobs[index]
+                    next += 1
+                    group.addTask {
+                        do {
+                            return (index, .success(try await run()))
+                        } catch let failure as CLIFailure {
+                            return (index, .failure(failure))
+                        } catch {
+                            return (index, .failure(CLIFailure("\(error)", status: .transferFailed)))
+                        }
+                    }
+                }
+                while next < jobs.count, next < width { start() }
+                while let (index, outcome) = await group.next() {
+                    report(index, outcome)
+                    if case .failure(let failure) = outcome, failure.status == .interrupted {
+                        group.cancelAll()
+                        continue
+                    }
+                    if next < jobs.count, !Task.isCancelled { start() }
+                }
             }
         }
+        interruption.onSignal { work.cancel() }
+        await work.value
+        var results: [GetResult?] = Array(repeating: nil, count: items.count)
+        var firstFailure: CLIFailure?
+        for (index, outcome) in ended.withLock({ $0 }) {
+            switch outcome {
+            case .success(let report):
+                results[index] = .saved(report)
+            case .failure(let failure):
+                // The status is the first failure's, in the order they happened.
+                if firstFailure == nil { firstFailure = failure }
+                results[index] = .failed(url: items[index].url.absoluteString, failure)
+            }
+        }
+        board?.close()
         let saved = Result { try transfer.saveCookies(transport) }
         try? await transport.shutdown()
         try saved.get()
+        let reported = results.compactMap { $0 }
         if outputOptions.json {
             // Every URL, failures included, in the order given.
-            CLI.printJSON(results)
+            CLI.printJSON(reported)
         } else if !transfer.quiet {
-            for case .saved(let report) in results where report.path != "-" {
+            for case .saved(let report) in reported where report.path != "-" {
                 let rate = report.seconds > 0 ? Double(report.bytes - report.resumedFrom) / report.seconds : 0
                 CLI.note("saved \(report.path) (\(ByteFormat.bytes(report.bytes)), \(ByteFormat.rate(rate)))")
             }
         }
         if let firstFailure {
             // With several URLs, each failure was printed as it happened; the status is the first's.
-            if urls.count > 1 { throw ExitCode(firstFailure.status.rawValue) }
+            if items.count > 1 { throw ExitCode(firstFailure.status.rawValue) }
             throw firstFailure
         }
     }
@@ -442,13 +528,14 @@ struct GetCommand: AsyncParsableCommand {
     /// What a new file's mode would be for this process (0o666 less the umask).
     static var fileMode: Int { Int(DownloadDestination.newFileMode) }
 
-    private func submit(_ urls: [URL], headers: Headers) async throws {
+    private func submit(_ items: [GetItem], headers: Headers) async throws {
         // The connection settings travel with each task: its CA's contents, this shell's proxy.
         let connection = try transfer.connectionSettings()
         let limit = try transfer.rateLimit()
-        let creations = try urls.map { url -> ControlAPI.TaskCreation in
+        let creations = try items.map { item -> ControlAPI.TaskCreation in
+            let url = item.url
             let destination: String
-            switch target(for: url) {
+            switch target(for: item) {
             case .file(let file): destination = CLI.absolute(file)
             case .directory(let directory): destination = CLI.absolute(directory) + "/" + RemoteName.fromURL(url)
             }
@@ -534,4 +621,10 @@ enum GetResult: Encodable {
             )
         }
     }
+}
+
+/// One download of `get`: a URL, and the name its input-file line gave (`out=`).
+struct GetItem: Sendable {
+    var url: URL
+    var name: String?
 }

@@ -21,20 +21,25 @@ final class ProgressDisplay: Sendable {
 
     private let style: Style
     private let state: Mutex<State>
+    /// With several transfers at once: the board this one shows on, and its place there.
+    private let board: (ProgressBoard, Int)?
 
-    /// A display for `name`; `quiet` shows nothing.
-    init(name: String, quiet: Bool) {
-        style = quiet ? .none : (isatty(STDERR_FILENO) == 1 ? .bar : .lines)
+    /// A display for `name`; `quiet` shows nothing; with a `board`, the transfer shows there.
+    init(name: String, quiet: Bool, board: ProgressBoard? = nil) {
+        style = quiet || board != nil ? .none : (isatty(STDERR_FILENO) == 1 ? .bar : .lines)
         state = Mutex(State(name: name))
+        self.board = board.map { ($0, $0.add(name)) }
     }
 
     /// The name shown (e.g. once Content-Disposition gave the real one).
     func rename(_ name: String) {
         state.withLock { $0.name = name }
+        if let (board, entry) = board { board.rename(entry, name) }
     }
 
     /// The transfer is at `done` of `total` bytes.
     func update(done: Int64, total: Int64?) {
+        if let (board, entry) = board { board.update(entry, done: done, total: total) }
         guard style != .none else { return }
         let now = Self.now()
         let text: String? = state.withLock { state in
@@ -54,6 +59,7 @@ final class ProgressDisplay: Sendable {
 
     /// The transfer ended: the last figures, and the end of the bar's line.
     func finish() {
+        if let (board, entry) = board { board.end(entry) }
         guard style != .none else { return }
         let text: String? = state.withLock { state in
             // Nothing moved, or the last figures are already shown: nothing to add.

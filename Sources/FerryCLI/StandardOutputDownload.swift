@@ -18,6 +18,8 @@ struct StandardOutputDownload {
     /// `--compressed`: ask for gzip or deflate and write the body decoded.
     var decodesContent = false
     var cache: CacheUse?
+    /// `-Z`: the board the progress shows on.
+    var board: ProgressBoard?
     /// `-X` and `-d`.
     var method = "GET"
     var requestBody: ByteBuffer?
@@ -26,7 +28,7 @@ struct StandardOutputDownload {
         var request = Request(url: url)
         request.method = method
         for field in headers { request.headers.add(name: field.name, value: field.value) }
-        let display = ProgressDisplay(name: "stdout", quiet: quiet)
+        let display = ProgressDisplay(name: "stdout", quiet: quiet, board: board)
         let written = Mutex<Int64>(0)
         let expected = Mutex<Int64?>(nil)
         var hooks = DataLoader.Hooks()

@@ -1,3 +1,4 @@
+import FerryCLI
 import FerryCore
 import FerryTestServer
 import Foundation
@@ -159,9 +160,9 @@ import Glibc
     @Test func anUnknownOptionIsNamedNotTakenForAURL() async throws {
         let directory = try makeDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let run = try await CLIRunner(directory: directory).run(["get", "-Z", "ua", "http://127.0.0.1:9/x", "-o", "x"])
+        let run = try await CLIRunner(directory: directory).run(["get", "-Y", "ua", "http://127.0.0.1:9/x", "-o", "x"])
         #expect(run.status == 2)
-        #expect(run.stderr.contains("Unknown option '-Z'"), "\(run.stderr)")
+        #expect(run.stderr.contains("Unknown option '-Y'"), "\(run.stderr)")
     }
 
     @Test func statusesUnitsAndWordsAreConsistent() async throws {
@@ -421,6 +422,52 @@ import Glibc
             }
             // curl's guesses by extension: text/plain for .txt, octet-stream for what it does not know.
             #expect(ferry.map { $0["contentType"] as? String } == [nil, "text/plain", "image/x-custom", "text/markdown", "application/octet-stream"])
+        }
+    }
+
+    @Test func parallelDownloadsRunAtOnceFromAnInputFile() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            // Three bodies held by gates until all three requests are in: only downloads that run at once
+            // get there (one by one, the first would wait for ever).
+            let held = (1...3).map { server.url("/bytes/\(1000 * $0)?seed=\($0)&stall_after=0&gate=g\($0)") }
+            try """
+                # nightly set
+                \(held[0])
+                  out=first.bin
+                \(held[1])
+
+                \(held[2])
+                \tout=third.bin
+                """.write(toFile: directory + "/list.txt", atomically: true, encoding: .utf8)
+            let cli = CLIRunner(directory: directory)
+            let (process, out, err) = try cli.start(["get", "-Z", "--input-file", "list.txt", "--dir", "saved", "--json"])
+            try FileManager.default.createDirectory(atPath: directory + "/saved", withIntermediateDirectories: true)
+            let end = Date().addingTimeInterval(30)
+            while (1...3).map({ server.counters.requests(path: "/bytes/\(1000 * $0)") }).contains(0), Date() < end {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(!(1...3).map({ server.counters.requests(path: "/bytes/\(1000 * $0)") }).contains(0), "the downloads did not run at once")
+            for gate in ["g1", "g2", "g3"] { server.openGate(gate) }
+            let run = try await cli.finish(process, out, err)
+            #expect(run.status == 0, "\(run.stderr)")
+            let saved = try FileManager.default.contentsOfDirectory(atPath: directory + "/saved").sorted()
+            #expect(saved == ["2000", "first.bin", "third.bin"])
+            #expect(try Data(contentsOf: URL(fileURLWithPath: directory + "/saved/third.bin")) == Data(DeterministicBytes(seed: 3).bytes(offset: 0, count: 3000)))
+            // --json lists them in the file's order.
+            let entries = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [[String: Any]])
+            #expect(entries.map { ($0["path"] as? String).map { ($0 as NSString).lastPathComponent } } == ["first.bin", "2000", "third.bin"])
+            // The progress ends with the total.
+            #expect(run.errorLines.contains { $0.hasPrefix("total: 3 of 3 done") } || run.stderr.isEmpty)
+        }
+    }
+
+    @Test func inputFilesParseAsAria2Writes() throws {
+        let entries = try InputFile.parse("# list\nhttp://a/x\n  out=one\r\n\nhttp://b/y \n")
+        #expect(entries == [.init(url: "http://a/x", name: "one"), .init(url: "http://b/y", name: nil)])
+        for bad in ["  out=x\nhttp://a/", "http://a/\n  dir=/tmp", "http://a/\n  out=../up", "http://a/\thttp://b/"] {
+            #expect(throws: CLIFailure.self, "\(bad)") { try InputFile.parse(bad) }
         }
     }
 }
