@@ -32,7 +32,9 @@ public struct FerryCommand: AsyncParsableCommand {
         signal(SIGPIPE, SIG_IGN)
         let status: Int32
         do {
-            var command = try parseAsRoot()
+            // The config file's options first (docs/CLI.md, "Config file"); the command line wins.
+            let arguments = try ConfigFile.apply(to: Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment)
+            var command = try parseAsRoot(arguments)
             if var asynchronous = command as? any AsyncParsableCommand {
                 try await asynchronous.run()
             } else {

@@ -24,12 +24,20 @@ struct CLIRunner {
 
     static var binary: String { ChildProcess.builtProduct("ferry") }
 
+    /// This process's environment, but with a config directory of the test's own (empty unless the
+    /// test writes one): the user's ~/.config/ferry/config must not change what a test sees.
+    static func isolated(_ directory: String) -> [String: String] {
+        var environment = ProcessInfo.processInfo.environment
+        environment["XDG_CONFIG_HOME"] = directory + "/.config-of-this-test"
+        return environment
+    }
+
     /// Starts `ferry arguments` and returns the process, its output collected by the pipes.
     func start(_ arguments: [String]) throws -> (ChildProcess, FileHandle, FileHandle) {
         let child = try ChildProcess.spawn(
             Self.binary,
             arguments: arguments,
-            environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
+            environment: Self.isolated(directory).merging(environment) { $1 },
             directory: directory
         )
         return (child, child.standardOutput!, child.standardError!)

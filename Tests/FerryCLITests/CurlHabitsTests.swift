@@ -17,7 +17,7 @@ import Glibc
     /// Runs a shell command line in `directory` (`$FERRY` is the built ferry, `$CURL` curl).
     private func shell(_ line: String, in directory: String) async throws -> CLIRunner.Run {
         let runner = CLIRunner(directory: directory)
-        var environment = ProcessInfo.processInfo.environment
+        var environment = CLIRunner.isolated(directory)
         environment["FERRY"] = CLIRunner.binary
         environment["CURL"] = Self.curl ?? "curl"
         let process = try ChildProcess.spawn("/bin/sh", arguments: ["-c", line], environment: environment, directory: directory)
