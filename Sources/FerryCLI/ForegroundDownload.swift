@@ -211,6 +211,11 @@ struct ForegroundDownload {
                 throw await mismatch(checksum, partial: partial, record: record, target: target)
             }
             if let data = error.resumeData, !ranged { try? writer.written(data) }
+            // A download that started afresh and cannot be continued leaves nothing behind: -C would not
+            // trust a part file without a record. (One continued from a record keeps what it had.)
+            if error.resumeData == nil, resumeData == nil, !destination.isSpecial, !interruption.happened {
+                Self.remove(partial, record)
+            }
             if interruption.happened {
                 throw CLIFailure(
                     "interrupted; \(error.resumeData == nil ? "start again" : "continue with -C") to finish \(target)",

@@ -189,6 +189,16 @@ extension Downloader {
         deadline: NIODeadline,
         events: Events
     ) async throws -> Result {
+        // A new file's whole length must fit before anything is written or reserved (a continued one
+        // reserves what its holes need, and says so if that fails).
+        if run.fresh {
+            do {
+                try DiskSpace.check(run.plan.total, for: path, keeping: 0, url: run.request.url.absoluteString)
+            } catch {
+                first?.cancel?()
+                throw error
+            }
+        }
         let file = try SegmentFile(path: path, length: run.plan.total, fresh: run.fresh)
         let coordinator = SegmentCoordinator(
             plan: run.plan,

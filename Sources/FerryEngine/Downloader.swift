@@ -309,8 +309,18 @@ public struct Downloader: Sendable {
     private func writeBody(_ job: BodyJob, events: Events) async throws -> Result {
         let (response, request, path, writeOffset) = (job.response, job.request, job.path, job.writeOffset)
         let decoder = decodesContent ? ContentDecoder(headers: response.headers) : nil
-        let sink = try FileSink(path: path, keepingFirst: decoder == nil ? writeOffset : 0)
         let declared = response.headers.contentLength
+        // What the server announces must fit before anything is written (a device or FIFO takes it as
+        // it comes). A decoded body's length is unknown; its encoded length is a lower bound.
+        if let declared, (200..<300).contains(response.status), !DownloadDestination.isSpecialFile(path) {
+            do {
+                try DiskSpace.check(declared, for: path, keeping: decoder == nil ? writeOffset : 0, url: request.url.absoluteString)
+            } catch {
+                response.cancel?()
+                throw error
+            }
+        }
+        let sink = try FileSink(path: path, keepingFirst: decoder == nil ? writeOffset : 0)
         // A decoded body is checked against Content-Length by the bytes as sent.
         let expectedTotal = decoder == nil ? declared.map { writeOffset + $0 } : nil
         var encodedLength: Int64 = 0

@@ -38,6 +38,9 @@ final class SegmentFile: Sendable {
             let result = posix_fallocate(descriptor, 0, off_t(length))
             if result == ENOSPC || result == EDQUOT {
                 let code = result
+                // The length set above was a hole, not data: a fresh file goes back to empty rather than
+                // stay a sparse file of the full size.
+                if fresh { _ = ftruncate(descriptor, 0) }
                 close(descriptor)
                 throw FerryError(
                     .cannotWriteToFile,

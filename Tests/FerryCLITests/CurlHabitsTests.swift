@@ -470,4 +470,26 @@ import Glibc
             #expect(throws: CLIFailure.self, "\(bad)") { try InputFile.parse(bad) }
         }
     }
+
+    @Test func aBodyThatCannotFitIsRefusedBeforeAndNothingUnresumableIsLeft() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            // A debug build's disk with 3 MB free (DiskSpace), then one full after 1000 bytes (FileSink).
+            let small = CLIRunner(environment: ["FERRY_DEBUG_DISK_FREE": "3000000"], directory: directory)
+            let plain = try await small.run(["get", "-q", server.url("/bytes/5000000"), "-o", "a.bin"])
+            #expect(plain.status == 4)
+            #expect(plain.stderr.contains("announces 5000000 bytes") && plain.stderr.contains("nothing was written"), "\(plain.stderr)")
+            let segmented = try await small.run(["get", "-q", "-x", "4", server.url("/bytes/5000000"), "-o", "b.bin"])
+            #expect(segmented.status == 4, "\(segmented.stderr)")
+            // Decoded, it cannot be continued: the part goes when the disk fills.
+            let full = CLIRunner(environment: ["FERRY_DEBUG_DISK_LIMIT": "1000"], directory: directory)
+            let decoded = try await full.run(["get", "-q", "--compressed", server.url("/bytes/50000?gzip=1"), "-o", "c.bin"])
+            #expect(decoded.status == 4)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory).filter { !$0.hasPrefix(".") } == [])
+            // What fits goes through.
+            let fits = try await small.run(["get", "-q", server.url("/bytes/2000000"), "-o", "d.bin"])
+            #expect(fits.status == 0, "\(fits.stderr)")
+        }
+    }
 }
