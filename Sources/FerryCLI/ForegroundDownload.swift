@@ -77,6 +77,8 @@ struct ForegroundDownload {
     var deadline = NIODeadline.distantFuture
     /// The most redirects followed (`--max-redirs`); nil: the engine's 16.
     var maximumRedirects: Int?
+    /// `--speed-limit`/`--speed-time`: the lowest rate, for how long.
+    var speedFloor: SpeedFloor?
     /// `-Z`: the board this download shows its progress on, with the others.
     var board: ProgressBoard?
     /// `-X` and `-d`: the method, and a body whose answer is the download.
@@ -127,7 +129,9 @@ struct ForegroundDownload {
         events.didReceiveResponse = { status, _ in
             showsProgress.withLock { $0 = (200..<300).contains(status) }
         }
+        let moved = ByteCounter()
         events.didWrite = { written, total, expected in
+            moved.set(total)
             if written > 0 { wroteAny.withLock { $0 = true } }
             if showsProgress.withLock({ $0 }) { display.update(done: total, total: expected) }
         }
@@ -181,12 +185,13 @@ struct ForegroundDownload {
             throttle: limit.map { TaskThrottle(bytesPerSecond: $0, pool: nil, weight: 0.5) }
         )
         do {
+            var driver = DownloadDriver(transport: transport)
+            driver.downloader.decodesContent = decodesContent
+            if let maximumRedirects { driver.downloader.maximumRedirects = maximumRedirects }
+            driver.downloader.requestBody = requestBody
+            let (ready, finalPlan) = (driver, plan)
             let outcome = try await TransferContext.$current.withValue(context) {
-                var driver = DownloadDriver(transport: transport)
-                driver.downloader.decodesContent = decodesContent
-                if let maximumRedirects { driver.downloader.maximumRedirects = maximumRedirects }
-                driver.downloader.requestBody = requestBody
-                return try await driver.run(plan)
+                try await SpeedFloor.enforce(speedFloor, counter: moved) { try await ready.run(finalPlan) }
             }
             switch outcome {
             case .finished(let finished):
@@ -228,6 +233,9 @@ struct ForegroundDownload {
         } catch let failure as CLIFailure {
             display.finish()
             throw failure
+        } catch is SpeedFloor.TooSlow {
+            display.finish()
+            throw Self.tooSlow(speedFloor, url: url, continuable: FileManager.default.fileExists(atPath: record))
         }
         display.finish()
         let seconds = ProgressDisplay.now() - started
@@ -296,6 +304,16 @@ struct ForegroundDownload {
             if let failure = error as? CLIFailure { throw failure }
             throw CLIFailure("cannot put the heads before the body in \(path): \(error.localizedDescription)", status: .localFile)
         }
+    }
+
+    /// A transfer that stayed under `--speed-limit` for `--speed-time`, as curl's 28.
+    static func tooSlow(_ floor: SpeedFloor?, url: URL, continuable: Bool) -> CLIFailure {
+        CLIFailure(
+            "\(url.absoluteString): slower than \(ByteFormat.rate(Double(floor?.bytesPerSecond ?? 0))) for \(Int(floor?.seconds ?? 0)) s (--speed-limit, --speed-time)"
+                + (continuable ? "; the partial download is kept: continue with -C" : ""),
+            status: .transferFailed,
+            kind: "timedOut"
+        )
     }
 
     /// `--json`'s name for a fetch type.

@@ -94,6 +94,25 @@ struct GetCommand: AsyncParsableCommand {
     var range: String?
 
     @Option(
+        name: .customLong("speed-limit"),
+        help: ArgumentHelp("Fail a download slower than this (bytes a second; K, M as --limit-rate) for --speed-time seconds, as curl.", valueName: "rate")
+    )
+    var speedLimit: String?
+
+    @Option(
+        name: .customLong("speed-time"),
+        help: ArgumentHelp("Seconds a download may stay under --speed-limit (default 30; with it alone the limit is 1 byte a second), as curl.", valueName: "seconds")
+    )
+    var speedTime: Double?
+
+    /// The throughput floor `--speed-limit` and `--speed-time` ask for, as curl reads them.
+    var speedFloor: SpeedFloor? {
+        guard speedLimit != nil || speedTime != nil else { return nil }
+        let rate = speedLimit.flatMap(ByteFormat.parseRate) ?? 1
+        return SpeedFloor(bytesPerSecond: rate, seconds: speedTime ?? 30)
+    }
+
+    @Option(
         name: .customLong("tries"),
         help: ArgumentHelp("wget's --tries: this many tries in all (the same as --retry N-1).", valueName: "n")
     )
@@ -215,6 +234,13 @@ struct GetCommand: AsyncParsableCommand {
             if resume { throw ValidationError("-r cannot be continued with -C: the file holds a part, not the start of the whole") }
             if connections > 1 { throw ValidationError("-r asks for one range over one connection: -x \(connections) does not go with it") }
             if checksum != nil { throw ValidationError("--checksum checks a whole file; -r saves a part") }
+        }
+        if let speedLimit, ByteFormat.parseRate(speedLimit) == nil {
+            throw ValidationError("--speed-limit takes a rate such as 1000, 100K or 1M, not '\(speedLimit)'")
+        }
+        if let speedTime, !(speedTime >= 1) { throw ValidationError("--speed-time takes 1 or more seconds") }
+        if background, speedFloor != nil {
+            throw ValidationError("--speed-limit is for foreground downloads: ferryd applies its own throughput floor (ferryd --help)")
         }
         if let tries {
             guard tries >= 1 else { throw ValidationError("--tries takes 1 or more") }
@@ -419,6 +445,7 @@ struct GetCommand: AsyncParsableCommand {
                 job.decodesContent = compressed
                 job.cache = transfer.cacheUse
                 job.board = board
+                job.speedFloor = speedFloor
                 let finalJob = job
                 return { try await finalJob.run() }
             }
@@ -443,6 +470,7 @@ struct GetCommand: AsyncParsableCommand {
             job.method = verb
             job.requestBody = body
             job.board = board
+            job.speedFloor = speedFloor
             let finalJob = job
             return { try await finalJob.run() }
         }

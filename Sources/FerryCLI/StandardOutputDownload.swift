@@ -18,6 +18,8 @@ struct StandardOutputDownload {
     /// `--compressed`: ask for gzip or deflate and write the body decoded.
     var decodesContent = false
     var cache: CacheUse?
+    /// `--speed-limit`/`--speed-time`.
+    var speedFloor: SpeedFloor?
     /// `-Z`: the board the progress shows on.
     var board: ProgressBoard?
     /// `-X` and `-d`.
@@ -30,6 +32,7 @@ struct StandardOutputDownload {
         for field in headers { request.headers.add(name: field.name, value: field.value) }
         let display = ProgressDisplay(name: "stdout", quiet: quiet, board: board)
         let written = Mutex<Int64>(0)
+        let moved = ByteCounter()
         let expected = Mutex<Int64?>(nil)
         var hooks = DataLoader.Hooks()
         hooks.collect = false
@@ -54,6 +57,7 @@ struct StandardOutputDownload {
                 value += Int64(chunk.readableBytes)
                 return value
             }
+            moved.set(total)
             display.update(done: total, total: expected.withLock { $0 })
         }
         var loader = DataLoader(transport: transport)
@@ -66,14 +70,20 @@ struct StandardOutputDownload {
         let startDate = Date()
         let loaded: DataLoader.Result
         do {
+            let (ready, finalHooks, finalRequest, body, end) = (loader, hooks, request, requestBody, deadline)
             let outcome = try await TransferContext.$current.withValue(context) {
-                try await loader.perform(request, body: requestBody.map { .bytes($0) }, deadline: deadline, hooks: hooks)
+                try await SpeedFloor.enforce(speedFloor, counter: moved) {
+                    try await ready.perform(finalRequest, body: body.map { .bytes($0) }, deadline: end, hooks: finalHooks)
+                }
             }
             guard case .loaded(let result) = outcome else { preconditionFailure("no other disposition was asked for") }
             loaded = result
         } catch let error as FerryError {
             display.finish()
             throw CLIFailure(error, context: url.absoluteString)
+        } catch is SpeedFloor.TooSlow {
+            display.finish()
+            throw ForegroundDownload.tooSlow(speedFloor, url: url, continuable: false)
         } catch {
             display.finish()
             throw error

@@ -492,4 +492,33 @@ import Glibc
             #expect(fits.status == 0, "\(fits.stderr)")
         }
     }
+
+    @Test(.enabled(if: curl != nil, "curl is not installed (.ci/run installs it)"))
+    func speedLimitEndsATransferUnderTheFloorAsCurlsDoes() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            // 20 KB/s against a floor of 100 KiB/s for 2 s; the same floor lets a fast one through.
+            let slow = server.url("/bytes/1000000?throttle=20000")
+            let run = try await shell(
+                """
+                "$FERRY" get -q --speed-limit 100K --speed-time 2 '\(slow)' -o s; echo "ferry $?"
+                "$CURL" -s --speed-limit 102400 --speed-time 2 '\(slow)' -o c; echo "curl $?"
+                "$FERRY" get -q --speed-limit 100K --speed-time 2 '\(server.url("/bytes/200000"))' -o f; echo "ferry $?"
+                """,
+                in: directory
+            )
+            #expect(run.stdout == "ferry 1\ncurl 28\nferry 0\n", "\(run.stderr)")
+            #expect(run.stderr.contains("slower than 100 KiB/s for 2 s"))
+            #expect(run.stderr.contains("continue with -C"))
+        }
+    }
+
+    @Test func aSpeedFloorCountsTheTimeUnderItAsCurlDoes() {
+        var floor = SpeedFloor(bytesPerSecond: 1000, seconds: 3)
+        // fast, slow since 1, slow, fast again (the count starts over), slow since 4 … three seconds at 7.
+        let samples: [(Double, Int64)] = [(0, 0), (1, 5000), (2, 5100), (3, 5200), (4, 9000), (5, 9100), (6, 9200), (7, 9300)]
+        let verdicts = samples.map { floor.observe(time: $0.0, bytes: $0.1) }
+        #expect(verdicts == [false, false, false, false, false, false, false, true])
+    }
 }
