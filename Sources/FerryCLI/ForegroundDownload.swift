@@ -77,6 +77,8 @@ struct ForegroundDownload {
     var deadline = NIODeadline.distantFuture
     /// The most redirects followed (`--max-redirs`); nil: the engine's 16.
     var maximumRedirects: Int?
+    /// `--fail-with-body`: an error status's body is saved to the file (the download still fails).
+    var keepsErrorBody = false
     /// `--speed-limit`/`--speed-time`: the lowest rate, for how long.
     var speedFloor: SpeedFloor?
     /// `-Z`: the board this download shows its progress on, with the others.
@@ -165,6 +167,7 @@ struct ForegroundDownload {
             if !quiet { CLI.note("\(url.absoluteString): \(reason); try \(attempt) in \(Self.seconds(delay))") }
         }
         plan.didDiscard = { try? FileManager.default.removeItem(atPath: record) }
+        plan.deliversErrorBodies = keepsErrorBody
         if fixedName {
             plan.destination = destination
         } else {
@@ -197,12 +200,13 @@ struct ForegroundDownload {
             case .finished(let finished):
                 result = finished
             case .refused(let answer, _):
-                // A non-2xx answer: nothing saved (a device or FIFO got the error page).
+                // A non-2xx answer: nothing saved (a device or FIFO got the error page), or with
+                // --fail-with-body the error page.
                 display.finish()
                 try? FileManager.default.removeItem(atPath: record)
                 throw CLIFailure(
-                    destination.isSpecial
-                        ? "\(url.absoluteString): the server answered \(answer.status); its error page went to \(target)"
+                    destination.isSpecial || keepsErrorBody
+                        ? "\(url.absoluteString): the server answered \(answer.status); its error page went to \(answer.path)"
                         : "\(url.absoluteString): the server answered \(answer.status); nothing was saved",
                     status: .transferFailed,
                     httpStatus: answer.status

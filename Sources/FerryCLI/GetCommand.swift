@@ -134,6 +134,12 @@ struct GetCommand: AsyncParsableCommand {
     var writeOut: String?
 
     @Flag(
+        name: .customLong("fail-with-body"),
+        help: "On an HTTP error status, save its body to the file all the same, and fail (as curl)."
+    )
+    var failWithBody = false
+
+    @Flag(
         name: [.customShort("f"), .customLong("fail")],
         help: "Fail on an HTTP error status, as curl -f (ferry always does: nothing is saved; accepted for curl's habit)."
     )
@@ -239,6 +245,9 @@ struct GetCommand: AsyncParsableCommand {
             throw ValidationError("--speed-limit takes a rate such as 1000, 100K or 1M, not '\(speedLimit)'")
         }
         if let speedTime, !(speedTime >= 1) { throw ValidationError("--speed-time takes 1 or more seconds") }
+        if failWithBody, output == "-" || background {
+            throw ValidationError("--fail-with-body saves an error page to a file: not with -o - or --background")
+        }
         if background, speedFloor != nil {
             throw ValidationError("--speed-limit is for foreground downloads: ferryd applies its own throughput floor (ferryd --help)")
         }
@@ -471,6 +480,7 @@ struct GetCommand: AsyncParsableCommand {
             job.requestBody = body
             job.board = board
             job.speedFloor = speedFloor
+            job.keepsErrorBody = failWithBody
             let finalJob = job
             return { try await finalJob.run() }
         }

@@ -138,6 +138,9 @@ public struct DownloadDriver: Sendable {
         /// Told the final answer, once its body is in and before it is delivered (ferryd records it).
         public var didFinishBody: (@Sendable (Downloader.Result) throws -> Void)?
         /// Asked before another try; false stops (an interrupted CLI).
+        /// A non-2xx answer's body is delivered to the destination all the same (curl's
+        /// `--fail-with-body`); the outcome is still ``Outcome/refused(_:_:)``. Default: removed.
+        public var deliversErrorBodies = false
         public var mayRetry: @Sendable () -> Bool = { true }
         /// The wall clock, for Retry-After dates.
         public var now: @Sendable () -> Date = Date.init
@@ -274,8 +277,16 @@ public struct DownloadDriver: Sendable {
             return .finished(result)
         }
         guard (200..<300).contains(result.status) else {
-            DownloadDestination.removeFile(plan.path)
-            return .refused(result, destination.refusal(status: result.status, url: result.finalRequest.url))
+            let refusal = destination.refusal(status: result.status, url: result.finalRequest.url)
+            guard plan.deliversErrorBodies else {
+                DownloadDestination.removeFile(plan.path)
+                return .refused(result, refusal)
+            }
+            // curl's --fail-with-body: the error page is the file, and the download still fails.
+            try destination.deliver(from: plan.path, mode: plan.mode)
+            var delivered = result
+            delivered.path = destination.path
+            return .refused(delivered, refusal)
         }
         if plan.durableDelivery, !destination.isSpecial { try Self.synchronize(plan.path) }
         try destination.deliver(from: plan.path, mode: plan.mode)

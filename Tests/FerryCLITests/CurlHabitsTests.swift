@@ -521,4 +521,22 @@ import Glibc
         let verdicts = samples.map { floor.observe(time: $0.0, bytes: $0.1) }
         #expect(verdicts == [false, false, false, false, false, false, false, true])
     }
+
+    @Test(.enabled(if: curl != nil, "curl is not installed (.ci/run installs it)"))
+    func failWithBodySavesTheErrorPageAsCurlsDoes() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let url = server.url("/status/503")
+            let run = try await shell(
+                "\"$FERRY\" get -q --fail-with-body '\(url)' -o f; echo \"ferry $?\"; \"$CURL\" -s --fail-with-body '\(url)' -o c; echo \"curl $?\"",
+                in: directory
+            )
+            #expect(run.stdout == "ferry 1\ncurl 22\n", "\(run.stderr)")
+            let page = try Data(contentsOf: URL(fileURLWithPath: directory + "/f"))
+            let curls = try Data(contentsOf: URL(fileURLWithPath: directory + "/c"))
+            #expect(!page.isEmpty && page == curls)
+            #expect(run.stderr.contains("its error page went to \(directory)/f"))
+        }
+    }
 }
