@@ -11,44 +11,21 @@ import Glibc
 /// The becomeStream disposition against a real HTTP/1.1 peer (Tests/Scripts/become_stream_peer.py)
 /// whose answers go on as line echoes, over http and https.
 @Suite struct BecomeStreamTests {
+    /// The peer whose answers go on as streams (Tests/Scripts/become_stream_peer.py), plain and TLS.
     private struct Peer {
-        let process: ChildProcess
-        let port: Int
-        let securePort: Int
-        let certificates: TestCertificates
-        let directory: String
+        let peer: PythonPeer
+        var certificates: TestCertificates { peer.certificates }
 
-        static func start() async throws -> Peer {
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-become-\(UUID().uuidString)").path
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            let certificates = try TestCertificates.generate()
-            try certificates.chainPEM.write(toFile: directory + "/cert.pem", atomically: true, encoding: .utf8)
-            try certificates.privateKeyPEM.write(toFile: directory + "/key.pem", atomically: true, encoding: .utf8)
-            let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-                .appendingPathComponent("Scripts/become_stream_peer.py").path
-            let process = try ChildProcess.spawn(
-                "/usr/bin/env",
-                arguments: ["python3", script, directory + "/cert.pem", directory + "/key.pem"]
-            )
-            // It binds port 0 and says which ports it got (listening already): no race for a free port.
-            let ports = await process.standardOutput?.readLineOffPool()?.split(separator: " ").compactMap { Int($0) } ?? []
-            guard ports.count == 2 else {
-                process.terminate()
-                throw FerryError(.cannotConnectToHost, "the becomeStream peer did not start (python3 \(script))")
-            }
-            let (port, securePort) = (ports[0], ports[1])
-            return Peer(process: process, port: port, securePort: securePort, certificates: certificates, directory: directory)
-        }
+        static func start() async throws -> Peer { Peer(peer: try await PythonPeer.start("become_stream_peer.py")) }
 
         func url(_ path: String, secure: Bool = false) -> URL {
-            URL(string: secure ? "https://localhost:\(securePort)\(path)" : "http://127.0.0.1:\(port)\(path)")!
+            URL(string: secure ? "https://localhost:\(peer.ports[1])\(path)" : "http://127.0.0.1:\(peer.ports[0])\(path)")!
         }
 
-        func stop() {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            try? FileManager.default.removeItem(atPath: directory)
-        }
+        var port: Int { peer.ports[0] }
+        var securePort: Int { peer.ports[1] }
+
+        func stop() { peer.stop() }
     }
 
     /// Answers becomeStream (after `pause`), and hands on the stream tasks and the completions it sees.

@@ -9,37 +9,16 @@ import Glibc
 
 /// Stream tasks against a real TCP line echo server (Tests/Scripts/tcp_peer.py), with STARTTLS.
 @Suite struct StreamTaskTests {
+    /// The line echo peer (Tests/Scripts/tcp_peer.py).
     private struct Peer {
-        let process: ChildProcess
-        let port: Int
-        let certificates: TestCertificates
-        let directory: String
+        let peer: PythonPeer
+        var port: Int { peer.ports[0] }
+        var certificates: TestCertificates { peer.certificates }
+        var directory: String { peer.directory }
 
-        static func start() async throws -> Peer {
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-tcp-\(UUID().uuidString)").path
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            let certificates = try TestCertificates.generate()
-            try certificates.chainPEM.write(toFile: directory + "/cert.pem", atomically: true, encoding: .utf8)
-            try certificates.privateKeyPEM.write(toFile: directory + "/key.pem", atomically: true, encoding: .utf8)
-            let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-                .appendingPathComponent("Scripts/tcp_peer.py").path
-            let process = try ChildProcess.spawn(
-                "/usr/bin/env",
-                arguments: ["python3", script, directory + "/cert.pem", directory + "/key.pem"]
-            )
-            // It binds port 0 and says which port it got (listening already): no race for a free port.
-            guard let port = await process.standardOutput?.readLineOffPool().flatMap({ Int($0) }) else {
-                process.terminate()
-                throw FerryError(.cannotConnectToHost, "the TCP peer did not start (python3 \(script))")
-            }
-            return Peer(process: process, port: port, certificates: certificates, directory: directory)
-        }
+        static func start() async throws -> Peer { Peer(peer: try await PythonPeer.start("tcp_peer.py")) }
 
-        func stop() {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            try? FileManager.default.removeItem(atPath: directory)
-        }
+        func stop() { peer.stop() }
     }
 
     private func read(_ stream: StreamTask, _ count: Int) async throws -> String {
