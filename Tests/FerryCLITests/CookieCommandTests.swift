@@ -14,16 +14,16 @@ import Testing
         return json?["cookies"] as? [String: String] ?? [:]
     }
 
-    func runCurl(_ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try #require(Self.curl))
-        process.arguments = ["-s"] + arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self)
+    /// curl's stdout for `arguments` (with -s). Through ChildProcess (posix_spawn), not Foundation's
+    /// Process: a full suite crashed in Process.run's copy of the environment while other tests ran.
+    func runCurl(_ arguments: [String]) async throws -> String {
+        let process = try ChildProcess.spawn(try #require(Self.curl), arguments: ["-s"] + arguments)
+        let run = try await CLIRunner(directory: FileManager.default.temporaryDirectory.path).finish(
+            process,
+            process.standardOutput!,
+            process.standardError!
+        )
+        return run.stdout
     }
 
     @Test func dataAndTheLoginRedirect() async throws {
@@ -55,14 +55,14 @@ import Testing
             defer { try? FileManager.default.removeItem(atPath: directory) }
             let cli = CLIRunner(directory: directory)
             // curl writes, ferry reads.
-            _ = try runCurl(["-c", directory + "/curl.jar", server.url("/cookies/set?a=1&b=2")])
+            _ = try await runCurl(["-c", directory + "/curl.jar", server.url("/cookies/set?a=1&b=2")])
             let read = try await cli.run(["get", "-b", "curl.jar", server.url("/cookies"), "-o", "from-curl.json"])
             #expect(read.status == 0, "\(read.stderr)")
             #expect(try echoed(directory + "/from-curl.json") == ["a": "1", "b": "2"])
             // ferry writes, curl reads.
             let wrote = try await cli.run(["get", "-c", "ferry.jar", server.url("/cookies/set?c=3"), "-o", "set.json"])
             #expect(wrote.status == 0, "\(wrote.stderr)")
-            let echoed = try runCurl(["-b", directory + "/ferry.jar", server.url("/cookies")])
+            let echoed = try await runCurl(["-b", directory + "/ferry.jar", server.url("/cookies")])
             let cookies = (try JSONSerialization.jsonObject(with: Data(echoed.utf8)) as? [String: Any])?["cookies"] as? [String: String]
             #expect(cookies == ["c": "3"], "curl sent \(echoed)")
         }
