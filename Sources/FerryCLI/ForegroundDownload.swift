@@ -280,16 +280,7 @@ struct ForegroundDownload {
     /// curl writes them, put before the body: written beside the file with the body copied after them,
     /// then renamed over it.
     static func prependHeads(_ transactions: [TransactionMetrics], to path: String) throws {
-        var heads = ""
-        for transaction in transactions {
-            guard let response = transaction.response else { continue }
-            heads += HeaderDumpTransport.render(
-                status: response.statusCode,
-                headers: response.headers,
-                protocolName: transaction.networkProtocolName ?? "http/1.1"
-            )
-            if (200..<300).contains(response.statusCode) { break }
-        }
+        let heads = HeaderDumpTransport.render(transactions, upToSuccess: true)
         let temporary = path + ".ferry-include"
         do {
             guard FileManager.default.createFile(atPath: temporary, contents: Data(heads.utf8)),

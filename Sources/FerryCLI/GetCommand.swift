@@ -415,13 +415,24 @@ struct GetCommand: AsyncParsableCommand {
                 if urls.count > 1 { Console.errorLine(failure.message) }
             }
         }
+        try await close(transport)
+        try Self.end(firstFailure, of: urls.count)
+    }
+
+    /// Writes `-c`'s cookie jar and closes the transport's connections (a jar that cannot be written
+    /// fails the command, after the connections are closed).
+    private func close(_ transport: SessionTransport) async throws {
         let saved = Result { try transfer.saveCookies(transport) }
         try? await transport.shutdown()
         try saved.get()
-        if let firstFailure {
-            if urls.count > 1 { throw ExitCode(firstFailure.status.rawValue) }
-            throw firstFailure
-        }
+    }
+
+    /// Ends a command of `count` transfers whose first failure was `failure`: with several, each was
+    /// printed as it happened and only the status remains; with one, its message too.
+    private static func end(_ failure: CLIFailure?, of count: Int) throws {
+        guard let failure else { return }
+        if count > 1 { throw ExitCode(failure.status.rawValue) }
+        throw failure
     }
 
     private func download(_ items: [GetItem], headers: Headers) async throws {
@@ -543,9 +554,7 @@ struct GetCommand: AsyncParsableCommand {
             }
         }
         board?.close()
-        let saved = Result { try transfer.saveCookies(transport) }
-        try? await transport.shutdown()
-        try saved.get()
+        try await close(transport)
         let reported = results.compactMap { $0 }
         if outputOptions.json {
             // Every URL, failures included, in the order given.
@@ -556,11 +565,7 @@ struct GetCommand: AsyncParsableCommand {
                 CLI.note("saved \(report.path) (\(ByteFormat.bytes(report.bytes)), \(ByteFormat.rate(rate)))")
             }
         }
-        if let firstFailure {
-            // With several URLs, each failure was printed as it happened; the status is the first's.
-            if items.count > 1 { throw ExitCode(firstFailure.status.rawValue) }
-            throw firstFailure
-        }
+        try Self.end(firstFailure, of: items.count)
     }
 
     /// What a new file's mode would be for this process (0o666 less the umask).

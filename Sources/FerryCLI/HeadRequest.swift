@@ -30,16 +30,7 @@ struct HeadRequest {
         } catch let error as FerryError {
             throw CLIFailure(error, context: url.absoluteString)
         }
-        var heads = ""
-        for transaction in context.recordedTransactions {
-            guard let response = transaction.response else { continue }
-            heads += HeaderDumpTransport.render(
-                status: response.statusCode,
-                headers: response.headers,
-                protocolName: transaction.networkProtocolName ?? loaded.protocolName
-            )
-        }
-        Console.out(heads)
+        Console.out(HeaderDumpTransport.render(context.recordedTransactions))
         guard loaded.status < 400 else {
             throw CLIFailure(
                 "\(url.absoluteString): the server answered \(loaded.status)",

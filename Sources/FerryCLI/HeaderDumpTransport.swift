@@ -56,6 +56,22 @@ final class HeaderDumpTransport: HTTPTransport {
         render(status: response.status, headers: response.headers, protocolName: response.protocolName)
     }
 
+    /// The heads of a transfer's exchanges in order (the redirects', then the answer's), as curl writes
+    /// them for `-i` and `-I`; with `upToSuccess`, none after the first 2xx.
+    static func render(_ transactions: [TransactionMetrics], upToSuccess: Bool = false) -> String {
+        var heads = ""
+        for transaction in transactions {
+            guard let response = transaction.response else { continue }
+            heads += render(
+                status: response.statusCode,
+                headers: response.headers,
+                protocolName: transaction.networkProtocolName ?? "http/1.1"
+            )
+            if upToSuccess, (200..<300).contains(response.statusCode) { break }
+        }
+        return heads
+    }
+
     /// A head with `status` and `headers`, received over `protocolName`, as curl writes it.
     static func render(status: Int, headers: Headers, protocolName: String) -> String {
         let version = protocolName == "h2" ? "HTTP/2" : "HTTP/1.1"

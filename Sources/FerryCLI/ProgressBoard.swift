@@ -99,7 +99,7 @@ final class ProgressBoard: Sendable {
             }
             return total ? text + Self.totalLine(state) + "\n" : text
         case .bar:
-            let width = Self.terminalWidth()
+            let width = ProgressDisplay.terminalWidth()
             var lines: [String] = []
             for entry in state.entries where !entry.ended && entry.done > 0 {
                 lines.append(ProgressLine(name: entry.name, done: entry.done, total: entry.total, rate: 0).bar(width: width))
@@ -124,21 +124,12 @@ final class ProgressBoard: Sendable {
         let totals = state.entries.map(\.total)
         let total: Int64? = totals.allSatisfy { $0 != nil } ? totals.reduce(Int64(0)) { $0 + ($1 ?? 0) } : nil
         let ended = state.entries.filter(\.ended).count
-        var rate = 0.0
-        if let first = state.samples.first, let last = state.samples.last, last.time > first.time {
-            rate = Double(last.bytes - first.bytes) / (last.time - first.time)
-        }
+        let rate = ProgressDisplay.rate(state.samples)
         var text = "total: \(ended) of \(state.entries.count) done, \(ByteFormat.bytes(done))"
         if let total {
             text += " of \(ByteFormat.bytes(total))"
             if total > 0 { text += " (\(Int(min(100, Double(done) * 100 / Double(total))))%)" }
         }
         return text + " at \(ByteFormat.rate(rate))"
-    }
-
-    private static func terminalWidth() -> Int {
-        var size = winsize()
-        guard ioctl(STDERR_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 20 else { return 80 }
-        return Int(size.ws_col)
     }
 }

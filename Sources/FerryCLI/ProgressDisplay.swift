@@ -86,12 +86,14 @@ final class ProgressDisplay: Sendable {
         }
     }
 
-    private static func rate(_ samples: [(time: Double, bytes: Int64)]) -> Double {
+    /// Bytes a second over `samples` (first to last); 0 with fewer than two.
+    static func rate(_ samples: [(time: Double, bytes: Int64)]) -> Double {
         guard let first = samples.first, let last = samples.last, last.time > first.time else { return 0 }
         return Double(last.bytes - first.bytes) / (last.time - first.time)
     }
 
-    private static func terminalWidth() -> Int {
+    /// Columns of the terminal stderr is on (80 when it cannot be told).
+    static func terminalWidth() -> Int {
         var size = winsize()
         guard ioctl(STDERR_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 20 else { return 80 }
         return Int(size.ws_col)

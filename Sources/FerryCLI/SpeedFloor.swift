@@ -71,4 +71,7 @@ final class ByteCounter: Sendable {
     var value: Int64 { count.load(ordering: .relaxed) }
 
     func set(_ value: Int64) { count.store(value, ordering: .relaxed) }
+
+    /// Adds `delta`; returns the new count.
+    func add(_ delta: Int64) -> Int64 { count.add(delta, ordering: .relaxed).newValue }
 }

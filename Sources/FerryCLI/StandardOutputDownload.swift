@@ -31,8 +31,7 @@ struct StandardOutputDownload {
         request.method = method
         for field in headers { request.headers.add(name: field.name, value: field.value) }
         let display = ProgressDisplay(name: "stdout", quiet: quiet, board: board)
-        let written = Mutex<Int64>(0)
-        let moved = ByteCounter()
+        let written = ByteCounter()
         let expected = Mutex<Int64?>(nil)
         var hooks = DataLoader.Hooks()
         hooks.collect = false
@@ -53,11 +52,7 @@ struct StandardOutputDownload {
                 Console.errorLine("\(error)")
                 exit(ExitStatus.localFile.rawValue)
             }
-            let total = written.withLock { value in
-                value += Int64(chunk.readableBytes)
-                return value
-            }
-            moved.set(total)
+            let total = written.add(Int64(chunk.readableBytes))
             display.update(done: total, total: expected.withLock { $0 })
         }
         var loader = DataLoader(transport: transport)
@@ -72,7 +67,7 @@ struct StandardOutputDownload {
         do {
             let (ready, finalHooks, finalRequest, body, end) = (loader, hooks, request, requestBody, deadline)
             let outcome = try await TransferContext.$current.withValue(context) {
-                try await SpeedFloor.enforce(speedFloor, counter: moved) {
+                try await SpeedFloor.enforce(speedFloor, counter: written) {
                     try await ready.perform(finalRequest, body: body.map { .bytes($0) }, deadline: end, hooks: finalHooks)
                 }
             }
@@ -91,7 +86,7 @@ struct StandardOutputDownload {
         display.finish()
         let last = context.recordedTransactions.last
         let seconds = ProgressDisplay.now() - started
-        let bytes = written.withLock { $0 }
+        let bytes = written.value
         return ForegroundDownload.Report(
             url: url.absoluteString,
             path: "-",

@@ -70,23 +70,13 @@ import Glibc
         return Session(configuration: configuration, delegate: delegate)
     }
 
-    private func read(_ stream: StreamTask, _ count: Int) async throws -> String {
-        var text = ""
-        while text.utf8.count < count {
-            let (data, atEOF) = try await stream.readData(ofMinLength: 1, maxLength: count - text.utf8.count, timeout: 10)
-            text += String(decoding: data ?? Data(), as: UTF8.self)
-            if atEOF { break }
-        }
-        return text
-    }
-
     /// Echoes one line, ends writing, and reads the goodbye (over TLS, Python's peer answers close_notify
     /// by closing at once) and the end of the stream.
     private func converse(_ stream: StreamTask, secure: Bool) async throws {
         try await stream.write(Data("ping\n".utf8), timeout: 10)
-        #expect(try await read(stream, 10) == "echo ping\n")
+        #expect(try await stream.readText(10) == "echo ping\n")
         await stream.closeWrite()
-        let goodbye = try await read(stream, 100)
+        let goodbye = try await stream.readText(100)
         #expect(goodbye == "BYE\n" || (secure && goodbye.isEmpty))
         await stream.waitUntilFinished()
         #expect(stream.error == nil)
@@ -104,7 +94,7 @@ import Glibc
         let stream = try #require(await delegate.nextStream())
         #expect(stream.port == (secure ? peer.securePort : peer.port))
         // "hello" came in the same write as the 101's head: the HTTP decoder held it and hands it on.
-        #expect(try await read(stream, 6) == "hello\n")
+        #expect(try await stream.readText(6) == "hello\n")
         try await converse(stream, secure: secure)
         // The data task ended silently: only the stream task completed.
         await task.waitUntilFinished()
@@ -122,7 +112,7 @@ import Glibc
         defer { session.invalidateAndCancel() }
         session.dataTask(with: peer.url("/body", secure: secure)).resume()
         let stream = try #require(await delegate.nextStream())
-        #expect(try await read(stream, 11) == "start\nmore\n")
+        #expect(try await stream.readText(11) == "start\nmore\n")
         try await converse(stream, secure: secure)
         #expect(delegate.bodies.withLock { $0 } == 0)
     }

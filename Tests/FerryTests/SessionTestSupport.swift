@@ -295,3 +295,16 @@ func requireSuccess(of child: ChildProcess, report: URL) async throws {
         "the child failed: \(String(decoding: (try? Data(contentsOf: report)) ?? Data(), as: UTF8.self))"
     )
 }
+
+extension StreamTask {
+    /// `count` bytes as text, or fewer at the end of the stream; each read waits at most 10 s.
+    func readText(_ count: Int) async throws -> String {
+        var text = ""
+        while text.utf8.count < count {
+            let (data, atEOF) = try await readData(ofMinLength: 1, maxLength: count - text.utf8.count, timeout: 10)
+            text += String(decoding: data ?? Data(), as: UTF8.self)
+            if atEOF { break }
+        }
+        return text
+    }
+}

@@ -21,16 +21,6 @@ import Glibc
         func stop() { peer.stop() }
     }
 
-    private func read(_ stream: StreamTask, _ count: Int) async throws -> String {
-        var text = ""
-        while text.utf8.count < count {
-            let (data, atEOF) = try await stream.readData(ofMinLength: 1, maxLength: count - text.utf8.count, timeout: 10)
-            text += String(decoding: data ?? Data(), as: UTF8.self)
-            if atEOF { break }
-        }
-        return text
-    }
-
     @Test func linesEchoAndClosingWriteEndsTheStream() async throws {
         let peer = try await Peer.start()
         defer { peer.stop() }
@@ -39,7 +29,7 @@ import Glibc
         let stream = session.streamTask(withHostName: "127.0.0.1", port: peer.port)
         stream.resume()
         try await stream.write(Data("hello\n".utf8), timeout: 10)
-        #expect(try await read(stream, 6) == "hello\n")
+        #expect(try await stream.readText(6) == "hello\n")
         // A read that asks for more than comes waits, then its timeout ends it.
         try await stream.write(Data("SILENT\n".utf8), timeout: 10)
         let error = await #expect(throws: FerryError.self) {
@@ -47,7 +37,7 @@ import Glibc
         }
         #expect(error?.code == .timedOut)
         await stream.closeWrite()
-        #expect(try await read(stream, 100) == "BYE\n")
+        #expect(try await stream.readText(100) == "BYE\n")
         let (rest, atEOF) = try await stream.readData(ofMinLength: 1, maxLength: 10, timeout: 10)
         #expect(rest == nil && atEOF)
         await stream.waitUntilFinished()
@@ -64,10 +54,10 @@ import Glibc
         let stream = session.streamTask(withHostName: "localhost", port: peer.port)
         stream.resume()
         try await stream.write(Data("STARTTLS\n".utf8), timeout: 10)
-        #expect(try await read(stream, 3) == "GO\n")
+        #expect(try await stream.readText(3) == "GO\n")
         try await stream.startSecureConnection()
         try await stream.write(Data("over TLS\n".utf8), timeout: 10)
-        #expect(try await read(stream, 9) == "over TLS\n")
+        #expect(try await stream.readText(9) == "over TLS\n")
         stream.cancel()
         await stream.waitUntilFinished()
 
@@ -77,7 +67,7 @@ import Glibc
         let refused = untrusting.streamTask(withHostName: "localhost", port: peer.port)
         refused.resume()
         try await refused.write(Data("STARTTLS\n".utf8), timeout: 10)
-        #expect(try await read(refused, 3) == "GO\n")
+        #expect(try await refused.readText(3) == "GO\n")
         let error = await #expect(throws: FerryError.self) { try await refused.startSecureConnection() }
         #expect(error?.code == .serverCertificateUntrusted || error?.code == .secureConnectionFailed)
         refused.cancel()
@@ -118,7 +108,7 @@ import Glibc
             stream.resume()
             let line = "via \(proxy.kind)\n"
             try await stream.write(Data(line.utf8), timeout: 10)
-            #expect(try await read(stream, line.utf8.count) == line)
+            #expect(try await stream.readText(line.utf8.count) == line)
             stream.cancel()
             await stream.waitUntilFinished()
         }
