@@ -71,7 +71,7 @@ struct ForegroundUpload {
                 name = "stdin"
             case .form(let fields):
                 var form = MultipartFormData()
-                for field in fields { try Self.add(field, to: &form) }
+                for field in fields { try form.append(Self.field(field)) }
                 raw = form.makeBody()
                 name = "form"
                 if !request.headers.contains("content-type") {
@@ -176,53 +176,14 @@ struct ForegroundUpload {
         }
     }
 
-    /// `name=value`, or `name=@path` for a file (sent under its last path component).
-    static func add(_ field: String, to form: inout MultipartFormData) throws {
-        guard let equals = field.firstIndex(of: "="), equals != field.startIndex else {
-            throw CLIFailure("a form field must look like name=value or name=@file, not '\(field)'", status: .usage)
+    /// A `--form` field in curl's syntax, its file path made absolute.
+    static func field(_ text: String) throws -> FormField {
+        do {
+            var field = try FormField(curlSyntax: text)
+            field.file = field.file.map(CLI.absolute)
+            return field
+        } catch let error as FerryError {
+            throw CLIFailure("--form: \(error.message)", status: .usage)
         }
-        let name = String(field[..<equals])
-        var value = String(field[field.index(after: equals)...])
-        // curl's attributes after the value: ;type=MIME and ;filename=NAME (others are part of the value).
-        var type: String?
-        var filename: String?
-        while let semicolon = value.lastIndex(of: ";") {
-            let attribute = value[value.index(after: semicolon)...]
-            if attribute.hasPrefix("type=") {
-                type = String(attribute.dropFirst("type=".count))
-            } else if attribute.hasPrefix("filename=") {
-                filename = String(attribute.dropFirst("filename=".count))
-            } else {
-                break
-            }
-            value = String(value[..<semicolon])
-        }
-        if let type, type.isEmpty || type.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) {
-            throw CLIFailure("--form: ';type=' needs a media type such as text/plain, not '\(type)'", status: .usage)
-        }
-        if value.hasPrefix("@") {
-            let path = String(value.dropFirst())
-            try form.append(
-                fileAt: CLI.absolute(path),
-                name: name,
-                filename: filename,
-                contentType: type ?? Self.contentType(forFile: path)
-            )
-        } else if type != nil || filename != nil {
-            form.append(data: Array(value.utf8), name: name, filename: filename, contentType: type)
-        } else {
-            form.append(field: name, value: value)
-        }
-    }
-
-    /// The media type curl gives a file part by its extension (the same short table as curl's), else
-    /// application/octet-stream.
-    static func contentType(forFile path: String) -> String {
-        let table = [
-            "gif": "image/gif", "jpg": "image/jpeg", "jpeg": "image/jpeg", "png": "image/png", "svg": "image/svg+xml",
-            "txt": "text/plain", "htm": "text/html", "html": "text/html", "pdf": "application/pdf",
-            "xml": "application/xml",
-        ]
-        return table[(path as NSString).pathExtension.lowercased()] ?? "application/octet-stream"
     }
 }

@@ -55,7 +55,9 @@ struct PutCommand: AsyncParsableCommand {
             guard arguments.count == 2 else { throw ValidationError("give FILE and URL (or --form fields and URL)") }
         } else {
             guard arguments.count == 1 else { throw ValidationError("with --form, give only the URL") }
-            if background { throw ValidationError("--form cannot be used with --background yet; upload a file") }
+            if background, form.contains(where: { $0.contains("=@-") }) {
+                throw ValidationError("--form name=@- reads this command's stdin, which ferryd cannot; give a file")
+            }
         }
         if form.isEmpty, arguments.first == "-" {
             if background { throw ValidationError("ferry put - reads this command's stdin, which ferryd cannot; upload a file") }
@@ -67,8 +69,7 @@ struct PutCommand: AsyncParsableCommand {
             throw ValidationError("-X takes a method name such as PUT or POST")
         }
         if let chunks {
-            guard (1...32).contains(chunks) else { throw ValidationError("--chunks takes 1 to 32") }
-            if background { throw ValidationError("--chunks is for foreground uploads") }
+            guard ControlAPI.TaskCreation.chunkCounts.contains(chunks) else { throw ValidationError("--chunks takes 1 to 32") }
             if resumable { throw ValidationError("--chunks and --resumable are different protocols; pick one") }
         }
         if resumable || chunks != nil, !form.isEmpty {
@@ -125,10 +126,24 @@ struct PutCommand: AsyncParsableCommand {
         }
     }
 
+    /// Hands the upload to ferryd: a file (whole, resumably, or in `--chunks`), or a `--form` whose
+    /// files ferryd reads when it sends the form. Files are checked here first, so a typo is said
+    /// before ferryd is asked (or started).
     private func submit(url: URL, headers: Headers, method: String) async throws {
-        let file = CLI.absolute(arguments[0])
-        guard FileManager.default.isReadableFile(atPath: file) else {
-            throw CLIFailure("cannot read \(arguments[0]) to upload it", status: .localFile)
+        var file: String?
+        var fields: [FormField]?
+        if form.isEmpty {
+            file = CLI.absolute(arguments[0])
+        } else {
+            fields = try form.map(ForegroundUpload.field)
+        }
+        for path in [file].compactMap({ $0 }) + (fields ?? []).compactMap(\.file) {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
+                FileManager.default.isReadableFile(atPath: path)
+            else {
+                throw CLIFailure("cannot read \(path) to upload it", status: .localFile)
+            }
         }
         let client = try await CLI.daemon()
         var request = Request(url: url)
@@ -139,9 +154,11 @@ struct PutCommand: AsyncParsableCommand {
             kind: .upload,
             request: request,
             uploadFile: file,
-            taskDescription: file,
+            taskDescription: file ?? "form: " + (fields ?? []).map(\.name).joined(separator: ", "),
             connection: try transfer.connectionSettings()
         )
+        creation.form = fields
+        creation.chunks = chunks
         try policy.apply(to: &creation, limit: try transfer.rateLimit())
         let info: BackgroundTaskInfo = try await CLI.call(
             client,

@@ -54,7 +54,10 @@ public struct ChunkPlanner: Sendable {
     public let options: Options
     /// The file's length.
     public let length: Int64
-    private var nextOffset: Int64 = 0
+    /// The bytes no chunk covers yet, in file order.
+    private var gaps: [Range<Int64>]
+    /// Chunks this plan made itself (the first is the probe); stored ones it was given do not count.
+    private var madeHere = 0
     private var made: [Chunk] = []
     private var retryQueue: [Int] = []
     private var inFlight: Set<Int> = []
@@ -63,7 +66,10 @@ public struct ChunkPlanner: Sendable {
     public private(set) var throughput: Double?
 
     /// A plan for `length` bytes.
-    public init(length: Int64, options: Options = Options()) {
+    /// - Parameter stored: pieces the server holds already (an upload continued after a restart): they
+    ///   become succeeded chunks, numbered 0 up in the given order, and only the bytes between them are
+    ///   planned. Pieces that overlap or lie outside the file are all ignored: the plan starts over.
+    public init(length: Int64, options: Options = Options(), stored: [Range<Int64>] = []) {
         self.length = max(0, length)
         var options = options
         options.maximumChunksInFlight = max(1, options.maximumChunksInFlight)
@@ -71,33 +77,68 @@ public struct ChunkPlanner: Sendable {
         options.maximumChunkSize = max(options.minimumChunkSize, options.maximumChunkSize)
         options.probeSize = max(1, options.probeSize)
         self.options = options
+        let whole: Range<Int64> = 0..<self.length
+        let sorted = stored.sorted { $0.lowerBound < $1.lowerBound }
+        let usable = sorted.allSatisfy { !$0.isEmpty && whole.contains($0.lowerBound) && $0.upperBound <= whole.upperBound }
+            && zip(sorted, sorted.dropFirst()).allSatisfy { $0.upperBound <= $1.lowerBound }
+        guard usable, !stored.isEmpty else {
+            gaps = whole.isEmpty ? [] : [whole]
+            return
+        }
+        var gaps: [Range<Int64>] = []
+        var position: Int64 = 0
+        for piece in sorted {
+            if piece.lowerBound > position { gaps.append(position..<piece.lowerBound) }
+            position = piece.upperBound
+        }
+        if position < self.length { gaps.append(position..<self.length) }
+        self.gaps = gaps
+        for piece in stored {
+            made.append(Chunk(index: made.count, offset: piece.lowerBound, length: Int64(piece.count)))
+            succeeded.insert(made.count - 1)
+        }
     }
+
+    /// Bytes no chunk covers yet.
+    private var unplanned: Int64 { gaps.reduce(0) { $0 + Int64($1.count) } }
 
     /// Chunks being sent.
     public var inFlightCount: Int { inFlight.count }
 
     /// Whether every chunk has succeeded (an empty file has one empty chunk).
     public var isComplete: Bool {
-        nextOffset >= length && inFlight.isEmpty && retryQueue.isEmpty && !made.isEmpty
+        gaps.isEmpty && inFlight.isEmpty && retryQueue.isEmpty && !made.isEmpty
     }
 
     /// The chunks in file order, once complete (their results are concatenated in this order).
     public var chunksInFileOrder: [Chunk] { made.sorted { $0.offset < $1.offset } }
 
+    /// The chunk numbered `index` (by ``next()`` or from the stored ones).
+    public func chunk(_ index: Int) -> Chunk { made[index] }
+
     /// The next chunk to send now, or nil: the cap is reached, the probe is not back yet, or nothing is
     /// left to start.
     public mutating func next() -> Chunk? {
         guard inFlight.count < options.maximumChunksInFlight else { return nil }
-        if throughput == nil && !made.isEmpty {
+        if throughput == nil && madeHere > 0 {
             // The probe is out (nothing else starts before its throughput is known), or failed: again.
             return inFlight.isEmpty ? retry() : nil
         }
-        if nextOffset < length || made.isEmpty {
-            let size = made.isEmpty ? min(options.probeSize, length) : nextSize()
-            let chunk = Chunk(index: made.count, offset: nextOffset, length: size)
+        if let gap = gaps.first {
+            let size = madeHere == 0 ? min(options.probeSize, Int64(gap.count)) : nextSize(in: gap)
+            let chunk = Chunk(index: made.count, offset: gap.lowerBound, length: size)
             made.append(chunk)
-            nextOffset += size
+            madeHere += 1
+            if size == gap.count { gaps.removeFirst() } else { gaps[0] = (gap.lowerBound + size)..<gap.upperBound }
             inFlight.insert(chunk.index)
+            return chunk
+        }
+        if made.isEmpty {
+            // An empty file: one empty chunk.
+            let chunk = Chunk(index: 0, offset: 0, length: 0)
+            made.append(chunk)
+            madeHere += 1
+            inFlight.insert(0)
             return chunk
         }
         return retry()
@@ -129,15 +170,17 @@ public struct ChunkPlanner: Sendable {
         return .requeued
     }
 
-    private func nextSize() -> Int64 {
-        let remaining = length - nextOffset
+    /// The size of the next chunk, which starts `gap`.
+    private func nextSize(in gap: Range<Int64>) -> Int64 {
+        let remaining = unplanned
+        let here = Int64(gap.count)
         let wanted = Int64((throughput ?? 0) * options.targetChunkSeconds)
         var size = max(options.minimumChunkSize, min(options.maximumChunkSize, wanted))
         // The last round: share what is left among the slots, so no chunk runs alone at the end.
         let share = (remaining + Int64(options.maximumChunksInFlight) - 1) / Int64(options.maximumChunksInFlight)
         size = min(size, max(options.minimumChunkSize, share))
-        // Do not leave a sliver smaller than the minimum behind.
-        if remaining - size < options.minimumChunkSize { size = remaining }
-        return min(size, remaining)
+        // Do not leave a sliver smaller than the minimum behind in this gap.
+        if here - size < options.minimumChunkSize { size = here }
+        return min(size, here)
     }
 }

@@ -68,6 +68,14 @@ public enum ControlAPI {
         public var request: Request
         /// For uploads: the file whose bytes are the body (background uploads come from files only).
         public var uploadFile: String?
+        /// For uploads without ``uploadFile``: a multipart/form-data body made of these fields (text
+        /// values, and files read by ferryd each time the upload is sent). The request gets the form's
+        /// Content-Type, with its boundary, unless it has one.
+        public var form: [FormField]?
+        /// For uploads of ``uploadFile``: send the file in tus 1.0 partial uploads, this many at once
+        /// (1 to 32), concatenated at the end (the request's URL is the tus endpoint). Every chunk the
+        /// server stores is recorded, so after a ferryd restart only the unfinished chunks are sent.
+        public var chunks: Int?
         /// Kept with the task across restarts.
         public var taskDescription: String?
         /// 0...1, default 0.5.
@@ -101,6 +109,9 @@ public enum ControlAPI {
         /// daemon answers (a background `Session`'s task factories do not wait for ferryd); absent: the
         /// session's next. One that is taken is a 409 and nothing is created.
         public var taskIdentifier: Int?
+
+        /// What ``chunks`` may be.
+        public static let chunkCounts = 1...32
 
         /// The largest identifier a client may choose (JSON numbers are exact up to it).
         public static let maximumTaskIdentifier = 1 << 53

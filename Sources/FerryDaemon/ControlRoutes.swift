@@ -210,13 +210,10 @@ struct ControlRoutes: Sendable {
             guard resumeData == nil else {
                 throw FerryError(.invalidOperation, "resume data continues downloads, not uploads")
             }
-            guard let file = creation.uploadFile, !file.isEmpty else {
-                throw FerryError(.fileDoesNotExist, "a background upload needs uploadFile, the path of the file to send")
-            }
-            try ControlError.conflict { try Self.checkReadableFile(file) }
+            try Self.checkUploadBody(creation)
         case .download:
-            guard creation.uploadFile == nil else {
-                throw FerryError(.invalidOperation, "a download has no upload file; use kind \"upload\"")
+            guard creation.uploadFile == nil, creation.form == nil, creation.chunks == nil else {
+                throw FerryError(.invalidOperation, "a download has no upload file, form or chunks; use kind \"upload\"")
             }
             if let destination = creation.destination {
                 guard destination.hasPrefix("/"), !destination.hasSuffix("/"), !destination.contains("\0") else {
@@ -267,7 +264,45 @@ struct ControlRoutes: Sendable {
         task.bandwidthLimit = creation.bandwidthLimit
         task.resumeData = resumeData
         task.identifier = creation.taskIdentifier
+        task.form = creation.form
+        task.chunks = creation.chunks
         return task
+    }
+
+    /// An upload's body: a readable file (sent whole, resumably, or in tus chunks), or a multipart form
+    /// whose files are readable now.
+    private static func checkUploadBody(_ creation: ControlAPI.TaskCreation) throws {
+        if let form = creation.form {
+            guard creation.uploadFile == nil else {
+                throw FerryError(.invalidOperation, "an upload sends uploadFile or a form, not both")
+            }
+            guard !form.isEmpty, form.count <= 1000 else {
+                throw FerryError(.invalidOperation, "a form has 1 to 1000 fields, not \(form.count)")
+            }
+            guard creation.chunks == nil, !creation.request.resumableUpload else {
+                throw FerryError(.invalidOperation, "chunks and resumableUpload send a file, not a form")
+            }
+            for field in form { try field.validate() }
+            try ControlError.conflict {
+                for file in form.compactMap(\.file) { try Self.checkReadableFile(file) }
+            }
+            return
+        }
+        guard let file = creation.uploadFile, !file.isEmpty else {
+            throw FerryError(
+                .fileDoesNotExist,
+                "a background upload needs uploadFile, the path of the file to send (or a form)"
+            )
+        }
+        if let chunks = creation.chunks {
+            guard ControlAPI.TaskCreation.chunkCounts.contains(chunks) else {
+                throw FerryError(.invalidOperation, "chunks takes 1 to \(ControlAPI.TaskCreation.chunkCounts.upperBound), not \(chunks)")
+            }
+            guard !creation.request.resumableUpload else {
+                throw FerryError(.invalidOperation, "chunks (tus) and resumableUpload are different protocols; ask for one")
+            }
+        }
+        try ControlError.conflict { try checkReadableFile(file) }
     }
 
     /// `POST …/tasks/batch`: many tasks in one transaction (all or none), each checked as a single

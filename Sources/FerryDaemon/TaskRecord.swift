@@ -67,6 +67,11 @@ struct TaskRecord: CheckpointSink {
         try store.setCurrentRequest(session: session, identifier: identifier, request: request)
     }
 
+    /// An upload in tus chunks: the chunks the server has stored so far.
+    func chunkedUpload(_ progress: ChunkedUploadProgress) throws {
+        try store.recordChunkedUpload(session: session, identifier: identifier, progress: progress)
+    }
+
     /// A resumable upload's state as the server confirmed it; nil: start a new upload next time.
     func uploadState(_ state: UploadResumption?) throws {
         try store.recordUploadState(session: session, identifier: identifier, state: state)

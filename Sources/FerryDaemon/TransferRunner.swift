@@ -289,12 +289,28 @@ struct TransferRunner: Sendable {
         )
     }
 
-    private func upload() async throws -> Outcome {
+    /// The upload's request and body: the task's file, or its multipart form (with the form's
+    /// Content-Type when the request has none), read afresh for every run.
+    private func uploadBody() throws -> (Request, TransportRequestBody) {
+        var request = task.originalRequest
+        if let fields = task.form {
+            var form = MultipartFormData()
+            for field in fields { try form.append(field) }
+            if !request.headers.contains("content-type") {
+                request.headers.add(name: "Content-Type", value: form.contentType)
+            }
+            return (request, form.makeBody())
+        }
         guard let file = task.bodyFile else {
             throw FerryError(.fileDoesNotExist, "the upload task has no file to send")
         }
-        guard case .stream(let length, let stream) = try TransportRequestBody.file(path: file) else {
-            preconditionFailure("a file body is a stream")
+        return (request, try TransportRequestBody.file(path: file))
+    }
+
+    private func upload() async throws -> Outcome {
+        let (request, body) = try uploadBody()
+        guard case .stream(let length, let stream) = body else {
+            preconditionFailure("file and form bodies stream")
         }
         let (hub, meter, session) = (hub, meter, task.session)
         let sent = Mutex<Int64>(0)
@@ -323,11 +339,14 @@ struct TransferRunner: Sendable {
         }
         let deadline = NIODeadline.now() + .nanoseconds(Int64(secondsLeft * 1e9))
         var resumable: DataLoader.Result?
-        if task.originalRequest.resumableUpload, let length {
-            resumable = try await resumableUpload(file: file, length: length, deadline: deadline) { delta, total in
-                sent.withLock { $0 = total }
-                report(delta, total)
-            }
+        let track = { @Sendable (delta: Int64, total: Int64) in
+            sent.withLock { $0 = total }
+            report(delta, total)
+        }
+        if let file = task.bodyFile, let progress = task.chunkedUpload {
+            resumable = try await chunkedUpload(file: file, progress: progress, deadline: deadline, didSend: track)
+        } else if let file = task.bodyFile, task.originalRequest.resumableUpload, let length {
+            resumable = try await resumableUpload(file: file, length: length, deadline: deadline, didSend: track)
         }
         let loaded: DataLoader.Result
         if let resumable {
@@ -346,7 +365,7 @@ struct TransferRunner: Sendable {
             let loader = DataLoader(transport: transport)
             var hooks = DataLoader.Hooks()
             hooks.collect = false
-            let result = try await loader.perform(task.originalRequest, body: body, deadline: deadline, hooks: hooks)
+            let result = try await loader.perform(request, body: body, deadline: deadline, hooks: hooks)
             guard case .loaded(let plain) = result else {
                 throw FerryError(.unknown, "the upload's response became a download unexpectedly")
             }
@@ -380,6 +399,50 @@ struct TransferRunner: Sendable {
         )
         try record.response(status: loaded.status, headers: loaded.headers, request: loaded.finalRequest, bytesSent: size)
         return .uploaded
+    }
+
+    /// An upload in tus chunks (``StoredTask/chunkedUpload``): the chunks the server stored in earlier
+    /// runs are not sent again; each newly stored one is recorded before the upload goes on. Stored
+    /// chunks of a file that has changed since are forgotten, and so are those a server no longer knows
+    /// (its concatenation answers 400, 404 or 410): the upload then starts over, once.
+    private func chunkedUpload(
+        file: String,
+        progress recorded: ChunkedUploadProgress,
+        deadline: NIODeadline,
+        didSend: @escaping @Sendable (Int64, Int64) -> Void
+    ) async throws -> DataLoader.Result {
+        let attributes = try? FileManager.default.attributesOfItem(atPath: file)
+        let size = (attributes?[.size] as? NSNumber)?.int64Value ?? -1
+        let modified = (attributes?[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0
+        var progress = recorded
+        if !progress.matches(fileLength: size, modified: modified) {
+            progress.stored = []
+            progress.fileLength = size
+            progress.fileModified = modified
+        }
+        var options = ChunkPlanner.Options()
+        options.maximumChunksInFlight = progress.chunksInFlight
+        let state = Mutex(progress)
+        let record = self.record
+        let report = try await ParallelChunkedUploader(transport: transport, options: options).upload(
+            task.originalRequest,
+            file: file,
+            deadline: deadline,
+            resumption: ParallelChunkedUploader.Resumption(stored: progress.stored) { chunk in
+                try record.chunkedUpload(state.withLock { $0.stored.append(chunk); return $0 })
+            },
+            didSend: didSend
+        )
+        let status = report.result.status
+        if !progress.stored.isEmpty, [400, 404, 410].contains(status) {
+            Logger(label: "ferryd").notice(
+                "task \(task.taskIdentifier): the server no longer concatenates the \(progress.stored.count) chunks stored before (it answered \(status)); sending the file again"
+            )
+            progress.stored = []
+            try record.chunkedUpload(progress)
+            return try await chunkedUpload(file: file, progress: progress, deadline: deadline, didSend: didSend)
+        }
+        return report.result
     }
 
     /// A resumable upload (``Request/resumableUpload``): continues the recorded upload resource, or creates

@@ -1,4 +1,4 @@
-import FerryCore
+public import FerryCore
 import Foundation
 import NIOCore
 
@@ -68,6 +68,21 @@ public struct MultipartFormData: Sendable {
                 file: (path, size.int64Value)
             )
         )
+    }
+
+    /// Adds a field described by value (``FormField``): a text part, or a file read when the body is sent.
+    /// - Throws: ``FerryError`` when a file part's file is missing, a directory, or unreadable.
+    public mutating func append(_ field: FormField) throws {
+        if let file = field.file {
+            try append(
+                fileAt: file,
+                name: field.name,
+                filename: field.filename,
+                contentType: field.contentType ?? "application/octet-stream"
+            )
+        } else {
+            append(data: Array((field.value ?? "").utf8), name: field.name, filename: field.filename, contentType: field.contentType)
+        }
     }
 
     /// The body's exact length.

@@ -37,17 +37,40 @@ public struct ParallelChunkedUploader: Sendable {
         public var probeThroughput: Double?
     }
 
+    /// An upload that goes on from an earlier run's chunks.
+    public struct Resumption: Sendable {
+        /// Chunks the server already holds (recorded by ``didStore`` in an earlier run): they are not
+        /// sent again, only the bytes between them, and all are concatenated at the end.
+        public var stored: [ChunkedUploadProgress.Chunk]
+        /// Called with each chunk the server has stored, before the upload goes on; an error it throws
+        /// ends the upload (a chunk that cannot be recorded would be sent again after a restart).
+        public var didStore: @Sendable (ChunkedUploadProgress.Chunk) throws -> Void
+
+        /// Nothing stored yet; new chunks recorded by `didStore` (default: nowhere).
+        public init(
+            stored: [ChunkedUploadProgress.Chunk] = [],
+            didStore: @escaping @Sendable (ChunkedUploadProgress.Chunk) throws -> Void = { _ in }
+        ) {
+            self.stored = stored
+            self.didStore = didStore
+        }
+    }
+
     static let tusVersion = "1.0.0"
 
     /// Uploads the file at `path` to the tus endpoint `request.url` (the request's headers go with every
     /// request; its method is not used: tus creates with POST).
-    /// - Parameter didSend: chunk bytes handed to a connection, and the total so far (at most the length).
+    /// - Parameters:
+    ///   - resumption: chunks stored in an earlier run, and where to record new ones (``Resumption``).
+    ///   - didSend: chunk bytes handed to a connection, and the total so far (at most the length; stored
+    ///     chunks count from the start).
     /// - Throws: ``FerryError``: ``FerryError/Code/badServerResponse`` when the server does not offer tus
     ///   concatenation, or a chunk failed ``ChunkPlanner/Options/maximumAttempts`` times.
     public func upload(
         _ request: Request,
         file path: String,
         deadline: NIODeadline,
+        resumption: Resumption = Resumption(),
         didSend: @escaping @Sendable (_ sent: Int64, _ total: Int64) -> Void = { _, _ in }
     ) async throws -> Report {
         try request.validate()
@@ -55,11 +78,28 @@ public struct ParallelChunkedUploader: Sendable {
             throw FerryError(.noPermissionsToReadFile, "\(path) has no known size")
         }
         try await checkServer(request, deadline: deadline)
-        var planner = ChunkPlanner(length: size, options: options)
+        let stored = resumption.stored
+        var planner = ChunkPlanner(
+            length: size,
+            options: options,
+            stored: stored.map { $0.offset..<($0.offset + $0.length) }
+        )
         var locations: [Int: URL] = [:]
+        // The planner numbers stored chunks 0 up in the given order, unless it could not use them.
+        if planner.chunksInFileOrder.count == stored.count {
+            for (index, chunk) in stored.enumerated() {
+                guard let url = URL(string: chunk.location) else { continue }
+                locations[index] = url
+            }
+        }
+        if locations.count != stored.count {
+            planner = ChunkPlanner(length: size, options: options)
+            locations = [:]
+        }
         var retries = 0
         var probeThroughput: Double?
         let progress = ProgressTotal(limit: size, report: didSend)
+        progress.add(planner.chunksInFileOrder.reduce(0) { $0 + $1.length })
         try await withThrowingTaskGroup(of: ChunkOutcome.self) { group in
             while !planner.isComplete {
                 while let chunk = planner.next() {
@@ -74,6 +114,13 @@ public struct ParallelChunkedUploader: Sendable {
                 case .stored(let index, let location, let seconds):
                     locations[index] = location
                     planner.succeeded(index, seconds: seconds)
+                    let chunk = planner.chunk(index)
+                    do {
+                        try resumption.didStore(.init(offset: chunk.offset, length: chunk.length, location: location.absoluteString))
+                    } catch {
+                        group.cancelAll()
+                        throw error
+                    }
                     if probeThroughput == nil { probeThroughput = planner.throughput }
                 case .failed(let index, let error):
                     guard RetryPolicy.isRetryable(error.code) || error.code == .badServerResponse,

@@ -89,6 +89,10 @@ public final class FerryStore: Sendable {
         public var allowsConstrained = true
         /// The task's own bandwidth limit, bytes a second; nil: none.
         public var bandwidthLimit: Int64?
+        /// An upload whose body is a multipart form of these fields.
+        public var form: [FormField]?
+        /// An upload in tus chunks, this many at once.
+        public var chunks: Int?
 
         /// A task description; see ``StoredTask`` for the fields.
         public init(
@@ -198,13 +202,14 @@ public final class FerryStore: Sendable {
         // The task is born in its first state, with its resume data: no moment exists in which the
         // scheduler could start a task that was asked to wait, or start it without its progress.
         let state: StoredTask.State = task.suspended ? .suspended : .pending
+        let chunkedUpload = task.chunks.map(ChunkedUploadProgress.init(chunksInFlight:))
         try db.cachedStatement(
             sql: """
                 INSERT INTO task (session, taskIdentifier, kind, state, originalRequest, currentRequest, bodyFile,
                                   taskDescription, priority, discretionary, resourceDeadline,
                                   destination, destinationMode, connection, createdAt, updatedAt,
-                                  allowsMetered, allowsConstrained, bandwidthLimit)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                  allowsMetered, allowsConstrained, bandwidthLimit, form, chunkedUpload)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """
         ).execute(arguments: [
             session, identifier, task.kind.rawValue, state.rawValue, encoded,
@@ -212,6 +217,7 @@ public final class FerryStore: Sendable {
             task.taskDescription, task.priority, task.discretionary, deadline, task.destination,
             task.destinationMode, try task.connection.map { try JSONEncoder().encode($0) }, now, now,
             task.allowsMetered, task.allowsConstrained, task.bandwidthLimit,
+            try task.form.map { try JSONEncoder().encode($0) }, try chunkedUpload.map { try JSONEncoder().encode($0) },
         ])
         // What was just inserted, without reading it back (decoding the request again costs more than
         // the insert).
@@ -238,6 +244,8 @@ public final class FerryStore: Sendable {
         stored.allowsMetered = task.allowsMetered
         stored.allowsConstrained = task.allowsConstrained
         stored.bandwidthLimit = task.bandwidthLimit
+        stored.form = task.form
+        stored.chunkedUpload = chunkedUpload
         if let resumeData = task.resumeData {
             try Progress(resumeData).write(db, session: session, identifier: identifier, at: now)
             stored.currentRequest = resumeData.currentRequest
@@ -411,6 +419,23 @@ public final class FerryStore: Sendable {
                     WHERE session = ? AND taskIdentifier = ?
                     """,
                 arguments: [encoded, state?.offset ?? 0, clock(), session, identifier]
+            )
+            try Self.requireChange(db, session: session, identifier: identifier)
+        }
+    }
+
+    /// Records where an upload in tus chunks stands (the chunks the server has stored, and the file they
+    /// came from); its bytes sent become the stored chunks' bytes. Recorded as each chunk is stored, so a
+    /// restarted daemon sends only the others.
+    public func recordChunkedUpload(session: String, identifier: Int, progress: ChunkedUploadProgress) throws {
+        let encoded = try JSONEncoder().encode(progress)
+        try write { db in
+            try db.execute(
+                sql: """
+                    UPDATE task SET chunkedUpload = ?, bytesSent = ?, updatedAt = ?
+                    WHERE session = ? AND taskIdentifier = ?
+                    """,
+                arguments: [encoded, progress.storedBytes, clock(), session, identifier]
             )
             try Self.requireChange(db, session: session, identifier: identifier)
         }

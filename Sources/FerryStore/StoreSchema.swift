@@ -89,6 +89,12 @@ enum StoreSchema {
                 table.add(column: "waitReported", .boolean).notNull().defaults(to: false)
             }
         }
+        migrator.registerMigration("v8: multipart forms and tus chunked uploads") { db in
+            try db.alter(table: "task") { table in
+                table.add(column: "form", .blob)
+                table.add(column: "chunkedUpload", .blob)
+            }
+        }
         return migrator
     }
 }

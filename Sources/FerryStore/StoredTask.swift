@@ -55,6 +55,10 @@ public struct StoredTask: Sendable, Hashable {
     public var segments: SegmentPlan?
     /// A resumable upload's state: its upload resource and the offset the server confirmed.
     public var uploadState: UploadResumption?
+    /// An upload whose body is a multipart form of these fields (``bodyFile`` is nil then).
+    public var form: [FormField]?
+    /// An upload of ``bodyFile`` in tus chunks: how many at once, and the chunks the server has stored.
+    public var chunkedUpload: ChunkedUploadProgress?
     /// Request body bytes sent (uploads).
     public var bytesSent: Int64
     /// The final response's status, once known.
@@ -139,6 +143,8 @@ extension StoredTask {
         lastModified = row["lastModified"]
         segments = try (row["segments"] as Data?).map { try decoder.decode(SegmentPlan.self, from: $0) }
         uploadState = try (row["uploadState"] as Data?).map { try decoder.decode(UploadResumption.self, from: $0) }
+        form = try (row["form"] as Data?).map { try decoder.decode([FormField].self, from: $0) }
+        chunkedUpload = try (row["chunkedUpload"] as Data?).map { try decoder.decode(ChunkedUploadProgress.self, from: $0) }
         bytesSent = row["bytesSent"]
         allowsMetered = row["allowsMetered"]
         allowsConstrained = row["allowsConstrained"]

@@ -1,3 +1,4 @@
+import Foundation
 import HTTPTypes
 import NIOCore
 
@@ -85,7 +86,7 @@ extension Router {
         return plan
     }
 
-    /// `POST /multipart`: parses multipart/form-data and reports each part.
+    /// `POST /multipart`: parses multipart/form-data and reports each part (`?keep=KEY` keeps the report).
     func multipart(body: BodySummary) -> ResponsePlan {
         if let refusal = refuseMethod(unless: [.post, .put]) { return refusal }
         guard let contentType = request.headerFields[.contentType],
@@ -94,15 +95,23 @@ extension Router {
             return .text(.unsupportedMediaType, "send multipart/form-data with a boundary parameter\n")
         }
         if let error = body.parseError { return .text(.badRequest, error + "\n") }
-        return json(
-            .ok,
-            UploadReport(
-                method: request.method.rawValue,
-                length: body.length,
-                sha256: body.sha256,
-                contentType: contentType,
-                parts: body.parts
-            )
+        let report = UploadReport(
+            method: request.method.rawValue,
+            length: body.length,
+            sha256: body.sha256,
+            contentType: contentType,
+            parts: body.parts
         )
+        // ?keep=KEY: the report is kept for GET /uploads/KEY (a background upload's client sees no body).
+        if let key = query["keep"] {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            let data = (try? encoder.encode(report)) ?? Data("{}".utf8)
+            listener.state.store(
+                StoredUpload(method: request.method.rawValue, contentType: "application/json", body: Array(data)),
+                key: key
+            )
+        }
+        return json(.ok, report)
     }
 }

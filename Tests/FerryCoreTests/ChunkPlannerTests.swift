@@ -87,6 +87,56 @@ import Testing
         planner.succeeded(chunk.index, seconds: 0)
         #expect(planner.isComplete)
     }
+
+    @Test func storedPiecesAreNotPlannedAgainOnlyTheGapsBetweenThem() throws {
+        // A restarted upload: the server holds 0..<1000 and 3000..<4000 of 5,000 bytes.
+        var planner = ChunkPlanner(length: 5000, options: options(inFlight: 8), stored: [3000..<4000, 0..<1000])
+        #expect(!planner.isComplete)
+        #expect(planner.chunk(0).offset == 3000)  // numbered in the given order
+        #expect(planner.chunk(1).offset == 0)
+        let probe = try take(&planner)
+        #expect(probe.index == 2)
+        #expect(probe.offset == 1000)
+        #expect(probe.length == 100)
+        planner.succeeded(probe.index, seconds: 0.1)
+        var sent: [ChunkPlanner.Chunk] = [probe]
+        while !planner.isComplete {
+            var round: [ChunkPlanner.Chunk] = []
+            while let chunk = planner.next() { round.append(chunk) }
+            for chunk in round { planner.succeeded(chunk.index, seconds: 0.1) }
+            sent += round
+        }
+        // Sent: exactly the two gaps, no byte twice, none of the stored ones.
+        var covered = Set<Int64>()
+        for chunk in sent {
+            for byte in chunk.offset..<(chunk.offset + chunk.length) { #expect(covered.insert(byte).inserted) }
+        }
+        #expect(covered == Set(Array(1000..<3000) + Array(4000..<5000)))
+        // All chunks, in file order, tile the file.
+        var position: Int64 = 0
+        for chunk in planner.chunksInFileOrder {
+            #expect(chunk.offset == position)
+            position += chunk.length
+        }
+        #expect(position == 5000)
+    }
+
+    @Test func everyPieceStoredMeansNothingToSend() {
+        var planner = ChunkPlanner(length: 300, options: options(), stored: [0..<200, 200..<300])
+        #expect(planner.isComplete)
+        #expect(planner.next() == nil)
+        #expect(planner.chunksInFileOrder.map(\.length) == [200, 100])
+    }
+
+    @Test func piecesThatOverlapOrLieOutsideTheFileStartThePlanOver() throws {
+        for stored: [Range<Int64>] in [[0..<200, 100..<300], [0..<100, 900..<1100], [50..<50]] {
+            var planner = ChunkPlanner(length: 1000, options: options(), stored: stored)
+            #expect(planner.chunksInFileOrder.isEmpty)
+            let probe = try take(&planner)
+            #expect(probe.offset == 0)
+            #expect(probe.index == 0)
+        }
+    }
 }
 
 /// The planner's next chunk; a test failure when there is none.

@@ -52,6 +52,45 @@ import Testing
         }
     }
 
+    @Test func storedChunksAreNotSentAgainWhenAnUploadGoesOn() async throws {
+        struct Stopped: Error {}
+        try await withServerAndTransport { server, transport in
+            let (path, bytes) = try uploadFile(2_000_000, seed: 105)
+            let recorded = Mutex<[ChunkedUploadProgress.Chunk]>([])
+            // The first run records each stored chunk and stops at the third, as a daemon killed then
+            // would: one chunk in flight, so nothing else is under way when it stops.
+            let uploader = ParallelChunkedUploader(transport: transport, options: smallChunks(inFlight: 1))
+            await #expect(throws: Stopped.self) {
+                _ = try await uploader.upload(
+                    request(server.url("/tus/?keep=tus5")),
+                    file: path,
+                    deadline: testDeadline,
+                    resumption: .init { chunk in
+                        let count = recorded.withLock { $0.append(chunk); return $0.count }
+                        if count == 3 { throw Stopped() }
+                    }
+                )
+            }
+            let stored = recorded.withLock { $0 }
+            let storedBytes = stored.reduce(0) { $0 + $1.length }
+            #expect(stored.count == 3)
+            #expect(server.storedUpload(key: "tus5") == nil)
+            let before = server.counters.requestBodyBytes(pathPrefix: "/tus/")
+            let progress = ByteTally()
+            let report = try await uploader.upload(
+                request(server.url("/tus/?keep=tus5")),
+                file: path,
+                deadline: testDeadline,
+                resumption: .init(stored: stored)
+            ) { sent, _ in _ = progress.add(sent) }
+            #expect(report.result.status == 201)
+            #expect(server.storedUpload(key: "tus5")?.body == bytes)
+            // Only what the server lacked went again, and progress counts the stored chunks as sent.
+            #expect(server.counters.requestBodyBytes(pathPrefix: "/tus/") - before == 2_000_000 - storedBytes)
+            #expect(progress.add(0) == 2_000_000)
+        }
+    }
+
     @Test func aServerWithoutTusConcatenationIsAClearError() async throws {
         try await withServerAndTransport { server, transport in
             let (path, _) = try uploadFile(1000, seed: 103)

@@ -35,9 +35,35 @@ func request(_ path: String) -> Request {
             try store.appliedMigrations() == [
                 "v1: sessions, tasks, events, launches", "v2: task resource deadline", "v3: task destination",
                 "v4: segmented download progress", "v5: resumable upload state", "v6: task connection settings",
-                "v7: network policy and bandwidth limit",
+                "v7: network policy and bandwidth limit", "v8: multipart forms and tus chunked uploads",
             ]
         )
+    }
+
+    @Test func aFormAndAChunkedUploadsStoredChunksAreKept() throws {
+        let fixture = try StoreFixture()
+        let store = fixture.store
+        let url = URL(string: "http://example.com/tus/")!
+        var form = FerryStore.NewTask(kind: .upload, request: Request(url: url))
+        form.form = [FormField(name: "a", value: "1"), FormField(name: "f", file: "/tmp/x.bin", contentType: "image/png")]
+        var chunked = FerryStore.NewTask(kind: .upload, request: Request(url: url), bodyFile: "/tmp/big.bin")
+        chunked.chunks = 3
+        let created = try store.createTasks(registeringSession: true, session: "s", [form, chunked])
+        #expect(created[0].form == form.form)
+        #expect(created[1].chunkedUpload == ChunkedUploadProgress(chunksInFlight: 3))
+        #expect(try store.task(session: "s", identifier: created[0].taskIdentifier).form == form.form)
+        #expect(try store.task(session: "s", identifier: created[0].taskIdentifier).chunkedUpload == nil)
+
+        var progress = try #require(created[1].chunkedUpload)
+        progress.fileLength = 1000
+        progress.fileModified = 12.5
+        progress.stored = [.init(offset: 0, length: 100, location: "http://example.com/tus/1"), .init(offset: 400, length: 600, location: "http://example.com/tus/2")]
+        try store.recordChunkedUpload(session: "s", identifier: created[1].taskIdentifier, progress: progress)
+        let read = try store.task(session: "s", identifier: created[1].taskIdentifier)
+        #expect(read.chunkedUpload == progress)
+        #expect(read.bytesSent == 700)
+        #expect(read.chunkedUpload?.matches(fileLength: 1000, modified: 12.5) == true)
+        #expect(read.chunkedUpload?.matches(fileLength: 1000, modified: 13) == false)
     }
 
     @Test func aTasksNetworkPolicyLimitAndWaitingReportAreKeptAndChanged() throws {
