@@ -95,7 +95,7 @@ struct GetCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("speed-limit"),
-        help: ArgumentHelp("Fail a download slower than this (bytes a second; K, M as --limit-rate) for --speed-time seconds, as curl.", valueName: "rate")
+        help: ArgumentHelp("Fail a download slower than this (bytes a second; K, M as --limit-rate) for --speed-time seconds, as curl. With --background the try fails and ferryd tries again (--tries).", valueName: "rate")
     )
     var speedLimit: String?
 
@@ -169,7 +169,7 @@ struct GetCommand: AsyncParsableCommand {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "Try again this many times after a network error or a 408, 429, 500, 502, 503 or 504 (Retry-After honoured).",
+            "Try again this many times after a network error or a 408, 429, 500, 502, 503 or 504 (Retry-After honoured). With --background: ferryd's tries, after network errors and busy servers (429, 503), with its backoff.",
             valueName: "n"
         )
     )
@@ -248,12 +248,16 @@ struct GetCommand: AsyncParsableCommand {
         if failWithBody, output == "-" || background {
             throw ValidationError("--fail-with-body saves an error page to a file: not with -o - or --background")
         }
-        if background, speedFloor != nil {
-            throw ValidationError("--speed-limit is for foreground downloads: ferryd applies its own throughput floor (ferryd --help)")
-        }
         if let tries {
             guard tries >= 1 else { throw ValidationError("--tries takes 1 or more") }
             if retry > 0 { throw ValidationError("give --tries or --retry, not both") }
+        }
+        if background {
+            do {
+                try backgroundLimits?.validate()
+            } catch let error as FerryError {
+                throw ValidationError("with --background, \(error.message) (--max-redirs up to \(TaskLimits.redirectLimit), --tries up to \(TaskLimits.attemptLimit))")
+            }
         }
         if !data.isEmpty || !dataBinary.isEmpty {
             if resume { throw ValidationError("-d cannot be continued with -C: a range request would not send the body again") }
@@ -310,13 +314,7 @@ struct GetCommand: AsyncParsableCommand {
                 throw ValidationError("-D is for foreground downloads: ferryd makes the requests; see the response head with ferry ls --json")
             }
             if resume { throw ValidationError("-C is for foreground downloads; ferryd continues its own") }
-            if retry > 0 || tries != nil {
-                throw ValidationError("ferryd retries network errors itself; --retry and --tries are for foreground downloads")
-            }
             if range != nil { throw ValidationError("-r is for foreground downloads: ferryd downloads whole files") }
-            if maxRedirects != nil {
-                throw ValidationError("--max-redirs is for foreground downloads: ferryd follows up to 16 redirects")
-            }
             if writeOut != nil {
                 throw ValidationError("-w is for foreground downloads: a background one ends later; see its figures with ferry ls --json")
             }
@@ -571,6 +569,18 @@ struct GetCommand: AsyncParsableCommand {
     /// What a new file's mode would be for this process (0o666 less the umask).
     static var fileMode: Int { Int(DownloadDestination.newFileMode) }
 
+    /// `--max-redirs`, `--retry`/`--tries` and `--speed-limit`/`--speed-time` as a background task's own
+    /// limits (nil when none is given: ferryd's apply).
+    private var backgroundLimits: TaskLimits? {
+        let limits = TaskLimits(
+            maximumRedirects: maxRedirects,
+            maximumAttempts: tries ?? (retry > 0 ? retry + 1 : nil),
+            lowSpeedLimit: speedFloor?.bytesPerSecond,
+            lowSpeedTime: speedFloor?.seconds
+        )
+        return limits == TaskLimits() ? nil : limits
+    }
+
     private func submit(_ items: [GetItem], headers: Headers) async throws {
         // The connection settings travel with each task: its CA's contents, this shell's proxy.
         let connection = try transfer.connectionSettings()
@@ -604,6 +614,7 @@ struct GetCommand: AsyncParsableCommand {
             try policy.apply(to: &creation, limit: limit)
             // --max-time: the task's resource timeout, counted by ferryd from its creation.
             if let maxTime = transfer.maxTime { creation.resourceTimeout = maxTime }
+            creation.limits = backgroundLimits
             return creation
         }
         // Only now ferryd is asked (and started): what is wrong here was said without it.

@@ -76,6 +76,9 @@ public enum ControlAPI {
         /// (1 to 32), concatenated at the end (the request's URL is the tus endpoint). Every chunk the
         /// server stores is recorded, so after a ferryd restart only the unfinished chunks are sent.
         public var chunks: Int?
+        /// The task's own redirect, retry and speed limits (curl's `--max-redirs`, `--retry`,
+        /// `--speed-limit`/`--speed-time`); absent values take ferryd's.
+        public var limits: TaskLimits?
         /// Kept with the task across restarts.
         public var taskDescription: String?
         /// 0...1, default 0.5.

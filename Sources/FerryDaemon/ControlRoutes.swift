@@ -243,6 +243,7 @@ struct ControlRoutes: Sendable {
             // transport made here is the one the task will use (one per distinct settings).
             _ = try scheduler.transports.transport(for: connection)
         }
+        try creation.limits?.validate()
         if let limit = creation.bandwidthLimit, limit <= 0 {
             throw FerryError(.invalidOperation, "bandwidthLimit is bytes a second, above 0 (leave it out for none)")
         }
@@ -266,6 +267,7 @@ struct ControlRoutes: Sendable {
         task.identifier = creation.taskIdentifier
         task.form = creation.form
         task.chunks = creation.chunks
+        task.limits = creation.limits
         return task
     }
 

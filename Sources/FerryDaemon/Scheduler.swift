@@ -491,8 +491,15 @@ actor Scheduler {
             phase: phase,
             isDownload: task.kind == .download,
             deadline: task.resourceDeadline,
-            retryPolicy: configuration.retry
+            retryPolicy: retryPolicy(of: task)
         )
+    }
+
+    /// ferryd's retry policy, with the task's own number of tries (``TaskLimits/maximumAttempts``).
+    private func retryPolicy(of task: StoredTask) -> RetryPolicy {
+        var policy = configuration.retry
+        if let attempts = task.limits?.maximumAttempts { policy.maximumAttempts = attempts }
+        return policy
     }
 
     /// Gives the task's machine one input and applies the action it returns. The machine is kept in

@@ -58,10 +58,28 @@ struct TransferRunner: Sendable {
             return .failed(Self.resourceTimedOut(task))
         }
         do {
-            switch task.kind {
-            case .download: return try await download()
-            case .upload: return try await upload()
+            let (kind, meter) = (task.kind, meter)
+            // curl's --speed-limit for this task: a try under its floor fails with timedOut (retried
+            // like a lost connection, its partial data kept).
+            return try await SpeedFloor.enforce(
+                task.limits?.speedFloor,
+                bytes: { meter.total },
+                now: { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
+            ) {
+                switch kind {
+                case .download: try await download()
+                case .upload: try await upload()
+                }
             }
+        } catch is SpeedFloor.TooSlow {
+            let floor = task.limits!.speedFloor!
+            var error = FerryError(
+                .timedOut,
+                "the transfer stayed under \(floor.bytesPerSecond) bytes a second for \(Int(floor.seconds)) seconds (the task's speed limit); the partial data is kept",
+                failingURL: task.originalRequest.url.absoluteString
+            )
+            error.resumeData = (try? record.stored())?.resumeData
+            return .failed(error)
         } catch let error as FerryError {
             return .failed(error)
         } catch is CancellationError {
@@ -229,7 +247,9 @@ struct TransferRunner: Sendable {
         }
         let outcome: DownloadDriver.Outcome
         do {
-            outcome = try await DownloadDriver(transport: transport).run(plan)
+            var driver = DownloadDriver(transport: transport)
+            if let redirects = task.limits?.maximumRedirects { driver.downloader.maximumRedirects = redirects }
+            outcome = try await driver.run(plan)
         } catch var error as FerryError {
             if special, !wroteThrough.withLock({ $0 }) {
                 try? recordNoProgress(at: configuration.paths.partialDirectory + "/\(fileStem).part")
@@ -362,7 +382,8 @@ struct TransferRunner: Sendable {
                 return chunk
             }
             let body = TransportRequestBody.stream(length: length, TransportBodyStream(counted))
-            let loader = DataLoader(transport: transport)
+            var loader = DataLoader(transport: transport)
+            if let redirects = task.limits?.maximumRedirects { loader.maximumRedirects = redirects }
             var hooks = DataLoader.Hooks()
             hooks.collect = false
             let result = try await loader.perform(request, body: body, deadline: deadline, hooks: hooks)

@@ -93,6 +93,8 @@ public final class FerryStore: Sendable {
         public var form: [FormField]?
         /// An upload in tus chunks, this many at once.
         public var chunks: Int?
+        /// The task's own redirect, retry and speed limits.
+        public var limits: TaskLimits?
 
         /// A task description; see ``StoredTask`` for the fields.
         public init(
@@ -208,8 +210,9 @@ public final class FerryStore: Sendable {
                 INSERT INTO task (session, taskIdentifier, kind, state, originalRequest, currentRequest, bodyFile,
                                   taskDescription, priority, discretionary, resourceDeadline,
                                   destination, destinationMode, connection, createdAt, updatedAt,
-                                  allowsMetered, allowsConstrained, bandwidthLimit, form, chunkedUpload)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                  allowsMetered, allowsConstrained, bandwidthLimit, form, chunkedUpload,
+                                  limits)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """
         ).execute(arguments: [
             session, identifier, task.kind.rawValue, state.rawValue, encoded,
@@ -218,6 +221,7 @@ public final class FerryStore: Sendable {
             task.destinationMode, try task.connection.map { try JSONEncoder().encode($0) }, now, now,
             task.allowsMetered, task.allowsConstrained, task.bandwidthLimit,
             try task.form.map { try JSONEncoder().encode($0) }, try chunkedUpload.map { try JSONEncoder().encode($0) },
+            try task.limits.map { try JSONEncoder().encode($0) },
         ])
         // What was just inserted, without reading it back (decoding the request again costs more than
         // the insert).
@@ -246,6 +250,7 @@ public final class FerryStore: Sendable {
         stored.bandwidthLimit = task.bandwidthLimit
         stored.form = task.form
         stored.chunkedUpload = chunkedUpload
+        stored.limits = task.limits
         if let resumeData = task.resumeData {
             try Progress(resumeData).write(db, session: session, identifier: identifier, at: now)
             stored.currentRequest = resumeData.currentRequest

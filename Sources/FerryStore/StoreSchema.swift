@@ -89,10 +89,11 @@ enum StoreSchema {
                 table.add(column: "waitReported", .boolean).notNull().defaults(to: false)
             }
         }
-        migrator.registerMigration("v8: multipart forms and tus chunked uploads") { db in
+        migrator.registerMigration("v8: multipart forms, tus chunked uploads, task limits") { db in
             try db.alter(table: "task") { table in
                 table.add(column: "form", .blob)
                 table.add(column: "chunkedUpload", .blob)
+                table.add(column: "limits", .blob)
             }
         }
         return migrator

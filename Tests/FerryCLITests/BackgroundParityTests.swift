@@ -1,0 +1,127 @@
+import FerryCore
+import FerryTestServer
+import Foundation
+import Testing
+
+/// What the foreground takes, `--background` takes too: `put --form` and `--chunks` (ferryd sends the
+/// form and the tus chunks itself; the restart behaviour is tested against ferryd in
+/// BackgroundChunkedUploadTests), and `get`'s `--max-redirs`, `--retry`/`--tries` and
+/// `--speed-limit`/`--speed-time` as the task's own limits.
+@Suite struct BackgroundParityTests {
+    @Test func formsAndChunksAreHandedToFerryd() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            let home = "/tmp/ferry-u-\(UUID().uuidString.prefix(8))"
+            try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+            let cli = CLIRunner(environment: ["FERRY_HOME": home], directory: directory)
+            defer {
+                try? FileManager.default.removeItem(atPath: directory)
+                try? FileManager.default.removeItem(atPath: home)
+            }
+            let photo = DeterministicBytes(seed: 31).bytes(offset: 0, count: 300_000)
+            try Data(photo).write(to: URL(fileURLWithPath: directory + "/photo.png"))
+            let big = DeterministicBytes(seed: 32).bytes(offset: 0, count: 3_000_000)
+            try Data(big).write(to: URL(fileURLWithPath: directory + "/big.bin"))
+
+            // Refused before ferryd is asked (or started): a missing form file, a form field of stdin.
+            let missing = try await cli.run(["put", "--background", "--form", "f=@nothing.bin", server.url("/multipart")])
+            #expect(missing.status == 4, "\(missing.stderr)")
+            #expect(missing.stderr.contains("nothing.bin"), "\(missing.stderr)")
+            let stdin = try await cli.run(["put", "--background", "--form", "f=@-", server.url("/multipart")])
+            #expect(stdin.status == 2, "\(stdin.stderr)")
+            #expect(try await cli.run(["daemon", "status"]).status == 5)
+
+            do {
+                let form = try await cli.run([
+                    "put", "--background", "--form", "title=Holiday", "--form", "photo=@photo.png",
+                    "--form", "raw=@photo.png;type=application/x-raw;filename=raw.dat",
+                    server.url("/multipart?keep=cli-bgform"),
+                ])
+                #expect(form.status == 0, "\(form.stderr)")
+                let formTask = form.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+                let chunked = try await cli.run([
+                    "put", "--background", "--chunks", "3", "big.bin", server.url("/tus/?keep=cli-bgchunks"), "--json",
+                ])
+                #expect(chunked.status == 0, "\(chunked.stderr)")
+                let info = try JSONDecoder().decode(BackgroundTaskInfo.self, from: Data(chunked.stdout.utf8))
+                let waited = try await cli.run(["wait", formTask, String(info.taskIdentifier)])
+                #expect(waited.status == 0, "\(waited.stderr)")
+
+                let kept = try #require(server.storedUpload(key: "cli-bgform"))
+                let report = try #require(try JSONSerialization.jsonObject(with: Data(kept.body)) as? [String: Any])
+                let parts = try #require(report["parts"] as? [[String: Any]])
+                #expect(parts.map { $0["name"] as? String } == ["title", "photo", "raw"])
+                #expect(parts[0]["text"] as? String == "Holiday")
+                #expect(parts[1]["filename"] as? String == "photo.png")
+                #expect(parts[1]["contentType"] as? String == "image/png")  // guessed as curl does
+                #expect(parts[1]["sha256"] as? String == bytesSHA256(300_000, seed: 31))
+                #expect(parts[2]["filename"] as? String == "raw.dat")
+                #expect(parts[2]["contentType"] as? String == "application/x-raw")
+                #expect(server.storedUpload(key: "cli-bgchunks")?.body == big)
+
+                let list = try await cli.run(["ls", "--json"])
+                let tasks = try JSONDecoder().decode([BackgroundTaskInfo].self, from: Data(list.stdout.utf8))
+                #expect(tasks.map(\.taskDescription).contains("form: title, photo, raw"))
+            } catch {
+                _ = try? await cli.run(["daemon", "stop"])
+                throw error
+            }
+            _ = try await cli.run(["daemon", "stop"])
+        }
+    }
+
+    @Test func curlsLimitsBecomeTheTasksOwn() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            let home = "/tmp/ferry-l-\(UUID().uuidString.prefix(8))"
+            try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+            let cli = CLIRunner(environment: ["FERRY_HOME": home], directory: directory)
+            defer {
+                try? FileManager.default.removeItem(atPath: directory)
+                try? FileManager.default.removeItem(atPath: home)
+            }
+            let refused = try await cli.run(["get", "--background", "--max-redirs", "5000", server.url("/bytes/10")])
+            #expect(refused.status == 2, "\(refused.stderr)")
+            #expect(refused.stderr.contains("maximumRedirects takes 0 to 1000"), "\(refused.stderr)")
+            do {
+                func submit(_ arguments: [String]) async throws -> String {
+                    let run = try await cli.run(["get", "--background"] + arguments)
+                    #expect(run.status == 0, "\(arguments): \(run.stderr)")
+                    return run.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+                }
+                // Three redirects: one allowed fails the task, three succeed.
+                let few = try await submit(["--max-redirs", "1", server.url("/redirect/3"), "-o", "few.json"])
+                let enough = try await submit(["--max-redirs", "3", server.url("/redirect/3"), "-o", "enough.json"])
+                // Three busy answers (503, Retry-After: 1) before the bytes: one try fails, four succeed.
+                let once = try await submit(["--tries", "1", server.url("/bytes/1000?fail=3&key=once"), "-o", "once.bin"])
+                let four = try await submit(["--retry", "3", server.url("/bytes/1000?fail=3&key=four"), "-o", "four.bin"])
+                // Under 1 MB/s for 2 s (the server sends 50 kB/s), one try: the floor ends it.
+                let slow = try await submit([
+                    "--speed-limit", "1M", "--speed-time", "2", "--tries", "1",
+                    server.url("/bytes/2000000?throttle=50000"), "-o", "slow.bin",
+                ])
+
+                let fewWait = try await cli.run(["wait", few])
+                #expect(fewWait.status == 1, "\(fewWait.stderr)")
+                #expect(fewWait.stderr.contains("more than 1 redirects"), "\(fewWait.stderr)")
+                let enoughWait = try await cli.run(["wait", enough])
+                #expect(enoughWait.status == 0, "\(enoughWait.stderr)")
+                #expect(FileManager.default.fileExists(atPath: directory + "/enough.json"))
+                let onceWait = try await cli.run(["wait", once])
+                #expect(onceWait.status == 1, "\(onceWait.stderr)")
+                #expect(onceWait.stderr.contains("503"), "\(onceWait.stderr)")
+                let fourWait = try await cli.run(["wait", four])
+                #expect(fourWait.status == 0, "\(fourWait.stderr)")
+                #expect(try fileSHA256(directory + "/four.bin") == bytesSHA256(1000))
+                let slowWait = try await cli.run(["wait", slow], timeout: 90)
+                #expect(slowWait.status == 1, "\(slowWait.stderr)")
+                #expect(slowWait.stderr.contains("under 1048576 bytes a second for 2 seconds"), "\(slowWait.stderr)")
+                #expect(!FileManager.default.fileExists(atPath: directory + "/slow.bin"))
+            } catch {
+                _ = try? await cli.run(["daemon", "stop"])
+                throw error
+            }
+            _ = try await cli.run(["daemon", "stop"])
+        }
+    }
+}
