@@ -262,7 +262,6 @@ struct GetCommand: AsyncParsableCommand {
         if !data.isEmpty || !dataBinary.isEmpty {
             if resume { throw ValidationError("-d cannot be continued with -C: a range request would not send the body again") }
             if connections > 1 { throw ValidationError("-d asks once, over one connection: -x \(connections) does not go with it") }
-            if background { throw ValidationError("-d is for foreground downloads: ferryd does not send a request body with a download") }
         }
         if head {
             let others: [(Bool, String)] = [
@@ -585,6 +584,13 @@ struct GetCommand: AsyncParsableCommand {
         // The connection settings travel with each task: its CA's contents, this shell's proxy.
         let connection = try transfer.connectionSettings()
         let limit = try transfer.rateLimit()
+        let body = try requestBody().map { Data($0.readableBytesView) }
+        if let body, body.count > ControlAPI.TaskCreation.maximumRequestBody {
+            throw CLIFailure(
+                "-d: ferryd takes a request body of at most \(ControlAPI.TaskCreation.maximumRequestBody / 1024) KiB, not \(body.count) bytes; download it in the foreground",
+                status: .usage
+            )
+        }
         let creations = try items.map { item -> ControlAPI.TaskCreation in
             let url = item.url
             let destination: String
@@ -599,8 +605,11 @@ struct GetCommand: AsyncParsableCommand {
                 throw CLIFailure("cannot save into \(folder): it is not an existing directory", status: .localFile)
             }
             var request = Request(url: url)
-            if let method { request.method = method.uppercased() }
+            request.method = (method ?? (body == nil ? "GET" : "POST")).uppercased()
             request.headers = try transfer.headers(headers, for: url)
+            if body != nil, request.headers["content-type"] == nil {
+                request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
+            }
             request.connections = connections
             request.expectedDigest = checksum.flatMap(ContentDigest.init)
             var creation = ControlAPI.TaskCreation(
@@ -615,6 +624,7 @@ struct GetCommand: AsyncParsableCommand {
             // --max-time: the task's resource timeout, counted by ferryd from its creation.
             if let maxTime = transfer.maxTime { creation.resourceTimeout = maxTime }
             creation.limits = backgroundLimits
+            creation.requestBody = body
             return creation
         }
         // Only now ferryd is asked (and started): what is wrong here was said without it.

@@ -1,3 +1,5 @@
+public import Foundation
+
 /// The daemon's control API: HTTP/1.1 with JSON bodies over its unix socket, described by
 /// `docs/openapi.json`. These are the request and response bodies both ends share; the routes are:
 ///
@@ -76,6 +78,10 @@ public enum ControlAPI {
         /// (1 to 32), concatenated at the end (the request's URL is the tus endpoint). Every chunk the
         /// server stores is recorded, so after a ferryd restart only the unfinished chunks are sent.
         public var chunks: Int?
+        /// Downloads: a request body whose answer is the download (curl's `-d`), base64 in JSON, at most
+        /// ``maximumRequestBody`` bytes; sent with every try, and again on a 307 or 308. Such a download
+        /// is never continued by range: each try starts over.
+        public var requestBody: Data?
         /// The task's own redirect, retry and speed limits (curl's `--max-redirs`, `--retry`,
         /// `--speed-limit`/`--speed-time`); absent values take ferryd's.
         public var limits: TaskLimits?
@@ -112,6 +118,9 @@ public enum ControlAPI {
         /// daemon answers (a background `Session`'s task factories do not wait for ferryd); absent: the
         /// session's next. One that is taken is a 409 and nothing is created.
         public var taskIdentifier: Int?
+
+        /// The largest ``requestBody``: 512 KiB (its base64 fits the control API's 1 MiB body limit).
+        public static let maximumRequestBody = 512 << 10
 
         /// What ``chunks`` may be.
         public static let chunkCounts = 1...32

@@ -210,6 +210,9 @@ struct ControlRoutes: Sendable {
             guard resumeData == nil else {
                 throw FerryError(.invalidOperation, "resume data continues downloads, not uploads")
             }
+            guard creation.requestBody == nil else {
+                throw FerryError(.invalidOperation, "requestBody is a download's; an upload sends uploadFile or a form")
+            }
             try Self.checkUploadBody(creation)
         case .download:
             guard creation.uploadFile == nil, creation.form == nil, creation.chunks == nil else {
@@ -223,6 +226,12 @@ struct ControlRoutes: Sendable {
                     )
                 }
                 try ControlError.conflict { try Self.checkDestinationDirectory(destination) }
+            }
+            if let body = creation.requestBody, body.count > ControlAPI.TaskCreation.maximumRequestBody {
+                throw FerryError(
+                    .invalidOperation,
+                    "a download's requestBody is at most \(ControlAPI.TaskCreation.maximumRequestBody) bytes, not \(body.count)"
+                )
             }
             if let mode = creation.destinationMode, !(0...0o777).contains(mode) {
                 throw FerryError(.invalidOperation, "destinationMode holds permission bits, 0 to 0o777 (511)")
@@ -268,6 +277,7 @@ struct ControlRoutes: Sendable {
         task.form = creation.form
         task.chunks = creation.chunks
         task.limits = creation.limits
+        task.requestBody = creation.requestBody
         return task
     }
 

@@ -248,6 +248,7 @@ struct TransferRunner: Sendable {
         let outcome: DownloadDriver.Outcome
         do {
             var driver = DownloadDriver(transport: transport)
+            driver.downloader.requestBody = task.requestBody.map { ByteBuffer(bytes: $0) }
             if let redirects = task.limits?.maximumRedirects { driver.downloader.maximumRedirects = redirects }
             outcome = try await driver.run(plan)
         } catch var error as FerryError {

@@ -192,7 +192,8 @@ public struct Downloader: Sendable {
         let originalRequest = resumeData?.originalRequest ?? request
         var current = resumeData?.currentRequest ?? request
         try current.validate(for: transport)
-        var resumption = resumeData.flatMap { Self.resumption(from: $0, path: path) }
+        // The answer to a body is never continued by range (the body would not be sent again).
+        var resumption = requestBody == nil ? resumeData.flatMap { Self.resumption(from: $0, path: path) } : nil
         var redirectCount = 0
         var refetched = false
 

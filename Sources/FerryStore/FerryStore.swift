@@ -95,6 +95,8 @@ public final class FerryStore: Sendable {
         public var chunks: Int?
         /// The task's own redirect, retry and speed limits.
         public var limits: TaskLimits?
+        /// A download's request body.
+        public var requestBody: Data?
 
         /// A task description; see ``StoredTask`` for the fields.
         public init(
@@ -211,8 +213,8 @@ public final class FerryStore: Sendable {
                                   taskDescription, priority, discretionary, resourceDeadline,
                                   destination, destinationMode, connection, createdAt, updatedAt,
                                   allowsMetered, allowsConstrained, bandwidthLimit, form, chunkedUpload,
-                                  limits)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                  limits, requestBody)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """
         ).execute(arguments: [
             session, identifier, task.kind.rawValue, state.rawValue, encoded,
@@ -221,7 +223,7 @@ public final class FerryStore: Sendable {
             task.destinationMode, try task.connection.map { try JSONEncoder().encode($0) }, now, now,
             task.allowsMetered, task.allowsConstrained, task.bandwidthLimit,
             try task.form.map { try JSONEncoder().encode($0) }, try chunkedUpload.map { try JSONEncoder().encode($0) },
-            try task.limits.map { try JSONEncoder().encode($0) },
+            try task.limits.map { try JSONEncoder().encode($0) }, task.requestBody,
         ])
         // What was just inserted, without reading it back (decoding the request again costs more than
         // the insert).
@@ -251,6 +253,7 @@ public final class FerryStore: Sendable {
         stored.form = task.form
         stored.chunkedUpload = chunkedUpload
         stored.limits = task.limits
+        stored.requestBody = task.requestBody
         if let resumeData = task.resumeData {
             try Progress(resumeData).write(db, session: session, identifier: identifier, at: now)
             stored.currentRequest = resumeData.currentRequest

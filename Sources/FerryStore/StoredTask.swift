@@ -59,6 +59,8 @@ public struct StoredTask: Sendable, Hashable {
     public var form: [FormField]?
     /// An upload of ``bodyFile`` in tus chunks: how many at once, and the chunks the server has stored.
     public var chunkedUpload: ChunkedUploadProgress?
+    /// A download's request body (curl's `-d`), sent with every try; such a download starts over each try.
+    public var requestBody: Data?
     /// The task's own redirect, retry and speed limits; nil: ferryd's.
     public var limits: TaskLimits?
     /// Request body bytes sent (uploads).
@@ -147,6 +149,7 @@ extension StoredTask {
         uploadState = try (row["uploadState"] as Data?).map { try decoder.decode(UploadResumption.self, from: $0) }
         form = try (row["form"] as Data?).map { try decoder.decode([FormField].self, from: $0) }
         chunkedUpload = try (row["chunkedUpload"] as Data?).map { try decoder.decode(ChunkedUploadProgress.self, from: $0) }
+        requestBody = row["requestBody"]
         limits = try (row["limits"] as Data?).map { try decoder.decode(TaskLimits.self, from: $0) }
         bytesSent = row["bytesSent"]
         allowsMetered = row["allowsMetered"]

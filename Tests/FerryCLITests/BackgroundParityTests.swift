@@ -124,4 +124,43 @@ import Testing
             _ = try await cli.run(["daemon", "stop"])
         }
     }
+
+    @Test func aRequestBodyGoesWithABackgroundDownloadAsInTheForeground() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            let home = "/tmp/ferry-d-\(UUID().uuidString.prefix(8))"
+            try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+            let cli = CLIRunner(environment: ["FERRY_HOME": home], directory: directory)
+            defer {
+                try? FileManager.default.removeItem(atPath: directory)
+                try? FileManager.default.removeItem(atPath: home)
+            }
+            try Data("x=1\r\ny=2".utf8).write(to: URL(fileURLWithPath: directory + "/form.txt"))
+            let arguments = ["-d", "a=1", "-d", "@form.txt", "--data-binary", "b=2 3", server.url("/echo")]
+            let foreground = try await cli.run(["get", "-q"] + arguments + ["-o", "fg.json"])
+            #expect(foreground.status == 0, "\(foreground.stderr)")
+            do {
+                let submit = try await cli.run(["get", "--background"] + arguments + ["-o", "bg.json"])
+                #expect(submit.status == 0, "\(submit.stderr)")
+                let wait = try await cli.run(["wait", submit.stdout.trimmingCharacters(in: .whitespacesAndNewlines)])
+                #expect(wait.status == 0, "\(wait.stderr)")
+                // The same request reached the server: method, headers, and the body's bytes.
+                let fg = try Data(contentsOf: URL(fileURLWithPath: directory + "/fg.json"))
+                let bg = try Data(contentsOf: URL(fileURLWithPath: directory + "/bg.json"))
+                #expect(fg == bg, "\(String(decoding: bg, as: UTF8.self))")
+                let echo = try #require(try JSONSerialization.jsonObject(with: bg) as? [String: Any])
+                #expect(echo["method"] as? String == "POST")
+                #expect(echo["bodyLength"] as? Int == "a=1&x=1y=2&b=2 3".utf8.count)
+                // -X chooses the method, as in the foreground.
+                let put = try await cli.run(["get", "--background", "-X", "PUT", "-d", "k=v", server.url("/echo"), "-o", "put.json"])
+                _ = try await cli.run(["wait", put.stdout.trimmingCharacters(in: .whitespacesAndNewlines)])
+                let echoed = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory + "/put.json")))
+                #expect((echoed as? [String: Any])?["method"] as? String == "PUT")
+            } catch {
+                _ = try? await cli.run(["daemon", "stop"])
+                throw error
+            }
+            _ = try await cli.run(["daemon", "stop"])
+        }
+    }
 }
