@@ -378,42 +378,16 @@ struct ForegroundDownload {
             try? manager.removeItem(atPath: record)
             return nil
         }
-        guard let saved = ResumeRecord.read(record) else {
-            if !quiet {
-                CLI.note("no record of which version \(partial) holds; downloading from the start")
-            }
+        switch try ResumeRecord.continuation(partial: partial, record: record, url: url, quiet: quiet) {
+        case .startOver:
             Self.restart(partial, record)
             return nil
+        case .resume(var resumeData):
+            // This run's options, not the first run's: connections, and the digest to verify.
+            resumeData.originalRequest.connections = connections
+            resumeData.originalRequest.expectedDigest = checksum
+            return resumeData
         }
-        guard var resumeData = saved.trustworthy else {
-            if !quiet {
-                CLI.note("the machine restarted before \(partial) reached the disk; downloading from the start")
-            }
-            Self.restart(partial, record)
-            return nil
-        }
-        if resumeData.originalRequest.url != url {
-            // A re-signed URL or a mirror: the record's validator (If-Range) decides whether the bytes
-            // continue the same file; a changed file starts over. Without one nothing can tell.
-            guard resumeData.entityTag != nil || resumeData.lastModified != nil else {
-                throw CLIFailure(
-                    "\(partial) is part of \(resumeData.originalRequest.url.absoluteString), and its record has no ETag or Last-Modified to check that \(url.absoluteString) is the same file; remove it or drop -C",
-                    status: .usage
-                )
-            }
-            if !quiet {
-                CLI.note(
-                    "\(partial) came from \(resumeData.originalRequest.url.absoluteString); continuing from \(url.absoluteString), checked with If-Range (a different file starts over)"
-                )
-            }
-            resumeData.originalRequest.url = url
-            resumeData.currentRequest = resumeData.originalRequest
-        }
-        resumeData.partialFilePath = partial
-        // This run's options, not the first run's: connections, and the digest to verify.
-        resumeData.originalRequest.connections = connections
-        resumeData.originalRequest.expectedDigest = checksum
-        return resumeData
     }
 
     /// Takes the part file's lock, as a CLI failure when another download holds it.

@@ -312,7 +312,6 @@ struct GetCommand: AsyncParsableCommand {
             if transfer.dumpHeader != nil {
                 throw ValidationError("-D is for foreground downloads: ferryd makes the requests; see the response head with ferry ls --json")
             }
-            if resume { throw ValidationError("-C is for foreground downloads; ferryd continues its own") }
             if range != nil { throw ValidationError("-r is for foreground downloads: ferryd downloads whole files") }
             if writeOut != nil {
                 throw ValidationError("-w is for foreground downloads: a background one ends later; see its figures with ferry ls --json")
@@ -591,6 +590,9 @@ struct GetCommand: AsyncParsableCommand {
                 status: .usage
             )
         }
+        // -C: the records of the partial files handed to ferryd, removed once it has the tasks (it
+        // records their progress itself from then on).
+        var handedOver: [String] = []
         let creations = try items.map { item -> ControlAPI.TaskCreation in
             let url = item.url
             let destination: String
@@ -625,6 +627,10 @@ struct GetCommand: AsyncParsableCommand {
             if let maxTime = transfer.maxTime { creation.resourceTimeout = maxTime }
             creation.limits = backgroundLimits
             creation.requestBody = body
+            if resume, let continued = try handOver(destination, url: url) {
+                creation.resumeData = continued
+                handedOver.append(destination + ".ferry-resume")
+            }
             return creation
         }
         // Only now ferryd is asked (and started): what is wrong here was said without it.
@@ -647,10 +653,44 @@ struct GetCommand: AsyncParsableCommand {
                 start = end
             }
         }
+        for record in handedOver { try? FileManager.default.removeItem(atPath: record) }
         if outputOptions.json {
             CLI.printJSON(created)
         } else {
             for info in created { Console.out("\(info.taskIdentifier)\n") }
+        }
+    }
+
+    /// `-C --background`: the resume data that hands the partial file of an earlier `ferry get -C`
+    /// (`destination.ferry-part` and its record) to ferryd, which goes on writing it in place and
+    /// renames it to `destination` at the end; nil to start afresh (nothing to continue, or nothing
+    /// that can be trusted: then the stale part and record are removed, as the foreground empties them).
+    private func handOver(_ destination: String, url: URL) throws -> ResumeData? {
+        let partial = destination + ".ferry-part"
+        let record = destination + ".ferry-resume"
+        if DownloadDestination.isSpecialFile(destination) {
+            if !transfer.quiet { CLI.note("\(destination) is not a regular file: -C cannot continue a download written to it") }
+            return nil
+        }
+        guard FileManager.default.fileExists(atPath: partial) else {
+            if !transfer.quiet { CLI.note("nothing to continue for \(url.absoluteString); ferryd downloads from the start") }
+            return nil
+        }
+        // A foreground download still writing it keeps it: ferryd would write the same bytes.
+        do {
+            try PartFileLock.acquire(partial).release()
+        } catch let error as FerryError {
+            throw CLIFailure(error.message, status: .localFile)
+        }
+        switch try ResumeRecord.continuation(partial: partial, record: record, url: url, quiet: transfer.quiet) {
+        case .startOver:
+            try? FileManager.default.removeItem(atPath: partial)
+            try? FileManager.default.removeItem(atPath: record)
+            return nil
+        case .resume(var resumeData):
+            resumeData.originalRequest.connections = connections
+            resumeData.originalRequest.expectedDigest = checksum.flatMap(ContentDigest.init)
+            return resumeData
         }
     }
 }

@@ -53,6 +53,48 @@ struct ResumeRecord: Codable, Sendable {
         return durable
     }
 
+    /// What `-C` does with a partial file and its record.
+    enum Continuation {
+        /// Continue from this (its partial file is `partial`, its URL this run's).
+        case resume(ResumeData)
+        /// Nothing can be trusted: start over (the reason was noted unless quiet).
+        case startOver
+    }
+
+    /// Decides whether `-C` can continue the partial file `partial` from `url`, by its record at
+    /// `record`: the record must be readable and trustworthy on this boot; a different URL (a
+    /// re-signed link, a mirror) continues only with a validator, checked with If-Range.
+    /// - Throws: ``CLIFailure`` (usage) for a different URL and a record without ETag or Last-Modified.
+    static func continuation(partial: String, record: String, url: URL, quiet: Bool) throws -> Continuation {
+        guard let saved = read(record) else {
+            if !quiet { CLI.note("no record of which version \(partial) holds; downloading from the start") }
+            return .startOver
+        }
+        guard var resumeData = saved.trustworthy else {
+            if !quiet { CLI.note("the machine restarted before \(partial) reached the disk; downloading from the start") }
+            return .startOver
+        }
+        if resumeData.originalRequest.url != url {
+            // A re-signed URL or a mirror: the record's validator (If-Range) decides whether the bytes
+            // continue the same file; a changed file starts over. Without one nothing can tell.
+            guard resumeData.entityTag != nil || resumeData.lastModified != nil else {
+                throw CLIFailure(
+                    "\(partial) is part of \(resumeData.originalRequest.url.absoluteString), and its record has no ETag or Last-Modified to check that \(url.absoluteString) is the same file; remove it or drop -C",
+                    status: .usage
+                )
+            }
+            if !quiet {
+                CLI.note(
+                    "\(partial) came from \(resumeData.originalRequest.url.absoluteString); continuing from \(url.absoluteString), checked with If-Range (a different file starts over)"
+                )
+            }
+            resumeData.originalRequest.url = url
+            resumeData.currentRequest = resumeData.originalRequest
+        }
+        resumeData.partialFilePath = partial
+        return .resume(resumeData)
+    }
+
     /// Reads a record; nil when there is none or it cannot be read.
     static func read(_ path: String) -> ResumeRecord? {
         guard let data = FileManager.default.contents(atPath: path) else { return nil }

@@ -162,6 +162,12 @@ struct TransferRunner: Sendable {
                 failingURL: task.originalRequest.url.absoluteString
             )
         }
+        // A partial file outside ferryd's own directory (handed over by `ferry get -C --background`)
+        // is locked as a foreground download locks it: one writer at a time.
+        let lock =
+            special || partial.hasPrefix(configuration.paths.partialDirectory + "/")
+            ? nil : try PartFileLock.acquire(partial)
+        defer { lock?.release() }
         let snapshot = Mutex(task.info)
         var events = Downloader.Events()
         // A run that writes into a device or FIFO cannot be repeated once a byte went out: it is marked

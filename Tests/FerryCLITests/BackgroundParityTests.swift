@@ -163,4 +163,51 @@ import Testing
             _ = try await cli.run(["daemon", "stop"])
         }
     }
+
+    @Test func aForegroundPartIsContinuedByFerrydWithC() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            let home = "/tmp/ferry-k-\(UUID().uuidString.prefix(8))"
+            try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+            let cli = CLIRunner(environment: ["FERRY_HOME": home], directory: directory)
+            defer {
+                try? FileManager.default.removeItem(atPath: directory)
+                try? FileManager.default.removeItem(atPath: home)
+            }
+            let size = 2_000_000
+            // The first request is cut after 600,000 bytes: the foreground keeps its part and record.
+            let cut = server.url("/bytes/\(size)?close_after=600000&only_first=1&key=bg-c")
+            let first = try await cli.run(["get", cut, "-o", "cut.bin", "-q"])
+            #expect(first.status == 1)
+            #expect(FileManager.default.fileExists(atPath: directory + "/cut.bin.ferry-resume"))
+            let kept = try #require(try FileManager.default.attributesOfItem(atPath: directory + "/cut.bin.ferry-part")[.size] as? NSNumber)
+            #expect(kept.int64Value > 0)
+            do {
+                let submit = try await cli.run(["get", "--background", "-C", cut, "-o", "cut.bin", "--json"])
+                #expect(submit.status == 0, "\(submit.stderr)")
+                let info = try #require(try JSONDecoder().decode([BackgroundTaskInfo].self, from: Data(submit.stdout.utf8)).first)
+                // ferryd owns the part now: the foreground's record is gone.
+                #expect(!FileManager.default.fileExists(atPath: directory + "/cut.bin.ferry-resume"))
+                let wait = try await cli.run(["wait", String(info.taskIdentifier)])
+                #expect(wait.status == 0, "\(wait.stderr)")
+                #expect(try fileSHA256(directory + "/cut.bin") == bytesSHA256(size))
+                #expect(!FileManager.default.fileExists(atPath: directory + "/cut.bin.ferry-part"))
+                // Only the rest went: what the server sent in all is the file once (starting over would
+                // be the file and the cut 600,000 bytes).
+                let served = server.counters.bodyBytesSent(path: "/bytes/\(size)")
+                #expect(served == Int64(size) + 600_000 - kept.int64Value, "\(served)")
+
+                // Nothing to continue: said, and ferryd downloads it whole.
+                let fresh = try await cli.run(["get", "--background", "-C", server.url("/bytes/1000"), "-o", "fresh.bin"])
+                #expect(fresh.status == 0, "\(fresh.stderr)")
+                #expect(fresh.stderr.contains("nothing to continue"), "\(fresh.stderr)")
+                _ = try await cli.run(["wait", fresh.stdout.trimmingCharacters(in: .whitespacesAndNewlines)])
+                #expect(try fileSHA256(directory + "/fresh.bin") == bytesSHA256(1000))
+            } catch {
+                _ = try? await cli.run(["daemon", "stop"])
+                throw error
+            }
+            _ = try await cli.run(["daemon", "stop"])
+        }
+    }
 }
