@@ -312,7 +312,6 @@ struct GetCommand: AsyncParsableCommand {
             if transfer.dumpHeader != nil {
                 throw ValidationError("-D is for foreground downloads: ferryd makes the requests; see the response head with ferry ls --json")
             }
-            if range != nil { throw ValidationError("-r is for foreground downloads: ferryd downloads whole files") }
             if writeOut != nil {
                 throw ValidationError("-w is for foreground downloads: a background one ends later; see its figures with ferry ls --json")
             }
@@ -612,6 +611,7 @@ struct GetCommand: AsyncParsableCommand {
             if body != nil, request.headers["content-type"] == nil {
                 request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
             }
+            if let range, request.headers["range"] == nil { request.headers.add(name: "Range", value: "bytes=" + range) }
             request.connections = connections
             request.expectedDigest = checksum.flatMap(ContentDigest.init)
             var creation = ControlAPI.TaskCreation(

@@ -125,7 +125,7 @@ import Testing
         }
     }
 
-    @Test func aRequestBodyGoesWithABackgroundDownloadAsInTheForeground() async throws {
+    @Test func aRequestBodyAndARangeGoWithABackgroundDownloadAsInTheForeground() async throws {
         try await TestServer.withServer { server in
             let directory = try makeDirectory()
             let home = "/tmp/ferry-d-\(UUID().uuidString.prefix(8))"
@@ -156,6 +156,21 @@ import Testing
                 _ = try await cli.run(["wait", put.stdout.trimmingCharacters(in: .whitespacesAndNewlines)])
                 let echoed = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory + "/put.json")))
                 #expect((echoed as? [String: Any])?["method"] as? String == "PUT")
+
+                // -r: the same part as the foreground saves, a span and a suffix.
+                for (name, range) in [("span", "100-199"), ("tail", "-300")] {
+                    let url = server.url("/bytes/1000?seed=9")
+                    let fgRun = try await cli.run(["get", "-q", "-r", range, url, "-o", name + ".fg"])
+                    #expect(fgRun.status == 0, "\(fgRun.stderr)")
+                    let bgRun = try await cli.run(["get", "--background", "-r", range, url, "-o", name + ".bg"])
+                    #expect(bgRun.status == 0, "\(bgRun.stderr)")
+                    let waited = try await cli.run(["wait", bgRun.stdout.trimmingCharacters(in: .whitespacesAndNewlines)])
+                    #expect(waited.status == 0, "\(waited.stderr)")
+                    let part = try Data(contentsOf: URL(fileURLWithPath: directory + "/" + name + ".bg"))
+                    #expect(part == (try Data(contentsOf: URL(fileURLWithPath: directory + "/" + name + ".fg"))))
+                    let whole = DeterministicBytes(seed: 9).bytes(offset: 0, count: 1000)
+                    #expect(Array(part) == Array(name == "span" ? whole[100..<200] : whole[700..<1000]))
+                }
             } catch {
                 _ = try? await cli.run(["daemon", "stop"])
                 throw error
