@@ -44,6 +44,8 @@ public struct CLIFailure: Error, CustomStringConvertible, Sendable {
     public var kind: String
     /// The HTTP status that made the transfer fail, if one did.
     public var httpStatus: Int?
+    /// `-w`'s figures of the failed transfer (curl prints its write-out for failures too).
+    var writeOut: WriteOut.Values?
 
     /// A failure.
     public init(_ message: String, status: ExitStatus, kind: String? = nil, httpStatus: Int? = nil) {

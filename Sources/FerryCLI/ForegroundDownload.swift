@@ -188,58 +188,73 @@ struct ForegroundDownload {
             throttle: limit.map { TaskThrottle(bytesPerSecond: $0, pool: nil, weight: 0.5) }
         )
         do {
-            var driver = DownloadDriver(transport: transport)
-            driver.downloader.decodesContent = decodesContent
-            if let maximumRedirects { driver.downloader.maximumRedirects = maximumRedirects }
-            driver.downloader.requestBody = requestBody
-            let (ready, finalPlan) = (driver, plan)
-            let outcome = try await TransferContext.$current.withValue(context) {
-                try await SpeedFloor.enforce(speedFloor, counter: moved) { try await ready.run(finalPlan) }
-            }
-            switch outcome {
-            case .finished(let finished):
-                result = finished
-            case .refused(let answer, _):
-                // A non-2xx answer: nothing saved (a device or FIFO got the error page), or with
-                // --fail-with-body the error page.
+            do {
+                var driver = DownloadDriver(transport: transport)
+                driver.downloader.decodesContent = decodesContent
+                if let maximumRedirects { driver.downloader.maximumRedirects = maximumRedirects }
+                driver.downloader.requestBody = requestBody
+                let (ready, finalPlan) = (driver, plan)
+                let outcome = try await TransferContext.$current.withValue(context) {
+                    try await SpeedFloor.enforce(speedFloor, counter: moved) { try await ready.run(finalPlan) }
+                }
+                switch outcome {
+                case .finished(let finished):
+                    result = finished
+                case .refused(let answer, _):
+                    // A non-2xx answer: nothing saved (a device or FIFO got the error page), or with
+                    // --fail-with-body the error page.
+                    display.finish()
+                    try? FileManager.default.removeItem(atPath: record)
+                    throw CLIFailure(
+                        destination.isSpecial || keepsErrorBody
+                            ? "\(url.absoluteString): the server answered \(answer.status); its error page went to \(answer.path)"
+                            : "\(url.absoluteString): the server answered \(answer.status); nothing was saved",
+                        status: .transferFailed,
+                        httpStatus: answer.status
+                    )
+                case .tryLater(_, let error):
+                    throw CLIFailure(error, context: url.absoluteString)
+                }
+            } catch let error as FerryError {
                 display.finish()
-                try? FileManager.default.removeItem(atPath: record)
-                throw CLIFailure(
-                    destination.isSpecial || keepsErrorBody
-                        ? "\(url.absoluteString): the server answered \(answer.status); its error page went to \(answer.path)"
-                        : "\(url.absoluteString): the server answered \(answer.status); nothing was saved",
-                    status: .transferFailed,
-                    httpStatus: answer.status
-                )
-            case .tryLater(_, let error):
-                throw CLIFailure(error, context: url.absoluteString)
+                if error.code == .checksumMismatch, let checksum {
+                    throw await mismatch(checksum, partial: partial, record: record, target: target)
+                }
+                if let data = error.resumeData, !ranged { try? writer.written(data) }
+                // A download that started afresh and cannot be continued leaves nothing behind: -C would not
+                // trust a part file without a record. (One continued from a record keeps what it had.)
+                if error.resumeData == nil, resumeData == nil, !destination.isSpecial, !interruption.happened {
+                    Self.remove(partial, record)
+                }
+                if interruption.happened {
+                    throw CLIFailure(
+                        "interrupted; \(error.resumeData == nil ? "start again" : "continue with -C") to finish \(target)",
+                        status: .interrupted
+                    )
+                }
+                var failure = CLIFailure(error, context: url.absoluteString)
+                if error.resumeData != nil { failure.message += "; the partial download is kept: continue with -C" }
+                throw failure
+            } catch let failure as CLIFailure {
+                display.finish()
+                throw failure
+            } catch is SpeedFloor.TooSlow {
+                display.finish()
+                throw Self.tooSlow(speedFloor, url: url, continuable: FileManager.default.fileExists(atPath: record))
             }
-        } catch let error as FerryError {
-            display.finish()
-            if error.code == .checksumMismatch, let checksum {
-                throw await mismatch(checksum, partial: partial, record: record, target: target)
-            }
-            if let data = error.resumeData, !ranged { try? writer.written(data) }
-            // A download that started afresh and cannot be continued leaves nothing behind: -C would not
-            // trust a part file without a record. (One continued from a record keeps what it had.)
-            if error.resumeData == nil, resumeData == nil, !destination.isSpecial, !interruption.happened {
-                Self.remove(partial, record)
-            }
-            if interruption.happened {
-                throw CLIFailure(
-                    "interrupted; \(error.resumeData == nil ? "start again" : "continue with -C") to finish \(target)",
-                    status: .interrupted
-                )
-            }
-            var failure = CLIFailure(error, context: url.absoluteString)
-            if error.resumeData != nil { failure.message += "; the partial download is kept: continue with -C" }
+        } catch var failure as CLIFailure where failure.status != .interrupted {
+            // -w's figures of what happened before the failure, printed as curl prints them.
+            failure.writeOut = WriteOut.Values(
+                failed: failure,
+                transactions: context.recordedTransactions,
+                url: url,
+                // An error status's page is not the download (unless --fail-with-body keeps it).
+                bytes: failure.httpStatus != nil && !keepsErrorBody ? 0 : max(0, moved.value - resumedFrom.withLock { $0 }),
+                start: startDate,
+                total: ProgressDisplay.now() - started,
+                file: target
+            )
             throw failure
-        } catch let failure as CLIFailure {
-            display.finish()
-            throw failure
-        } catch is SpeedFloor.TooSlow {
-            display.finish()
-            throw Self.tooSlow(speedFloor, url: url, continuable: FileManager.default.fileExists(atPath: record))
         }
         display.finish()
         let seconds = ProgressDisplay.now() - started

@@ -501,6 +501,7 @@ struct GetCommand: AsyncParsableCommand {
                 if let format, let values = report.writeOut { Console.out(format.render(values)) }
             case .failure(let failure):
                 if count > 1, failure.status != .interrupted { Console.errorLine(failure.message) }
+                if let format, let values = failure.writeOut { Console.out(format.render(values)) }
             }
             ended.withLock { $0.append((index, outcome)) }
         }

@@ -73,15 +73,25 @@ struct StandardOutputDownload {
             }
             guard case .loaded(let result) = outcome else { preconditionFailure("no other disposition was asked for") }
             loaded = result
-        } catch let error as FerryError {
-            display.finish()
-            throw CLIFailure(error, context: url.absoluteString)
-        } catch is SpeedFloor.TooSlow {
-            display.finish()
-            throw ForegroundDownload.tooSlow(speedFloor, url: url, continuable: false)
         } catch {
             display.finish()
-            throw error
+            var failure: CLIFailure
+            switch error {
+            case let error as FerryError: failure = CLIFailure(error, context: url.absoluteString)
+            case is SpeedFloor.TooSlow: failure = ForegroundDownload.tooSlow(speedFloor, url: url, continuable: false)
+            case let error as CLIFailure: failure = error
+            default: throw error
+            }
+            failure.writeOut = WriteOut.Values(
+                failed: failure,
+                transactions: context.recordedTransactions,
+                url: url,
+                bytes: written.value,
+                start: startDate,
+                total: ProgressDisplay.now() - started,
+                file: "-"
+            )
+            throw failure
         }
         display.finish()
         let last = context.recordedTransactions.last

@@ -19,7 +19,7 @@ public struct WriteOut: Sendable, Equatable {
     public static let variables: Set<String> = [
         "http_code", "response_code", "http_version", "url_effective", "num_redirects", "remote_ip", "remote_port",
         "size_download", "speed_download", "time_namelookup", "time_connect", "time_appconnect", "time_starttransfer",
-        "time_total", "filename_effective", "json",
+        "time_total", "filename_effective", "exitcode", "errormsg", "json",
     ]
 
     public let pieces: [Piece]
@@ -86,6 +86,10 @@ public struct WriteOut: Sendable, Equatable {
         var timeStarttransfer: Double
         var timeTotal: Double
         var filenameEffective: String
+        /// The command's exit status for this transfer (0: it succeeded), as `%{exitcode}`.
+        var exitCode = 0
+        /// Why it failed, as `%{errormsg}` (empty when it succeeded).
+        var errorMessage = ""
 
         /// Bytes a second over the whole transfer, as curl's (an integer).
         var speedDownload: Int64 { timeTotal > 0 ? Int64(Double(sizeDownload) / timeTotal) : 0 }
@@ -122,6 +126,26 @@ public struct WriteOut: Sendable, Equatable {
             filenameEffective = file
         }
 
+        /// The figures of a transfer that failed: what its exchanges got before the failure (curl
+        /// prints `-w` for a failed transfer too; `http_code` is 000 when no response arrived).
+        init(failed failure: CLIFailure, transactions: [TransactionMetrics], url: URL, bytes: Int64, start: Date, total: Double, file: String) {
+            let answered = transactions.last { $0.response != nil }
+            self.init(
+                transactions: transactions,
+                status: failure.httpStatus ?? answered?.response?.statusCode ?? 0,
+                protocolName: answered?.networkProtocolName ?? "",
+                url: answered?.request.url ?? url,
+                redirects: transactions.filter { (300..<400).contains($0.response?.statusCode ?? 0) }.count,
+                bytes: bytes,
+                start: start,
+                total: total,
+                file: file
+            )
+            if answered == nil { httpVersion = "0" }
+            exitCode = Int(failure.status.rawValue)
+            errorMessage = failure.message
+        }
+
         /// `127.0.0.1:8080` → (`127.0.0.1`, 8080); `[::1]:443` → (`::1`, 443).
         public static func split(_ address: String?) -> (String, Int) {
             guard let address, let colon = address.lastIndex(of: ":") else { return ("", 0) }
@@ -139,7 +163,7 @@ public struct WriteOut: Sendable, Equatable {
                 "speed_download": String(speedDownload), "time_namelookup": Self.seconds(timeNamelookup),
                 "time_connect": Self.seconds(timeConnect), "time_appconnect": Self.seconds(timeAppconnect),
                 "time_starttransfer": Self.seconds(timeStarttransfer), "time_total": Self.seconds(timeTotal),
-                "filename_effective": filenameEffective,
+                "filename_effective": filenameEffective, "exitcode": String(exitCode), "errormsg": errorMessage,
             ]
         }
 
@@ -152,7 +176,8 @@ public struct WriteOut: Sendable, Equatable {
                 "time_connect": timeConnect, "time_appconnect": timeAppconnect, "time_starttransfer": timeStarttransfer,
                 "time_total": timeTotal, "filename_effective": filenameEffective,
             ]
-            object["exitcode"] = 0
+            object["exitcode"] = exitCode
+            if !errorMessage.isEmpty { object["errormsg"] = errorMessage }
             let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
             return String(decoding: data, as: UTF8.self)
         }

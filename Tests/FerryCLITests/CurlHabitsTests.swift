@@ -263,6 +263,40 @@ import Glibc
     }
 
     @Test(.enabled(if: curl != nil, "curl is not installed (.ci/run installs it)"))
+    func writeOutIsPrintedForAFailedTransferAsCurlDoes() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            // The exit statuses differ by design (ferry's are documented in docs/CLI.md): not compared.
+            let format = "%{http_code} %{http_version} %{num_redirects} %{size_download} %{url_effective}\\n"
+            let refused = try LocalPorts.free()
+            for url in [
+                server.url("/status/404"), server.url("/redirect/2?to=/status/500"), "http://127.0.0.1:\(refused)/x",
+                server.url("/bytes/100000?close_after=1000"),
+            ] {
+                let run = try await shell(
+                    """
+                    "$FERRY" get -s -w '\(format)' '\(url)' -o f; "$CURL" -sfL -w '\(format)' '\(url)' -o c
+                    """,
+                    in: directory
+                )
+                let lines = run.stdout.split(separator: "\n")
+                #expect(lines.count == 2 && lines[0] == lines[1], "ferry and curl differ for \(url): \(run.stdout)")
+            }
+            // %{exitcode} and %{errormsg} say how it ended; %{json} holds them too.
+            let failed = try await CLIRunner(directory: directory).run([
+                "get", "-s", "-w", "%{exitcode} %{errormsg}\\n%{json}", server.url("/status/404"), "-o", "g",
+            ])
+            #expect(failed.status == 1)
+            let parts = failed.stdout.split(separator: "\n", maxSplits: 1)
+            #expect(parts.first == "1 \(server.url("/status/404")): the server answered 404; nothing was saved", "\(failed.stdout)")
+            let json = try #require(try JSONSerialization.jsonObject(with: Data(parts[1].utf8)) as? [String: Any])
+            #expect(json["exitcode"] as? Int == 1)
+            #expect(json["http_code"] as? Int == 404)
+        }
+    }
+
+    @Test(.enabled(if: curl != nil, "curl is not installed (.ci/run installs it)"))
     func headPrintsTheHeadsAsCurlDashIL() async throws {
         try await TestServer.withServer { server in
             let directory = try makeDirectory()
