@@ -16,7 +16,14 @@ enum Console {
     static func error(_ text: String) { write(text, to: STDERR_FILENO) }
 
     /// An error line: `ferry: text`.
-    static func errorLine(_ text: String) { error("ferry: \(text)\n") }
+    static func errorLine(_ text: String) {
+        // Above a board of progress bars (-Z on a terminal), not into its last line.
+        if let board = ProgressBoard.drawing.withLock({ $0 }) {
+            board.message("ferry: \(text)\n")
+        } else {
+            error("ferry: \(text)\n")
+        }
+    }
 
     /// Writes a body's bytes to stdout (`-o -`), failing when they cannot be written (a full disk
     /// behind a redirection, say). A reader that went away (EPIPE) ends the command quietly, as `head`

@@ -16,6 +16,8 @@ final class ProgressBoard: Sendable {
         var ended = false
         /// Its last line was printed (plain lines: once, when it ends).
         var shown = false
+        /// Its recent byte counts, for its own rate.
+        var samples: [(time: Double, bytes: Int64)] = []
     }
 
     private struct State {
@@ -31,6 +33,24 @@ final class ProgressBoard: Sendable {
 
     init(quiet: Bool) {
         style = quiet ? .none : (isatty(STDERR_FILENO) == 1 ? .bar : .lines)
+        if style == .bar { Self.drawing.withLock { $0 = self } }
+    }
+
+    /// The board drawn on the terminal now, if any: error lines and notes go above it
+    /// (``Console/errorLine(_:)``), not into its last line.
+    static let drawing = Mutex<ProgressBoard?>(nil)
+
+    /// Prints `line` (ending with a newline) above the board and draws the board again below it.
+    func message(_ line: String) {
+        let text = state.withLock { state -> String in
+            guard style == .bar else { return line }
+            // Up to the drawing's first line, everything below cleared, the line, the board anew.
+            var text = state.drawnLines > 1 ? "\u{1B}[\(state.drawnLines - 1)A" : ""
+            text += "\r\u{1B}[J" + line
+            state.drawnLines = 0
+            return text + render(&state, total: true)
+        }
+        Console.error(text)
     }
 
     /// A transfer joins the board; its number is for the calls below.
@@ -51,6 +71,10 @@ final class ProgressBoard: Sendable {
         let text: String? = state.withLock { state in
             state.entries[entry].done = done
             state.entries[entry].total = total
+            state.entries[entry].samples.append((now, done))
+            while let first = state.entries[entry].samples.first, now - first.time > 3, state.entries[entry].samples.count > 2 {
+                state.entries[entry].samples.removeFirst()
+            }
             let sum = state.entries.reduce(Int64(0)) { $0 + $1.done }
             state.samples.append((now, sum))
             while let first = state.samples.first, now - first.time > 3, state.samples.count > 2 {
@@ -75,6 +99,7 @@ final class ProgressBoard: Sendable {
 
     /// Every transfer ended: the last figures.
     func close() {
+        Self.drawing.withLock { if $0 === self { $0 = nil } }
         guard style != .none else { return }
         let text = state.withLock { state in
             var text = render(&state, total: true)
@@ -102,7 +127,8 @@ final class ProgressBoard: Sendable {
             let width = ProgressDisplay.terminalWidth()
             var lines: [String] = []
             for entry in state.entries where !entry.ended && entry.done > 0 {
-                lines.append(ProgressLine(name: entry.name, done: entry.done, total: entry.total, rate: 0).bar(width: width))
+                let rate = ProgressDisplay.rate(entry.samples)
+                lines.append(ProgressLine(name: entry.name, done: entry.done, total: entry.total, rate: rate).bar(width: width))
             }
             lines.append(Self.totalLine(state))
             // Up to the first line drawn last time, then each line cleared and drawn, then what is left

@@ -497,6 +497,36 @@ import Glibc
         }
     }
 
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script"), "script (util-linux) gives the terminal"))
+    func onATerminalAFailureIsPrintedAboveTheBarsNotIntoThem() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            try FileManager.default.createDirectory(atPath: directory + "/saved", withIntermediateDirectories: true)
+            // Two slow downloads draw their bars on a terminal (script's pty) while a 404 fails.
+            let command = [
+                CLIRunner.binary, "get", "-Z", server.url("/bytes/1500000?throttle=1500000"), server.url("/status/404"),
+                server.url("/bytes/1000000?throttle=1500000"), "--dir", "saved",
+            ].map { "'\($0)'" }.joined(separator: " ")
+            let process = try ChildProcess.spawn(
+                "/usr/bin/script",
+                arguments: ["-qfec", command, "/dev/null"],
+                environment: CLIRunner.isolated(directory),
+                directory: directory
+            )
+            let run = try await CLIRunner(directory: directory).finish(process, process.standardOutput!, process.standardError!)
+            let screen = run.stdout
+            let failure = "ferry: \(server.url("/status/404")): the server answered 404; nothing was saved"
+            // The line starts a line of its own (the drawing cleared below the cursor first), once.
+            #expect(screen.components(separatedBy: failure).count == 2, "\(screen.debugDescription)")
+            #expect(screen.contains("\r\u{1B}[J" + failure), "\(screen.debugDescription)")
+            #expect(!screen.contains("\u{1B}[K" + failure), "\(screen.debugDescription)")
+            // The bars went on after it, and the last total counts all three.
+            #expect(screen.contains("total: 3 of 3 done"), "\(screen.debugDescription)")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory + "/saved").sorted() == ["1000000", "1500000"])
+        }
+    }
+
     @Test func inputFilesParseAsAria2Writes() throws {
         let entries = try InputFile.parse("# list\nhttp://a/x\n  out=one\r\n\nhttp://b/y \n")
         #expect(entries == [.init(url: "http://a/x", name: "one"), .init(url: "http://b/y", name: nil)])
