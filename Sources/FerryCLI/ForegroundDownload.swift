@@ -420,7 +420,7 @@ struct ForegroundDownload {
         try? FileManager.default.removeItem(atPath: record)
     }
 
-    private static func checkWritableDirectory(_ directory: String) throws {
+    static func checkWritableDirectory(_ directory: String) throws {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) else {
             throw CLIFailure("cannot save into \(directory): it does not exist", status: .localFile)

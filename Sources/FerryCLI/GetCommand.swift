@@ -431,6 +431,8 @@ struct GetCommand: AsyncParsableCommand {
     }
 
     private func download(_ items: [GetItem], headers: Headers) async throws {
+        // A --dir that is not there is said once, not once for each URL.
+        if let dir, items.count > 1 { try ForegroundDownload.checkWritableDirectory(CLI.absolute(dir)) }
         let transport = try transfer.makeTransport(connectionsPerHost: max(6, connections))
         let limit = try transfer.rateLimit()
         let interruption = Interruption()

@@ -527,6 +527,19 @@ import Glibc
         }
     }
 
+    @Test func aMissingDirectoryForSeveralDownloadsIsSaidOnce() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let run = try await CLIRunner(directory: directory).run([
+                "get", "-Z", server.url("/bytes/10"), server.url("/bytes/20"), server.url("/bytes/30"), "--dir", "nowhere",
+            ])
+            #expect(run.status == 4)
+            #expect(run.errorLines == ["ferry: cannot save into \(directory)/nowhere: it does not exist"], "\(run.stderr)")
+            #expect(server.counters.requests(path: "/bytes/10") == 0)
+        }
+    }
+
     @Test func inputFilesParseAsAria2Writes() throws {
         let entries = try InputFile.parse("# list\nhttp://a/x\n  out=one\r\n\nhttp://b/y \n")
         #expect(entries == [.init(url: "http://a/x", name: "one"), .init(url: "http://b/y", name: nil)])
