@@ -305,7 +305,6 @@ struct GetCommand: AsyncParsableCommand {
             throw ValidationError("--compressed cannot be continued with -C: a decoded file's offsets are not the server's")
         }
         if background {
-            if compressed { throw ValidationError("--compressed is for foreground downloads") }
             if include {
                 throw ValidationError("-i is for foreground downloads: ferryd delivers the body as sent; see the head with ferry ls --json")
             }
@@ -615,6 +614,9 @@ struct GetCommand: AsyncParsableCommand {
                 request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
             }
             if let range, request.headers["range"] == nil { request.headers.add(name: "Range", value: "bytes=" + range) }
+            if compressed, request.headers["accept-encoding"] == nil {
+                request.headers.add(name: "Accept-Encoding", value: ContentDecoder.acceptEncoding)
+            }
             request.connections = connections
             request.expectedDigest = checksum.flatMap(ContentDigest.init)
             var creation = ControlAPI.TaskCreation(
@@ -630,6 +632,7 @@ struct GetCommand: AsyncParsableCommand {
             if let maxTime = transfer.maxTime { creation.resourceTimeout = maxTime }
             creation.limits = backgroundLimits
             creation.requestBody = body
+            if compressed { creation.decodesContent = true }
             if resume, let continued = try handOver(destination, url: url) {
                 creation.resumeData = continued
                 handedOver.append(destination + ".ferry-resume")

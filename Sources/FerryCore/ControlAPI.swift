@@ -82,6 +82,10 @@ public enum ControlAPI {
         /// ``maximumRequestBody`` bytes; sent with every try, and again on a 307 or 308. Such a download
         /// is never continued by range: each try starts over.
         public var requestBody: Data?
+        /// Downloads: undo a gzip or deflate Content-Encoding before the bytes are written (curl's
+        /// `--compressed`; the request should carry Accept-Encoding). Such a download starts over each
+        /// try: a decoded file's offsets are not the server's.
+        public var decodesContent: Bool?
         /// The task's own redirect, retry and speed limits (curl's `--max-redirs`, `--retry`,
         /// `--speed-limit`/`--speed-time`); absent values take ferryd's.
         public var limits: TaskLimits?

@@ -210,8 +210,8 @@ struct ControlRoutes: Sendable {
             guard resumeData == nil else {
                 throw FerryError(.invalidOperation, "resume data continues downloads, not uploads")
             }
-            guard creation.requestBody == nil else {
-                throw FerryError(.invalidOperation, "requestBody is a download's; an upload sends uploadFile or a form")
+            guard creation.requestBody == nil, creation.decodesContent != true else {
+                throw FerryError(.invalidOperation, "requestBody and decodesContent are a download's; an upload sends uploadFile or a form")
             }
             try Self.checkUploadBody(creation)
         case .download:
@@ -278,6 +278,7 @@ struct ControlRoutes: Sendable {
         task.chunks = creation.chunks
         task.limits = creation.limits
         task.requestBody = creation.requestBody
+        task.decodesContent = creation.decodesContent ?? false
         return task
     }
 

@@ -192,9 +192,10 @@ public struct Downloader: Sendable {
         let originalRequest = resumeData?.originalRequest ?? request
         var current = resumeData?.currentRequest ?? request
         try current.validate(for: transport)
-        // Never continued by range: the answer to a body (the body would not be sent again), and a
-        // request for a range of its own (curl's -r; a second Range would contradict it).
-        let continuable = requestBody == nil && originalRequest.headers["range"] == nil
+        // Never continued by range: the answer to a body (the body would not be sent again), a request
+        // for a range of its own (curl's -r; a second Range would contradict it), and a body to decode
+        // (its offsets are not the server's).
+        let continuable = requestBody == nil && originalRequest.headers["range"] == nil && !decodesContent
         var resumption = continuable ? resumeData.flatMap { Self.resumption(from: $0, path: path) } : nil
         var redirectCount = 0
         var refetched = false

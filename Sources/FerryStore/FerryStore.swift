@@ -97,6 +97,8 @@ public final class FerryStore: Sendable {
         public var limits: TaskLimits?
         /// A download's request body.
         public var requestBody: Data?
+        /// A download whose Content-Encoding is undone.
+        public var decodesContent = false
 
         /// A task description; see ``StoredTask`` for the fields.
         public init(
@@ -213,8 +215,8 @@ public final class FerryStore: Sendable {
                                   taskDescription, priority, discretionary, resourceDeadline,
                                   destination, destinationMode, connection, createdAt, updatedAt,
                                   allowsMetered, allowsConstrained, bandwidthLimit, form, chunkedUpload,
-                                  limits, requestBody)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                  limits, requestBody, decodesContent)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """
         ).execute(arguments: [
             session, identifier, task.kind.rawValue, state.rawValue, encoded,
@@ -223,7 +225,7 @@ public final class FerryStore: Sendable {
             task.destinationMode, try task.connection.map { try JSONEncoder().encode($0) }, now, now,
             task.allowsMetered, task.allowsConstrained, task.bandwidthLimit,
             try task.form.map { try JSONEncoder().encode($0) }, try chunkedUpload.map { try JSONEncoder().encode($0) },
-            try task.limits.map { try JSONEncoder().encode($0) }, task.requestBody,
+            try task.limits.map { try JSONEncoder().encode($0) }, task.requestBody, task.decodesContent,
         ])
         // What was just inserted, without reading it back (decoding the request again costs more than
         // the insert).
@@ -254,6 +256,7 @@ public final class FerryStore: Sendable {
         stored.chunkedUpload = chunkedUpload
         stored.limits = task.limits
         stored.requestBody = task.requestBody
+        stored.decodesContent = task.decodesContent
         if let resumeData = task.resumeData {
             try Progress(resumeData).write(db, session: session, identifier: identifier, at: now)
             stored.currentRequest = resumeData.currentRequest

@@ -89,12 +89,13 @@ enum StoreSchema {
                 table.add(column: "waitReported", .boolean).notNull().defaults(to: false)
             }
         }
-        migrator.registerMigration("v8: forms, tus chunks, task limits, download request bodies") { db in
+        migrator.registerMigration("v8: forms, tus chunks, task limits, download bodies and decoding") { db in
             try db.alter(table: "task") { table in
                 table.add(column: "form", .blob)
                 table.add(column: "chunkedUpload", .blob)
                 table.add(column: "limits", .blob)
                 table.add(column: "requestBody", .blob)
+                table.add(column: "decodesContent", .boolean).notNull().defaults(to: false)
             }
         }
         return migrator

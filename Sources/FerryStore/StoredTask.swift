@@ -61,6 +61,8 @@ public struct StoredTask: Sendable, Hashable {
     public var chunkedUpload: ChunkedUploadProgress?
     /// A download's request body (curl's `-d`), sent with every try; such a download starts over each try.
     public var requestBody: Data?
+    /// A download whose gzip or deflate Content-Encoding is undone as it is written (curl's `--compressed`).
+    public var decodesContent = false
     /// The task's own redirect, retry and speed limits; nil: ferryd's.
     public var limits: TaskLimits?
     /// Request body bytes sent (uploads).
@@ -150,6 +152,7 @@ extension StoredTask {
         form = try (row["form"] as Data?).map { try decoder.decode([FormField].self, from: $0) }
         chunkedUpload = try (row["chunkedUpload"] as Data?).map { try decoder.decode(ChunkedUploadProgress.self, from: $0) }
         requestBody = row["requestBody"]
+        decodesContent = row["decodesContent"]
         limits = try (row["limits"] as Data?).map { try decoder.decode(TaskLimits.self, from: $0) }
         bytesSent = row["bytesSent"]
         allowsMetered = row["allowsMetered"]

@@ -125,7 +125,7 @@ import Testing
         }
     }
 
-    @Test func aRequestBodyAndARangeGoWithABackgroundDownloadAsInTheForeground() async throws {
+    @Test func aRequestBodyARangeAndDecodingGoWithABackgroundDownloadAsInTheForeground() async throws {
         try await TestServer.withServer { server in
             let directory = try makeDirectory()
             let home = "/tmp/ferry-d-\(UUID().uuidString.prefix(8))"
@@ -156,6 +156,13 @@ import Testing
                 _ = try await cli.run(["wait", put.stdout.trimmingCharacters(in: .whitespacesAndNewlines)])
                 let echoed = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory + "/put.json")))
                 #expect((echoed as? [String: Any])?["method"] as? String == "PUT")
+
+                // --compressed: ferryd asks for gzip and saves the decoded bytes.
+                let gzip = try await cli.run(["get", "--background", "--compressed", server.url("/bytes/300000?seed=4&gzip=1"), "-o", "plain.bin"])
+                #expect(gzip.status == 0, "\(gzip.stderr)")
+                let gzipWait = try await cli.run(["wait", gzip.stdout.trimmingCharacters(in: .whitespacesAndNewlines)])
+                #expect(gzipWait.status == 0, "\(gzipWait.stderr)")
+                #expect(try fileSHA256(directory + "/plain.bin") == bytesSHA256(300_000, seed: 4))
 
                 // -r: the same part as the foreground saves, a span and a suffix.
                 for (name, range) in [("span", "100-199"), ("tail", "-300")] {

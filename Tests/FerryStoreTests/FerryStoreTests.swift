@@ -35,7 +35,7 @@ func request(_ path: String) -> Request {
             try store.appliedMigrations() == [
                 "v1: sessions, tasks, events, launches", "v2: task resource deadline", "v3: task destination",
                 "v4: segmented download progress", "v5: resumable upload state", "v6: task connection settings",
-                "v7: network policy and bandwidth limit", "v8: forms, tus chunks, task limits, download request bodies",
+                "v7: network policy and bandwidth limit", "v8: forms, tus chunks, task limits, download bodies and decoding",
             ]
         )
     }
