@@ -10,35 +10,27 @@ import Testing
 @Suite struct BackgroundParityTests {
     @Test func formsAndChunksAreHandedToFerryd() async throws {
         try await TestServer.withServer { server in
-            let directory = try makeDirectory()
-            let home = "/tmp/ferry-u-\(UUID().uuidString.prefix(8))"
-            try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
-            let cli = CLIRunner(environment: ["FERRY_HOME": home], directory: directory)
-            defer {
-                try? FileManager.default.removeItem(atPath: directory)
-                try? FileManager.default.removeItem(atPath: home)
-            }
-            let photo = DeterministicBytes(seed: 31).bytes(offset: 0, count: 300_000)
-            try Data(photo).write(to: URL(fileURLWithPath: directory + "/photo.png"))
-            let big = DeterministicBytes(seed: 32).bytes(offset: 0, count: 3_000_000)
-            try Data(big).write(to: URL(fileURLWithPath: directory + "/big.bin"))
+            try await withBackgroundCLI { cli, directory in
+                let photo = DeterministicBytes(seed: 31).bytes(offset: 0, count: 300_000)
+                try Data(photo).write(to: URL(fileURLWithPath: directory + "/photo.png"))
+                let big = DeterministicBytes(seed: 32).bytes(offset: 0, count: 3_000_000)
+                try Data(big).write(to: URL(fileURLWithPath: directory + "/big.bin"))
 
-            // Refused before ferryd is asked (or started): a missing form file, a form field of stdin.
-            let missing = try await cli.run(["put", "--background", "--form", "f=@nothing.bin", server.url("/multipart")])
-            #expect(missing.status == 4, "\(missing.stderr)")
-            #expect(missing.stderr.contains("nothing.bin"), "\(missing.stderr)")
-            let stdin = try await cli.run(["put", "--background", "--form", "f=@-", server.url("/multipart")])
-            #expect(stdin.status == 2, "\(stdin.stderr)")
-            #expect(try await cli.run(["daemon", "status"]).status == 5)
+                // Refused before ferryd is asked (or started): a missing form file, a form field of stdin.
+                let missing = try await cli.run(["put", "--background", "--form", "f=@nothing.bin", server.url("/multipart")])
+                #expect(missing.status == 4, "\(missing.stderr)")
+                #expect(missing.stderr.contains("nothing.bin"), "\(missing.stderr)")
+                let stdin = try await cli.run(["put", "--background", "--form", "f=@-", server.url("/multipart")])
+                #expect(stdin.status == 2, "\(stdin.stderr)")
+                #expect(try await cli.run(["daemon", "status"]).status == 5)
 
-            do {
                 let form = try await cli.run([
                     "put", "--background", "--form", "title=Holiday", "--form", "photo=@photo.png",
                     "--form", "raw=@photo.png;type=application/x-raw;filename=raw.dat",
                     server.url("/multipart?keep=cli-bgform"),
                 ])
                 #expect(form.status == 0, "\(form.stderr)")
-                let formTask = form.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+                let formTask = form.output
                 let chunked = try await cli.run([
                     "put", "--background", "--chunks", "3", "big.bin", server.url("/tus/?keep=cli-bgchunks"), "--json",
                 ])
@@ -62,32 +54,20 @@ import Testing
                 let list = try await cli.run(["ls", "--json"])
                 let tasks = try JSONDecoder().decode([BackgroundTaskInfo].self, from: Data(list.stdout.utf8))
                 #expect(tasks.map(\.taskDescription).contains("form: title, photo, raw"))
-            } catch {
-                _ = try? await cli.run(["daemon", "stop"])
-                throw error
             }
-            _ = try await cli.run(["daemon", "stop"])
         }
     }
 
     @Test func curlsLimitsBecomeTheTasksOwn() async throws {
         try await TestServer.withServer { server in
-            let directory = try makeDirectory()
-            let home = "/tmp/ferry-l-\(UUID().uuidString.prefix(8))"
-            try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
-            let cli = CLIRunner(environment: ["FERRY_HOME": home], directory: directory)
-            defer {
-                try? FileManager.default.removeItem(atPath: directory)
-                try? FileManager.default.removeItem(atPath: home)
-            }
-            let refused = try await cli.run(["get", "--background", "--max-redirs", "5000", server.url("/bytes/10")])
-            #expect(refused.status == 2, "\(refused.stderr)")
-            #expect(refused.stderr.contains("maximumRedirects takes 0 to 1000"), "\(refused.stderr)")
-            do {
+            try await withBackgroundCLI { cli, directory in
+                let refused = try await cli.run(["get", "--background", "--max-redirs", "5000", server.url("/bytes/10")])
+                #expect(refused.status == 2, "\(refused.stderr)")
+                #expect(refused.stderr.contains("maximumRedirects takes 0 to 1000"), "\(refused.stderr)")
                 func submit(_ arguments: [String]) async throws -> String {
                     let run = try await cli.run(["get", "--background"] + arguments)
                     #expect(run.status == 0, "\(arguments): \(run.stderr)")
-                    return run.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+                    return run.output
                 }
                 // Three redirects: one allowed fails the task, three succeed.
                 let few = try await submit(["--max-redirs", "1", server.url("/redirect/3"), "-o", "few.json"])
@@ -117,32 +97,20 @@ import Testing
                 #expect(slowWait.status == 1, "\(slowWait.stderr)")
                 #expect(slowWait.stderr.contains("under 1048576 bytes a second for 2 seconds"), "\(slowWait.stderr)")
                 #expect(!FileManager.default.fileExists(atPath: directory + "/slow.bin"))
-            } catch {
-                _ = try? await cli.run(["daemon", "stop"])
-                throw error
             }
-            _ = try await cli.run(["daemon", "stop"])
         }
     }
 
     @Test func aRequestBodyARangeAndDecodingGoWithABackgroundDownloadAsInTheForeground() async throws {
         try await TestServer.withServer { server in
-            let directory = try makeDirectory()
-            let home = "/tmp/ferry-d-\(UUID().uuidString.prefix(8))"
-            try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
-            let cli = CLIRunner(environment: ["FERRY_HOME": home], directory: directory)
-            defer {
-                try? FileManager.default.removeItem(atPath: directory)
-                try? FileManager.default.removeItem(atPath: home)
-            }
-            try Data("x=1\r\ny=2".utf8).write(to: URL(fileURLWithPath: directory + "/form.txt"))
-            let arguments = ["-d", "a=1", "-d", "@form.txt", "--data-binary", "b=2 3", server.url("/echo")]
-            let foreground = try await cli.run(["get", "-q"] + arguments + ["-o", "fg.json"])
-            #expect(foreground.status == 0, "\(foreground.stderr)")
-            do {
+            try await withBackgroundCLI { cli, directory in
+                try Data("x=1\r\ny=2".utf8).write(to: URL(fileURLWithPath: directory + "/form.txt"))
+                let arguments = ["-d", "a=1", "-d", "@form.txt", "--data-binary", "b=2 3", server.url("/echo")]
+                let foreground = try await cli.run(["get", "-q"] + arguments + ["-o", "fg.json"])
+                #expect(foreground.status == 0, "\(foreground.stderr)")
                 let submit = try await cli.run(["get", "--background"] + arguments + ["-o", "bg.json"])
                 #expect(submit.status == 0, "\(submit.stderr)")
-                let wait = try await cli.run(["wait", submit.stdout.trimmingCharacters(in: .whitespacesAndNewlines)])
+                let wait = try await cli.run(["wait", submit.output])
                 #expect(wait.status == 0, "\(wait.stderr)")
                 // The same request reached the server: method, headers, and the body's bytes.
                 let fg = try Data(contentsOf: URL(fileURLWithPath: directory + "/fg.json"))
@@ -153,14 +121,14 @@ import Testing
                 #expect(echo["bodyLength"] as? Int == "a=1&x=1y=2&b=2 3".utf8.count)
                 // -X chooses the method, as in the foreground.
                 let put = try await cli.run(["get", "--background", "-X", "PUT", "-d", "k=v", server.url("/echo"), "-o", "put.json"])
-                _ = try await cli.run(["wait", put.stdout.trimmingCharacters(in: .whitespacesAndNewlines)])
+                _ = try await cli.run(["wait", put.output])
                 let echoed = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory + "/put.json")))
                 #expect((echoed as? [String: Any])?["method"] as? String == "PUT")
 
                 // --compressed: ferryd asks for gzip and saves the decoded bytes.
                 let gzip = try await cli.run(["get", "--background", "--compressed", server.url("/bytes/300000?seed=4&gzip=1"), "-o", "plain.bin"])
                 #expect(gzip.status == 0, "\(gzip.stderr)")
-                let gzipWait = try await cli.run(["wait", gzip.stdout.trimmingCharacters(in: .whitespacesAndNewlines)])
+                let gzipWait = try await cli.run(["wait", gzip.output])
                 #expect(gzipWait.status == 0, "\(gzipWait.stderr)")
                 #expect(try fileSHA256(directory + "/plain.bin") == bytesSHA256(300_000, seed: 4))
 
@@ -171,40 +139,28 @@ import Testing
                     #expect(fgRun.status == 0, "\(fgRun.stderr)")
                     let bgRun = try await cli.run(["get", "--background", "-r", range, url, "-o", name + ".bg"])
                     #expect(bgRun.status == 0, "\(bgRun.stderr)")
-                    let waited = try await cli.run(["wait", bgRun.stdout.trimmingCharacters(in: .whitespacesAndNewlines)])
+                    let waited = try await cli.run(["wait", bgRun.output])
                     #expect(waited.status == 0, "\(waited.stderr)")
                     let part = try Data(contentsOf: URL(fileURLWithPath: directory + "/" + name + ".bg"))
                     #expect(part == (try Data(contentsOf: URL(fileURLWithPath: directory + "/" + name + ".fg"))))
                     let whole = DeterministicBytes(seed: 9).bytes(offset: 0, count: 1000)
                     #expect(Array(part) == Array(name == "span" ? whole[100..<200] : whole[700..<1000]))
                 }
-            } catch {
-                _ = try? await cli.run(["daemon", "stop"])
-                throw error
             }
-            _ = try await cli.run(["daemon", "stop"])
         }
     }
 
     @Test func aForegroundPartIsContinuedByFerrydWithC() async throws {
         try await TestServer.withServer { server in
-            let directory = try makeDirectory()
-            let home = "/tmp/ferry-k-\(UUID().uuidString.prefix(8))"
-            try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
-            let cli = CLIRunner(environment: ["FERRY_HOME": home], directory: directory)
-            defer {
-                try? FileManager.default.removeItem(atPath: directory)
-                try? FileManager.default.removeItem(atPath: home)
-            }
-            let size = 2_000_000
-            // The first request is cut after 600,000 bytes: the foreground keeps its part and record.
-            let cut = server.url("/bytes/\(size)?close_after=600000&only_first=1&key=bg-c")
-            let first = try await cli.run(["get", cut, "-o", "cut.bin", "-q"])
-            #expect(first.status == 1)
-            #expect(FileManager.default.fileExists(atPath: directory + "/cut.bin.ferry-resume"))
-            let kept = try #require(try FileManager.default.attributesOfItem(atPath: directory + "/cut.bin.ferry-part")[.size] as? NSNumber)
-            #expect(kept.int64Value > 0)
-            do {
+            try await withBackgroundCLI { cli, directory in
+                let size = 2_000_000
+                // The first request is cut after 600,000 bytes: the foreground keeps its part and record.
+                let cut = server.url("/bytes/\(size)?close_after=600000&only_first=1&key=bg-c")
+                let first = try await cli.run(["get", cut, "-o", "cut.bin", "-q"])
+                #expect(first.status == 1)
+                #expect(FileManager.default.fileExists(atPath: directory + "/cut.bin.ferry-resume"))
+                let kept = try #require(try FileManager.default.attributesOfItem(atPath: directory + "/cut.bin.ferry-part")[.size] as? NSNumber)
+                #expect(kept.int64Value > 0)
                 let submit = try await cli.run(["get", "--background", "-C", cut, "-o", "cut.bin", "--json"])
                 #expect(submit.status == 0, "\(submit.stderr)")
                 let info = try #require(try JSONDecoder().decode([BackgroundTaskInfo].self, from: Data(submit.stdout.utf8)).first)
@@ -223,13 +179,9 @@ import Testing
                 let fresh = try await cli.run(["get", "--background", "-C", server.url("/bytes/1000"), "-o", "fresh.bin"])
                 #expect(fresh.status == 0, "\(fresh.stderr)")
                 #expect(fresh.stderr.contains("nothing to continue"), "\(fresh.stderr)")
-                _ = try await cli.run(["wait", fresh.stdout.trimmingCharacters(in: .whitespacesAndNewlines)])
+                _ = try await cli.run(["wait", fresh.output])
                 #expect(try fileSHA256(directory + "/fresh.bin") == bytesSHA256(1000))
-            } catch {
-                _ = try? await cli.run(["daemon", "stop"])
-                throw error
             }
-            _ = try await cli.run(["daemon", "stop"])
         }
     }
 }

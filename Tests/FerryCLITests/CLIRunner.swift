@@ -101,3 +101,29 @@ func waitUntil(_ what: String, within seconds: Double = 20, _ condition: () -> B
         try await Task.sleep(for: .milliseconds(10))
     }
 }
+
+/// Runs `body` with a CLI whose ferryd is its own (`FERRY_HOME` in a fresh directory) in a fresh working
+/// directory; however `body` ends, the daemon is stopped and both directories are removed.
+func withBackgroundCLI<Result>(_ body: (_ cli: CLIRunner, _ directory: String) async throws -> Result) async throws -> Result {
+    let directory = try makeDirectory()
+    let home = "/tmp/ferry-h-\(UUID().uuidString.prefix(8))"
+    try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+    let cli = CLIRunner(environment: ["FERRY_HOME": home], directory: directory)
+    defer {
+        try? FileManager.default.removeItem(atPath: directory)
+        try? FileManager.default.removeItem(atPath: home)
+    }
+    let outcome: Swift.Result<Result, any Error>
+    do {
+        outcome = .success(try await body(cli, directory))
+    } catch {
+        outcome = .failure(error)
+    }
+    _ = try? await cli.run(["daemon", "stop"])
+    return try outcome.get()
+}
+
+extension CLIRunner.Run {
+    /// stdout without its surrounding white space: a task id, say.
+    var output: String { stdout.trimmingCharacters(in: .whitespacesAndNewlines) }
+}

@@ -148,15 +148,7 @@ import Testing
 
     @Test func backgroundDownloadsKeepCookiesAndWriteTheJar() async throws {
         try await TestServer.withServer { server in
-            let directory = try makeDirectory()
-            let home = "/tmp/ferry-k-\(UUID().uuidString.prefix(8))"
-            try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
-            let cli = CLIRunner(environment: ["FERRY_HOME": home], directory: directory)
-            defer {
-                try? FileManager.default.removeItem(atPath: directory)
-                try? FileManager.default.removeItem(atPath: home)
-            }
-            do {
+            try await withBackgroundCLI { cli, directory in
                 // -b FILE's cookies go out; the login's cookie reaches the page behind the redirect; -c's
                 // jar is written by ferryd when the task ends.
                 try (NetscapeCookieFile.header + "\n127.0.0.1\tFALSE\t/\tFALSE\t0\tfromfile\tyes\n")
@@ -180,7 +172,6 @@ import Testing
                 #expect(missing.status == 4)
                 #expect(missing.stderr.contains("cannot read the cookie file no-such-file"))
             }
-            _ = try? await cli.run(["daemon", "stop"])
         }
     }
 }
