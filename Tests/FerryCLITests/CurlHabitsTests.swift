@@ -322,6 +322,31 @@ import Glibc
     }
 
     @Test(.enabled(if: curl != nil, "curl is not installed (.ci/run installs it)"))
+    func includeWritesTheHeadsBeforeTheBodyAsCurlDashIL() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let url = server.url("/redirect/1?to=/bytes/5000%3Fseed%3D3")
+            let run = try await shell("\"$FERRY\" get -q -i '\(url)' -o ferry.out && \"$CURL\" -sL -i '\(url)' -o curl.out", in: directory)
+            #expect(run.status == 0, "\(run.stderr)")
+            // The same file, byte for byte, but for the Date fields (the clock may tick in between): the
+            // redirect's head, the answer's head, then the body.
+            func file(_ name: String) throws -> Data {
+                let data = try Data(contentsOf: URL(fileURLWithPath: directory + "/" + name))
+                let text = String(decoding: data, as: UTF8.self)
+                let lines = text.split(separator: "\r\n", omittingEmptySubsequences: false).filter { !$0.hasPrefix("Date:") }
+                return Data(lines.joined(separator: "\r\n").utf8)
+            }
+            let ferry = try file("ferry.out")
+            #expect(ferry == (try file("curl.out")))
+            #expect(String(decoding: ferry.prefix(20), as: UTF8.self).hasPrefix("HTTP/1.1 302 Found"))
+            // The body after the heads, exactly (the comparison above went through text).
+            let raw = try Data(contentsOf: URL(fileURLWithPath: directory + "/ferry.out"))
+            #expect(Array(raw.suffix(5000)) == DeterministicBytes(seed: 3).bytes(offset: 0, count: 5000))
+        }
+    }
+
+    @Test(.enabled(if: curl != nil, "curl is not installed (.ci/run installs it)"))
     func dataAndRequestSendTheBodyAsCurlsDo() async throws {
         try await TestServer.withServer { server in
             let directory = try makeDirectory()
