@@ -583,7 +583,7 @@ actor Scheduler {
 
     /// The error a cancelled task completes with, after its leftovers are dealt with: without resume data
     /// its partial file goes (S6.9; a device or FIFO written through stays), and a resumable upload's
-    /// server resource is released (DELETE, errors ignored).
+    /// server resource, or a chunked upload's stored chunks, are released (DELETE, errors ignored).
     private func cancellation(of task: StoredTask, produceResumeData: Bool, reason: String?) -> FerryError {
         var error = FerryError(
             .cancelled,
@@ -598,6 +598,12 @@ actor Scheduler {
             let uploader = ResumableUploader(transport: transport)
             let deadline = NIODeadline.now() + TimeAmount.seconds(10)
             Task.detached { await uploader.cancel(upload, deadline: deadline) }
+        } else if let chunks = task.chunkedUpload?.stored, !chunks.isEmpty,
+            let transport = try? transports.transport(for: task.connection)
+        {
+            let uploader = ParallelChunkedUploader(transport: transport)
+            let (request, deadline) = (task.originalRequest, NIODeadline.now() + TimeAmount.seconds(10))
+            Task.detached { await uploader.terminate(chunks, of: request, deadline: deadline) }
         }
         return error
     }

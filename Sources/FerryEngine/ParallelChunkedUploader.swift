@@ -160,6 +160,23 @@ public struct ParallelChunkedUploader: Sendable {
         )
     }
 
+    /// Ends stored chunks' partial uploads on the server (tus termination: DELETE, with the request's
+    /// headers), so it can free what it holds for an upload that will not be concatenated. Errors are
+    /// ignored: a tus server expires abandoned uploads by itself.
+    public func terminate(_ chunks: [ChunkedUploadProgress.Chunk], of request: Request, deadline: NIODeadline) async {
+        var headers = request.headers
+        headers["Tus-Resumable"] = Self.tusVersion
+        for chunk in chunks {
+            guard let url = URL(string: chunk.location) else { continue }
+            if let response = try? await transport.send(
+                TransportRequest(method: "DELETE", url: url, headers: headers),
+                deadline: deadline
+            ) {
+                try? await Downloader.drain(response.body)
+            }
+        }
+    }
+
     private enum ChunkOutcome: Sendable {
         case stored(index: Int, location: URL, seconds: Double)
         case failed(index: Int, FerryError)

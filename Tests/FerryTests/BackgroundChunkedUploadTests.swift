@@ -70,6 +70,39 @@ import Glibc
         }
     }
 
+    @Test func aCancelledChunkedUploadEndsItsStoredChunksOnTheServer() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("cancelled.bin")
+        try Data(DeterministicBytes(seed: 98).bytes(offset: 0, count: 16 << 20)).write(to: file)
+        try await TestServer.withServer { server in
+            try await withDaemon { daemon in
+                let session = "t.chunkcancel"
+                var upload = request(server.url("/tus/?read_throttle=2000000"))
+                upload.method = "POST"
+                var creation = ControlAPI.TaskCreation(kind: .upload, request: upload, uploadFile: file.path)
+                creation.chunks = 2
+                let task: BackgroundTaskInfo = try await daemon.client.call("POST", "/v1/sessions/\(session)/tasks", body: creation)
+                let store = try FerryStore(path: daemon.client.paths.database)
+                try await eventually("a chunk is stored and recorded", within: 60) {
+                    ((try? store.tasks(session: session).first?.chunkedUpload?.stored.count) ?? 0) >= 1
+                }
+                let _: ControlAPI.CancelResult = try await daemon.client.call(
+                    "POST",
+                    "/v1/sessions/\(session)/tasks/\(task.taskIdentifier)/cancel",
+                    body: ControlAPI.Cancellation(produceResumeData: false)
+                )
+                let stored = try #require(try store.tasks(session: session).first?.chunkedUpload?.stored)
+                // Each stored chunk's partial upload is ended (tus termination), none other.
+                try await eventually("the server is told", within: 30) {
+                    server.counters.wireRequestsByMethod["DELETE"] == stored.count
+                }
+                try await Task.sleep(for: .milliseconds(300))
+                #expect(server.counters.wireRequestsByMethod["DELETE"] == stored.count)
+            }
+        }
+    }
+
     @Test func aFormIsSentByFerrydWithItsFilesReadAtSendTime() async throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
