@@ -90,6 +90,9 @@ async def main():
         compression=compression,
         max_size=None,
         ping_interval=None,
+        # The opening handshake (TLS included) may take long on a loaded machine: a full test run on two
+        # cores stalled a wss handshake past websockets' default 10 s, which then closed it.
+        open_timeout=120,
     ) as server:
         print("listening", server.sockets[0].getsockname()[1], flush=True)
         await server.serve_forever()
