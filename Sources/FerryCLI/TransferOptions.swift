@@ -121,7 +121,8 @@ struct TransferOptions: ParsableArguments {
         if let maxTime, !(maxTime > 0) {
             throw ValidationError("--max-time takes a number of seconds above 0, not \(maxTime)")
         }
-        if let referer, referer.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) {
+        // By bytes: "\r\n" is one Character, equal to neither "\r" nor "\n".
+        if let referer, referer.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) {
             throw ValidationError("-e/--referer cannot hold a line break or NUL")
         }
     }

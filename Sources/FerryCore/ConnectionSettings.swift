@@ -60,8 +60,11 @@ public struct ConnectionSettings: Sendable, Hashable, Codable {
         if let connectTimeout, !(connectTimeout > 0 && connectTimeout <= 3600) {
             throw FerryError(.invalidOperation, "connectTimeout must be a number of seconds above 0, at most an hour")
         }
-        for server in [proxies.http, proxies.https].compactMap({ $0 }) where !(1...65535).contains(server.port) {
-            throw FerryError(.invalidOperation, "the proxy port \(server.port) is not a port number")
+        for server in [proxies.http, proxies.https].compactMap({ $0 }) {
+            guard (1...65535).contains(server.port) else {
+                throw FerryError(.invalidOperation, "the proxy port \(server.port) is not a port number")
+            }
+            guard !server.host.isEmpty else { throw FerryError(.invalidOperation, "a proxy needs a host name or address") }
         }
         if tls.clientCertificatePEM != nil, tls.clientPrivateKeyPEM == nil {
             throw FerryError(.invalidOperation, "a client certificate needs its private key")
@@ -118,7 +121,7 @@ public struct CookieSettings: Sendable, Hashable, Codable {
     public func validate() throws {
         for (name, path) in [("file", file), ("load", load), ("jar", jar)] {
             guard let path else { continue }
-            guard path.hasPrefix("/"), !path.utf8.contains(0) else {
+            guard path.utf8.first == UInt8(ascii: "/"), !path.utf8.contains(0) else {
                 throw FerryError(.invalidOperation, "cookies.\(name) must be an absolute path, not '\(path)'")
             }
         }

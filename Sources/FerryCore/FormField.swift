@@ -55,7 +55,7 @@ public struct FormField: Sendable, Hashable, Codable {
             }
             rest = String(rest[..<semicolon])
         }
-        if let contentType, contentType.isEmpty || contentType.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) {
+        if let contentType, !Self.isOneLine(contentType) {
             throw FerryError(.invalidOperation, "';type=' needs a media type such as text/plain, not '\(contentType)'")
         }
         if rest.hasPrefix("@") {
@@ -75,12 +75,18 @@ public struct FormField: Sendable, Hashable, Codable {
         guard (value == nil) != (file == nil) else {
             throw FerryError(.invalidOperation, "the form field '\(name)' needs either a value or a file, not both or neither")
         }
-        if let file, !file.hasPrefix("/") || file.contains("\0") {
+        // By bytes, not characters: "/" or NUL followed by a combining mark is one Character.
+        if let file, file.utf8.first != UInt8(ascii: "/") || file.utf8.contains(0) {
             throw FerryError(.invalidOperation, "the form field '\(name)' names its file by an absolute path, not '\(file)'")
         }
-        if let contentType, contentType.isEmpty || contentType.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) {
+        if let contentType, !Self.isOneLine(contentType) {
             throw FerryError(.invalidOperation, "the form field '\(name)' has a media type that is empty or not on one line")
         }
+    }
+
+    /// Not empty, and without CR, LF or NUL (checked by bytes: "\r\n" is one Character, equal to neither).
+    static func isOneLine(_ text: String) -> Bool {
+        !text.isEmpty && !text.utf8.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0 }
     }
 
     /// The media type curl gives a file part by its extension (curl's short table), else

@@ -181,6 +181,8 @@ struct ControlRoutes: Sendable {
         let resumeData = creation.resumeData
         let target = resumeData?.originalRequest ?? creation.request
         try target.validate()
+        // The request resume data continues from is stored and sent too: the same rules.
+        try resumeData?.currentRequest.validate()
         guard let scheme = target.url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
             throw FerryError(
                 .unsupportedURL,
@@ -219,7 +221,9 @@ struct ControlRoutes: Sendable {
                 throw FerryError(.invalidOperation, "a download has no upload file, form or chunks; use kind \"upload\"")
             }
             if let destination = creation.destination {
-                guard destination.hasPrefix("/"), !destination.hasSuffix("/"), !destination.contains("\0") else {
+                // By bytes: "/" or NUL followed by a combining mark is one Character.
+                let bytes = destination.utf8
+                guard bytes.first == UInt8(ascii: "/"), bytes.last != UInt8(ascii: "/"), !bytes.contains(0) else {
                     throw FerryError(
                         .invalidOperation,
                         "the destination must be an absolute file path, not '\(destination)'"
@@ -403,7 +407,7 @@ struct ControlRoutes: Sendable {
         let session = try session(context)
         let registration = try await request.decode(as: ControlAPI.LaunchRegistration.self, context: context)
         guard registration.command.unicodeScalars.contains(where: { (0x21...0x7E).contains($0.value) }),
-            !registration.command.contains("\0")
+            !registration.command.utf8.contains(0)
         else {
             throw FerryError(
                 .invalidOperation,

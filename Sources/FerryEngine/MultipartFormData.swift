@@ -129,7 +129,8 @@ public struct MultipartFormData: Sendable {
         if let filename { text += "; filename=\(Self.quoted(Self.sanitizedFilename(filename)))" }
         text += "\r\n"
         if let contentType {
-            let clean = contentType.filter { $0 != "\r" && $0 != "\n" }
+            // By scalars: "\r\n" is one Character, equal to neither "\r" nor "\n".
+            let clean = String(String.UnicodeScalarView(contentType.unicodeScalars.filter { $0 != "\r" && $0 != "\n" }))
             text += "Content-Type: \(clean)\r\n"
         }
         text += "\r\n"

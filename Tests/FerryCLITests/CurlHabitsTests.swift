@@ -81,8 +81,11 @@ import Glibc
             let failed = try await shell("\"$FERRY\" get -sf '\(server.url("/status/500"))' -o x; echo \"ferry $?\"; \"$CURL\" -sf '\(server.url("/status/500"))' -o y; echo \"curl $?\"", in: directory)
             #expect(failed.stdout == "ferry 1\ncurl 22\n")
             // A Referer with a line break is refused.
-            let bad = try await CLIRunner(directory: directory).run(["get", "-e", "a\nb", url, "-o", "z"])
-            #expect(bad.status == 2)
+            for referer in ["a\nb", "a\r\nX-Injected: 1"] {
+                let bad = try await CLIRunner(directory: directory).run(["get", "-e", referer, url, "-o", "z"])
+                #expect(bad.status == 2)
+                #expect(bad.stderr.contains("-e/--referer cannot hold a line break"), "\(bad.stderr)")
+            }
         }
     }
 

@@ -95,6 +95,28 @@ import Testing
         }
     }
 
+    @Test func resumeDatasCurrentRequestIsCheckedAsTheOriginalIs() async throws {
+        try await withRoutes { fixture, client in
+            var creation = Self.creation(start: false)
+            var current = creation.request
+            current.minimumSegmentSize = 1
+            creation.resumeData = ResumeData(
+                originalRequest: creation.request,
+                currentRequest: current,
+                bytesReceived: 0,
+                expectedLength: nil,
+                entityTag: nil,
+                lastModified: nil,
+                partialFilePath: "/tmp/ferry-nothing-\(UUID().uuidString)"
+            )
+            let refused = try await client.execute(uri: Self.tasks, method: .post, body: try Self.json(creation))
+            #expect(refused.status == .badRequest)
+            let error = try JSONDecoder().decode(ControlAPI.ErrorBody.self, from: Data(buffer: refused.body))
+            #expect(error.error.message.contains("minimum segment size"), "\(error.error.message)")
+            #expect(try fixture.store.sessions().isEmpty, "nothing was stored")
+        }
+    }
+
     @Test func aChosenIdentifierIsKeptAndATakenOneIsAConflict() async throws {
         try await withRoutes { fixture, client in
             var creation = Self.creation(start: false)

@@ -19,6 +19,16 @@ import Testing
         #expect(MultipartFormData.quoted("a\"b\r\nc") == "\"a%22b%0D%0Ac\"")
     }
 
+    @Test func aContentTypeCannotBreakThePartsHead() async throws {
+        var form = MultipartFormData(boundary: "b")
+        form.append(data: [1], name: "n", filename: nil, contentType: "text/plain\r\nX-Injected: 1")
+        guard case .stream(_, let stream) = form.makeBody() else { throw FerryError(.unknown, "a form streams") }
+        var text = ""
+        for try await chunk in stream { text += String(decoding: chunk.readableBytesView, as: UTF8.self) }
+        #expect(text.contains("Content-Type: text/plainX-Injected: 1\r\n"), "\(text.debugDescription)")
+        #expect(!text.contains("\r\nX-Injected"))
+    }
+
     @Test func aFormReachesTheServerPartByPart() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-form-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
