@@ -443,17 +443,22 @@ struct TransferRunner: Sendable {
         let attributes = try? FileManager.default.attributesOfItem(atPath: file)
         let size = (attributes?[.size] as? NSNumber)?.int64Value ?? -1
         let modified = (attributes?[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0
+        var options = ChunkPlanner.Options()
+        options.maximumChunksInFlight = recorded.chunksInFlight
+        let uploader = ParallelChunkedUploader(transport: transport, options: options)
         var progress = recorded
         if !progress.matches(fileLength: size, modified: modified) {
+            // Chunks of the file as it was: not its bytes now. The server may let them go.
+            if !progress.stored.isEmpty {
+                await uploader.terminate(progress.stored, of: task.originalRequest, deadline: deadline)
+            }
             progress.stored = []
             progress.fileLength = size
             progress.fileModified = modified
         }
-        var options = ChunkPlanner.Options()
-        options.maximumChunksInFlight = progress.chunksInFlight
         let state = Mutex(progress)
         let record = self.record
-        let report = try await ParallelChunkedUploader(transport: transport, options: options).upload(
+        let report = try await uploader.upload(
             task.originalRequest,
             file: file,
             deadline: deadline,

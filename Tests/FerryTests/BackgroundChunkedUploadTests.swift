@@ -76,6 +76,8 @@ import Glibc
                     "tus chunks, ferryd SIGKILLed with \(recorded.stored.count) chunks (\(storedBytes * 100 / Int64(size)) %) stored\(fileChanges ? ", the file rewritten" : ""): \(afterRestart) bytes sent after the restart"
                 )
                 #expect(afterRestart == (fileChanges ? Int64(size) : Int64(size) - storedBytes))
+                // The old file's chunks were let go on the server (tus termination); none otherwise.
+                #expect(server.counters.wireRequestsByMethod["DELETE", default: 0] == (fileChanges ? recorded.stored.count : 0))
             }
         }
     }
