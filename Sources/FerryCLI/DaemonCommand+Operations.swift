@@ -1,5 +1,6 @@
 import ArgumentParser
 import Ferry
+import FerryEngine
 import Foundation
 
 #if canImport(Glibc)
@@ -154,19 +155,10 @@ extension DaemonCommand {
 
     /// Runs `systemctl --user ARGUMENTS`; its exit status (the caller is suspended, not blocked, meanwhile).
     static func systemctl(_ arguments: [String]) async throws -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["systemctl", "--user"] + arguments
-        return try await withCheckedThrowingContinuation { continuation in
-            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-            do {
-                try process.run()
-            } catch {
-                process.terminationHandler = nil
-                continuation.resume(
-                    throwing: CLIFailure("cannot run systemctl: \(error.localizedDescription)", status: .daemon)
-                )
-            }
+        do {
+            return try await HelperProgram.status(ofProgramNamed: "systemctl", ["--user"] + arguments)
+        } catch let error as FerryError {
+            throw CLIFailure(error.message, status: .daemon)
         }
     }
 }

@@ -80,8 +80,8 @@ public final class SystemNetworkSource: NetworkStateSource {
         } else {
             state = NetworkState(
                 isOnline: NetworkProbe.hasDefaultRoute(
-                    ipv4: try? String(contentsOfFile: root + "/proc/net/route", encoding: .utf8),
-                    ipv6: try? String(contentsOfFile: root + "/proc/net/ipv6_route", encoding: .utf8)
+                    ipv4: ProcFile.read(root + "/proc/net/route"),
+                    ipv6: ProcFile.read(root + "/proc/net/ipv6_route")
                 ),
                 power: NetworkProbe.power(powerSupplies())
             )
@@ -136,34 +136,7 @@ public final class SystemNetworkSource: NetworkStateSource {
 
     /// What `executable` prints, or nil when it fails or takes more than 2 s.
     private static func output(of executable: String, _ arguments: [String]) async -> String? {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        let status: Int32? = await withCheckedContinuation { continuation in
-            let once = Mutex(false)
-            let finish: @Sendable (Int32?) -> Void = { status in
-                if once.withLock({ done in defer { done = true }; return !done }) { continuation.resume(returning: status) }
-            }
-            process.terminationHandler = { finish($0.terminationStatus) }
-            do {
-                try process.run()
-            } catch {
-                finish(nil)
-                return
-            }
-            Task {
-                try? await Task.sleep(for: .seconds(2))
-                if process.isRunning { process.terminate() }
-                finish(nil)
-            }
-        }
-        guard status == 0 else { return nil }
-        // The process has exited: what it wrote is all in the pipe.
-        let data = (try? pipe.fileHandleForReading.readToEnd()) ?? nil
-        return data.map { String(decoding: $0, as: UTF8.self) }
+        await HelperProgram.output(of: executable, arguments, timeout: 2)
     }
 }
 

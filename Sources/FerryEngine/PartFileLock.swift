@@ -74,7 +74,7 @@ public final class PartFileLock: Sendable {
 
     /// The process holding a lock on the file with `inode`, from `/proc/locks`: "process 1234, ferry".
     static func holder(ofInode inode: UInt64) -> String? {
-        guard let table = try? String(contentsOfFile: "/proc/locks", encoding: .utf8) else { return nil }
+        guard let table = ProcFile.read("/proc/locks") else { return nil }
         for line in table.split(separator: "\n") {
             // "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"
             let fields = line.split(separator: " ", omittingEmptySubsequences: true)

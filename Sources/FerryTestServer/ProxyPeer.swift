@@ -23,7 +23,10 @@ public struct ProxyPeer: Sendable {
 
     /// tinyproxy; with `basicAuth` it answers 407 to requests without those credentials.
     public static func tinyproxy(in directory: String, basicAuth: (String, String)? = nil) async throws -> ProxyPeer {
-        let port = try freePort()
+        try await onAFreePort { port in try await tinyproxy(in: directory, port: port, basicAuth: basicAuth) }
+    }
+
+    private static func tinyproxy(in directory: String, port: Int, basicAuth: (String, String)?) async throws -> ProxyPeer {
         let log = directory + "/tinyproxy-\(port).log"
         var config = """
             Port \(port)
@@ -45,7 +48,10 @@ public struct ProxyPeer: Sendable {
 
     /// microsocks requiring `user`:`password`.
     public static func microsocks(in directory: String, user: String, password: String) async throws -> ProxyPeer {
-        let port = try freePort()
+        try await onAFreePort { port in try await microsocks(in: directory, port: port, user: user, password: password) }
+    }
+
+    private static func microsocks(in directory: String, port: Int, user: String, password: String) async throws -> ProxyPeer {
         let log = directory + "/microsocks-\(port).log"
         let process = try ChildProcess.spawn(
             "/usr/bin/microsocks",
@@ -69,9 +75,27 @@ public struct ProxyPeer: Sendable {
         process.waitUntilExit()
     }
 
-    private static func freePort() throws -> Int { try LocalPorts.free() }
+    /// Starts a proxy with `start` on a port that was free; again on another one when a test's server
+    /// took the port first (the proxy cannot report a port of its own choosing).
+    private static func onAFreePort(_ start: (Int) async throws -> ProxyPeer) async throws -> ProxyPeer {
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                return try await start(try LocalPorts.free())
+            } catch is LocalPorts.PortTaken where attempt < 5 {
+                continue
+            }
+        }
+    }
 
     private static func waitForListener(_ port: Int, _ process: ChildProcess) async throws {
-        try await LocalPorts.waitForListener(port, name: "the proxy", process: process)
+        do {
+            try await LocalPorts.waitForListener(port, name: "the proxy", process: process)
+        } catch {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            throw error
+        }
     }
 }

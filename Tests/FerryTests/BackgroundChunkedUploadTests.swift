@@ -26,9 +26,11 @@ import Glibc
         try await TestServer.withServer { server in
             try await withDaemon(environment: ["FERRY_RETRY_BASE_DELAY": "0.1"]) { daemon in
                 let session = "t.chunkedupload"
-                // Each connection is read at 4 MB/s: chunks of a few MiB, two at a time, take seconds each,
-                // so the kill lands after the first chunks are stored and before the last.
-                var upload = request(server.url("/tus/?keep=bgchunks\(fileChanges)&read_throttle=4000000"))
+                // Each connection is read at 1 MB/s: chunks of about 2 MB (2 s each at the measured rate),
+                // two at a time, about 12 s in all, so the kill lands after the first chunks are stored and
+                // long before the last even on a loaded machine (at 4 MB/s a full CI run stored them all
+                // before the kill came).
+                var upload = request(server.url("/tus/?keep=bgchunks\(fileChanges)&read_throttle=1000000"))
                 upload.method = "POST"
                 var creation = ControlAPI.TaskCreation(kind: .upload, request: upload, uploadFile: file.path)
                 creation.chunks = 2
@@ -90,7 +92,8 @@ import Glibc
         try await TestServer.withServer { server in
             try await withDaemon { daemon in
                 let session = "t.chunkcancel"
-                var upload = request(server.url("/tus/?read_throttle=2000000"))
+                // 1 MB/s a connection: the cancel comes long before the last chunk.
+                var upload = request(server.url("/tus/?read_throttle=1000000"))
                 upload.method = "POST"
                 var creation = ControlAPI.TaskCreation(kind: .upload, request: upload, uploadFile: file.path)
                 creation.chunks = 2

@@ -1,0 +1,145 @@
+import FerryCore
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// pipe2(2) (Glibc's module map leaves it out): both ends close-on-exec from the start, so no program
+/// another thread starts meanwhile inherits them.
+@_silgen_name("pipe2")
+private func pipe2(_ descriptors: UnsafeMutablePointer<Int32>, _ flags: Int32) -> Int32
+
+/// Short-lived helper programs Ferry runs (NetworkManager's query, `systemctl --user`), started with
+/// posix_spawn and waited for on a thread of their own.
+///
+/// Not Foundation's `Process`: `Process.run()` crashed full test runs twice (SIGSEGV in its memcpy, once
+/// in this library's network probe, which ferryd runs all day). Not swift-subprocess either (measured):
+/// its waits run on the cooperative pool, and under a loaded full test run a program that prints one
+/// line took over 2 s to be read, and one killed at a 0.5 s timeout took 17 s to be done with.
+public enum HelperProgram {
+    /// What the program at `executable` prints on stdout (at most 1 MiB kept), when it exits with 0
+    /// within `timeout` seconds; nil when it cannot be started, fails, or takes longer (it is killed
+    /// then, with the processes it started: it runs in a process group of its own).
+    public static func output(of executable: String, _ arguments: [String], timeout: Double) async -> String? {
+        var ends: [Int32] = [-1, -1]
+        guard pipe2(&ends, O_CLOEXEC) == 0 else { return nil }
+        let (reader, writer) = (ends[0], ends[1])
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, writer, 1)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        let spawned = spawn(executable, arguments, actions: &actions, ownGroup: true, searchingPath: false)
+        close(writer)
+        guard case .success(let pid) = spawned else {
+            close(reader)
+            return nil
+        }
+        let child = Child(pid: pid)
+        let killer = Task {
+            try? await Task.sleep(for: .seconds(timeout))
+            child.kill()
+        }
+        let (status, output): (Int32, [UInt8]) = await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                var output: [UInt8] = []
+                var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+                while true {
+                    let count = buffer.withUnsafeMutableBytes { read(reader, $0.baseAddress, $0.count) }
+                    if count < 0, errno == EINTR { continue }
+                    guard count > 0 else { break }
+                    if output.count < 1 << 20 { output += buffer[0..<count] }
+                }
+                close(reader)
+                continuation.resume(returning: (child.reap(), output))
+            }
+        }
+        killer.cancel()
+        guard status == 0 else { return nil }
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    /// Runs the program `name` (looked up in PATH) with `arguments`, its output going where this
+    /// process's goes, and returns its exit status (128 + the signal for one that was killed).
+    /// - Throws: ``FerryError`` with ``FerryError/Code/fileDoesNotExist`` when it cannot be started.
+    public static func status(ofProgramNamed name: String, _ arguments: [String]) async throws -> Int32 {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        switch spawn(name, arguments, actions: &actions, ownGroup: false, searchingPath: true) {
+        case .failure(let failure):
+            throw FerryError(.fileDoesNotExist, "cannot run \(name): \(String(cString: strerror(failure.code)))")
+        case .success(let pid):
+            return await withCheckedContinuation { continuation in
+                Thread.detachNewThread { continuation.resume(returning: reap(pid)) }
+            }
+        }
+    }
+
+    /// A started program in its own process group, killed at most until it is reaped: until then its
+    /// pid (and group id) cannot be another process's.
+    private final class Child: Sendable {
+        let pid: pid_t
+        private let reaping = Mutex(false)
+
+        init(pid: pid_t) { self.pid = pid }
+
+        /// Kills its process group, unless it is being reaped.
+        func kill() {
+            reaping.withLock { reaping in if !reaping { _ = Glibc.kill(-pid, SIGKILL) } }
+        }
+
+        /// Waits for it (blocking: on a thread of its own); its exit status, or 128 + its signal. It can
+        /// be killed while it runs (one that closed its output early, say): it is waited for without
+        /// being reaped first (WNOWAIT), and only then marked and reaped.
+        func reap() -> Int32 {
+            var info = siginfo_t()
+            while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) < 0, errno == EINTR {}
+            reaping.withLock { $0 = true }
+            return HelperProgram.reap(pid)
+        }
+    }
+
+    /// Why a program could not be started: posix_spawn's error number.
+    private struct SpawnFailure: Error {
+        var code: Int32
+    }
+
+    /// posix_spawn (or posix_spawnp) with this process's environment; the child's pid, or errno.
+    private static func spawn(
+        _ program: String,
+        _ arguments: [String],
+        actions: inout posix_spawn_file_actions_t,
+        ownGroup: Bool,
+        searchingPath: Bool
+    ) -> Result<pid_t, SpawnFailure> {
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        if ownGroup {
+            posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
+            posix_spawnattr_setpgroup(&attributes, 0)
+        }
+        let argv = ([program] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let code =
+            searchingPath
+            ? posix_spawnp(&pid, program, &actions, &attributes, argv, environ)
+            : posix_spawn(&pid, program, &actions, &attributes, argv, environ)
+        return code == 0 ? .success(pid) : .failure(SpawnFailure(code: code))
+    }
+
+    /// Waits for `pid` (blocking: call it on a thread of its own); its exit status, or 128 + its signal.
+    private static func reap(_ pid: pid_t) -> Int32 {
+        var code: Int32 = 0
+        while waitpid(pid, &code, 0) < 0 {
+            guard errno == EINTR else { return -1 }
+        }
+        let signal = code & 0x7F
+        return signal == 0 ? (code >> 8) & 0xFF : 128 + signal
+    }
+}
