@@ -101,7 +101,7 @@ struct ForegroundDownload {
             )
         }
         let partial = destination.writePath
-        let record = target + ".ferry-resume"
+        let record = ResumeRecord.path(beside: target)
         let hadPart = !destination.isSpecial && FileManager.default.fileExists(atPath: partial)
         // One writer per part file: a second `ferry get` to the same name fails here, naming the first.
         let lock = try destination.isSpecial ? nil : Self.lock(partial)
@@ -393,14 +393,19 @@ struct ForegroundDownload {
             try? manager.removeItem(atPath: record)
             return nil
         }
-        switch try ResumeRecord.continuation(partial: partial, record: record, url: url, quiet: quiet) {
+        let continuation = try ResumeRecord.continuation(
+            partial: partial,
+            record: record,
+            url: url,
+            connections: connections,
+            expectedDigest: checksum,
+            quiet: quiet
+        )
+        switch continuation {
         case .startOver:
             Self.restart(partial, record)
             return nil
-        case .resume(var resumeData):
-            // This run's options, not the first run's: connections, and the digest to verify.
-            resumeData.originalRequest.connections = connections
-            resumeData.originalRequest.expectedDigest = checksum
+        case .resume(let resumeData):
             return resumeData
         }
     }

@@ -444,14 +444,7 @@ struct GetCommand: AsyncParsableCommand {
         // One download's work, ready to run.
         func job(_ item: GetItem) throws -> @Sendable () async throws -> ForegroundDownload.Report {
             let url = item.url
-            var requestHeaders = try transfer.headers(headers, for: url)
-            if let range, requestHeaders["range"] == nil { requestHeaders.add(name: "Range", value: "bytes=" + range) }
-            if body != nil, requestHeaders["content-type"] == nil {
-                requestHeaders.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
-            }
-            if compressed, requestHeaders["accept-encoding"] == nil {
-                requestHeaders.add(name: "Accept-Encoding", value: ContentDecoder.acceptEncoding)
-            }
+            let requestHeaders = try downloadHeaders(headers, for: url, hasBody: body != nil)
             if output == "-" {
                 var job = StandardOutputDownload(url: url, headers: requestHeaders, quiet: quiet, transport: transport, limit: limit)
                 job.deadline = transfer.deadline()
@@ -568,6 +561,21 @@ struct GetCommand: AsyncParsableCommand {
     /// What a new file's mode would be for this process (0o666 less the umask).
     static var fileMode: Int { Int(DownloadDestination.newFileMode) }
 
+    /// The header fields a download of `url` sends, in the foreground and handed to ferryd alike: `-H`
+    /// and the transfer options' (`-A`, `-e`, `-u`, cookies), then `-r`'s Range, a body's Content-Type
+    /// and `--compressed`'s Accept-Encoding, each unless `-H` gave it.
+    private func downloadHeaders(_ given: Headers, for url: URL, hasBody: Bool) throws -> Headers {
+        var headers = try transfer.headers(given, for: url)
+        if let range, headers["range"] == nil { headers.add(name: "Range", value: "bytes=" + range) }
+        if hasBody, headers["content-type"] == nil {
+            headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
+        }
+        if compressed, headers["accept-encoding"] == nil {
+            headers.add(name: "Accept-Encoding", value: ContentDecoder.acceptEncoding)
+        }
+        return headers
+    }
+
     /// `--max-redirs`, `--retry`/`--tries` and `--speed-limit`/`--speed-time` as a background task's own
     /// limits (nil when none is given: ferryd's apply).
     private var backgroundLimits: TaskLimits? {
@@ -609,14 +617,7 @@ struct GetCommand: AsyncParsableCommand {
             }
             var request = Request(url: url)
             request.method = (method ?? (body == nil ? "GET" : "POST")).uppercased()
-            request.headers = try transfer.headers(headers, for: url)
-            if body != nil, request.headers["content-type"] == nil {
-                request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
-            }
-            if let range, request.headers["range"] == nil { request.headers.add(name: "Range", value: "bytes=" + range) }
-            if compressed, request.headers["accept-encoding"] == nil {
-                request.headers.add(name: "Accept-Encoding", value: ContentDecoder.acceptEncoding)
-            }
+            request.headers = try downloadHeaders(headers, for: url, hasBody: body != nil)
             request.connections = connections
             request.expectedDigest = checksum.flatMap(ContentDigest.init)
             var creation = ControlAPI.TaskCreation(
@@ -635,7 +636,7 @@ struct GetCommand: AsyncParsableCommand {
             if compressed { creation.decodesContent = true }
             if resume, let continued = try handOver(destination, url: url) {
                 creation.resumeData = continued
-                handedOver.append(destination + ".ferry-resume")
+                handedOver.append(ResumeRecord.path(beside: destination))
             }
             return creation
         }
@@ -672,9 +673,14 @@ struct GetCommand: AsyncParsableCommand {
     /// renames it to `destination` at the end; nil to start afresh (nothing to continue, or nothing
     /// that can be trusted: then the stale part and record are removed, as the foreground empties them).
     private func handOver(_ destination: String, url: URL) throws -> ResumeData? {
-        let partial = destination + ".ferry-part"
-        let record = destination + ".ferry-resume"
-        if DownloadDestination.isSpecialFile(destination) {
+        let target: DownloadDestination
+        do {
+            target = try DownloadDestination(inspecting: destination)
+        } catch let error as FerryError {
+            throw CLIFailure(error)
+        }
+        let (partial, record) = (target.partPath, ResumeRecord.path(beside: target.path))
+        if target.isSpecial {
             if !transfer.quiet { CLI.note("\(destination) is not a regular file: -C cannot continue a download written to it") }
             return nil
         }
@@ -688,14 +694,20 @@ struct GetCommand: AsyncParsableCommand {
         } catch let error as FerryError {
             throw CLIFailure(error.message, status: .localFile)
         }
-        switch try ResumeRecord.continuation(partial: partial, record: record, url: url, quiet: transfer.quiet) {
+        let continuation = try ResumeRecord.continuation(
+            partial: partial,
+            record: record,
+            url: url,
+            connections: connections,
+            expectedDigest: checksum.flatMap(ContentDigest.init),
+            quiet: transfer.quiet
+        )
+        switch continuation {
         case .startOver:
             try? FileManager.default.removeItem(atPath: partial)
             try? FileManager.default.removeItem(atPath: record)
             return nil
-        case .resume(var resumeData):
-            resumeData.originalRequest.connections = connections
-            resumeData.originalRequest.expectedDigest = checksum.flatMap(ContentDigest.init)
+        case .resume(let resumeData):
             return resumeData
         }
     }

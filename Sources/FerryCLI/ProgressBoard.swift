@@ -71,15 +71,9 @@ final class ProgressBoard: Sendable {
         let text: String? = state.withLock { state in
             state.entries[entry].done = done
             state.entries[entry].total = total
-            state.entries[entry].samples.append((now, done))
-            while let first = state.entries[entry].samples.first, now - first.time > 3, state.entries[entry].samples.count > 2 {
-                state.entries[entry].samples.removeFirst()
-            }
+            ProgressDisplay.record((now, done), in: &state.entries[entry].samples)
             let sum = state.entries.reduce(Int64(0)) { $0 + $1.done }
-            state.samples.append((now, sum))
-            while let first = state.samples.first, now - first.time > 3, state.samples.count > 2 {
-                state.samples.removeFirst()
-            }
+            ProgressDisplay.record((now, sum), in: &state.samples)
             guard now - state.lastDraw >= (style == .bar ? 0.1 : 1.0) else { return nil }
             state.lastDraw = now
             return render(&state, total: true)

@@ -45,10 +45,7 @@ final class ProgressDisplay: Sendable {
         let text: String? = state.withLock { state in
             state.done = done
             state.total = total
-            state.samples.append((now, done))
-            while let first = state.samples.first, now - first.time > 3, state.samples.count > 2 {
-                state.samples.removeFirst()
-            }
+            Self.record((now, done), in: &state.samples)
             let interval = style == .bar ? 0.1 : 1.0
             guard now - state.lastDraw >= interval else { return nil }
             state.lastDraw = now
@@ -83,6 +80,15 @@ final class ProgressDisplay: Sendable {
             return line.plain + "\n"
         case .none:
             return ""
+        }
+    }
+
+    /// Adds `sample` to `samples`, keeping the last 3 seconds of them (at least two): what ``rate(_:)``
+    /// is measured over.
+    static func record(_ sample: (time: Double, bytes: Int64), in samples: inout [(time: Double, bytes: Int64)]) {
+        samples.append(sample)
+        while let first = samples.first, sample.time - first.time > 3, samples.count > 2 {
+            samples.removeFirst()
         }
     }
 

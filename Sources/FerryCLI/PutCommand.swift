@@ -1,5 +1,6 @@
 import ArgumentParser
 import Ferry
+import FerryEngine
 import Foundation
 import NIOCore
 
@@ -137,13 +138,13 @@ struct PutCommand: AsyncParsableCommand {
         } else {
             fields = try form.map(ForegroundUpload.field)
         }
-        for path in [file].compactMap({ $0 }) + (fields ?? []).compactMap(\.file) {
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
-                FileManager.default.isReadableFile(atPath: path)
-            else {
-                throw CLIFailure("cannot read \(path) to upload it", status: .localFile)
-            }
+        // The checks the foreground's body makes (it exists, is a file, can be read); nothing is read yet.
+        do {
+            if let file { _ = try TransportRequestBody.file(path: file) }
+            var probe = MultipartFormData()
+            for field in fields ?? [] { try probe.append(field) }
+        } catch let error as FerryError {
+            throw CLIFailure(error)
         }
         let client = try await CLI.daemon()
         var request = Request(url: url)

@@ -61,11 +61,22 @@ struct ResumeRecord: Codable, Sendable {
         case startOver
     }
 
+    /// Where the record of the download to `target` is: beside it, `TARGET.ferry-resume`.
+    static func path(beside target: String) -> String { target + ".ferry-resume" }
+
     /// Decides whether `-C` can continue the partial file `partial` from `url`, by its record at
     /// `record`: the record must be readable and trustworthy on this boot; a different URL (a
-    /// re-signed link, a mirror) continues only with a validator, checked with If-Range.
+    /// re-signed link, a mirror) continues only with a validator, checked with If-Range. The resume
+    /// data carries this run's options, not the first run's: `connections` and the digest to verify.
     /// - Throws: ``CLIFailure`` (usage) for a different URL and a record without ETag or Last-Modified.
-    static func continuation(partial: String, record: String, url: URL, quiet: Bool) throws -> Continuation {
+    static func continuation(
+        partial: String,
+        record: String,
+        url: URL,
+        connections: Int,
+        expectedDigest: ContentDigest?,
+        quiet: Bool
+    ) throws -> Continuation {
         guard let saved = read(record) else {
             if !quiet { CLI.note("no record of which version \(partial) holds; downloading from the start") }
             return .startOver
@@ -92,6 +103,8 @@ struct ResumeRecord: Codable, Sendable {
             resumeData.currentRequest = resumeData.originalRequest
         }
         resumeData.partialFilePath = partial
+        resumeData.originalRequest.connections = connections
+        resumeData.originalRequest.expectedDigest = expectedDigest
         return .resume(resumeData)
     }
 

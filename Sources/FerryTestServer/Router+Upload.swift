@@ -104,11 +104,8 @@ extension Router {
         )
         // ?keep=KEY: the report is kept for GET /uploads/KEY (a background upload's client sees no body).
         if let key = query["keep"] {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys]
-            let data = (try? encoder.encode(report)) ?? Data("{}".utf8)
             listener.state.store(
-                StoredUpload(method: request.method.rawValue, contentType: "application/json", body: Array(data)),
+                StoredUpload(method: request.method.rawValue, contentType: "application/json", body: Array(Self.jsonData(report))),
                 key: key
             )
         }

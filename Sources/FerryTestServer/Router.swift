@@ -86,14 +86,19 @@ struct Router {
     }
 
     /// A JSON response (sorted keys, so tests and people read stable output).
+    /// `value` as the JSON the server answers with (keys sorted).
+    static func jsonData<Value: Encodable>(_ value: Value) -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return (try? encoder.encode(value)) ?? Data("{}".utf8)
+    }
+
     func json<Value: Encodable>(
         _ status: HTTPResponse.Status,
         _ value: Value,
         headers: HTTPFields = [:]
     ) -> ResponsePlan {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        let data = (try? encoder.encode(value)) ?? Data("{}".utf8)
+        let data = Self.jsonData(value)
         var headers = headers
         headers[.contentType] = "application/json"
         var plan = ResponsePlan(status: status, headers: headers, buffer: ByteBuffer(bytes: data))
