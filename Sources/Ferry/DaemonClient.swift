@@ -195,10 +195,12 @@ public final class DaemonClient: Sendable {
     /// - Throws: `FerryError` when it cannot be found, does not answer in time (its log says why), or
     ///   accepts connections without answering (stopped, e.g. by SIGSTOP).
     /// - Parameters:
-    ///   - timeout: seconds to wait for the daemon to serve.
+    ///   - timeout: seconds to wait for the daemon to serve. A daemon usually serves within a fraction of
+    ///     a second; the 30 s default covers a machine under heavy load, where starting a process, opening
+    ///     its store and recovering its tasks took over 10 s (seen on a two-core CI run of 680 tests).
     ///   - environment: more environment variables for a daemon started here (its tuning variables,
     ///     `ferryd --help` lists them).
-    public func ensureRunning(timeout: Double = 10, environment: [String: String] = [:]) async throws {
+    public func ensureRunning(timeout: Double = 30, environment: [String: String] = [:]) async throws {
         if socketAccepts() {
             if await status() != nil { return }
             throw notAnswering

@@ -307,7 +307,14 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         if ExchangeEnds.isUncleanShutdown(error) { return }
-        failExchange(Self.ferryError(for: error))
+        // A reset before any byte of the answer is the server's close of an idle connection racing our
+        // request (its kernel resets a socket closed with our request unread): as a clean close then,
+        // the request may go again on a new connection.
+        if let exchange, !exchange.receivedAnything, ExchangeEnds.isReset(error) {
+            failExchange(HTTP1ConnectionError.closedBeforeResponse)
+        } else {
+            failExchange(Self.ferryError(for: error))
+        }
         context.close(promise: nil)
     }
 
@@ -512,6 +519,12 @@ enum ExchangeEnds {
         receivedAnything
             ? FerryError(.networkConnectionLost, "the server closed the connection before the response was complete")
             : HTTP1ConnectionError.closedBeforeResponse
+    }
+
+    /// A connection reset by the peer (ECONNRESET on a read, EPIPE on a write).
+    static func isReset(_ error: any Error) -> Bool {
+        guard let error = error as? IOError else { return false }
+        return error.errnoCode == ECONNRESET || error.errnoCode == EPIPE
     }
 
     /// A TLS peer that closed without close_notify (common, and what curl accepts): not a failure in

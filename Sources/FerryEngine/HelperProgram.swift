@@ -39,25 +39,29 @@ public enum HelperProgram {
             return nil
         }
         let child = Child(pid: pid)
-        let killer = Task {
-            try? await Task.sleep(for: .seconds(timeout))
-            child.kill()
-        }
+        // The deadline is kept on the waiting thread itself (poll's timeout, then a wait for the exit),
+        // not by a sleeping task: under a loaded full test run the cooperative pool woke such a task
+        // late, and a program meant to be given up after 2 s was waited for over 10 s.
+        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(max(0, timeout) * 1e9)
         let (status, output): (Int32, [UInt8]) = await withCheckedContinuation { continuation in
             Thread.detachNewThread {
                 var output: [UInt8] = []
                 var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-                while true {
+                while let wait = Self.milliseconds(until: deadline) {
+                    var ready = pollfd(fd: reader, events: Int16(POLLIN), revents: 0)
+                    let polled = poll(&ready, 1, wait)
+                    if polled < 0, errno == EINTR { continue }
+                    if polled < 0 { break }
+                    if polled == 0 { continue }
                     let count = buffer.withUnsafeMutableBytes { read(reader, $0.baseAddress, $0.count) }
                     if count < 0, errno == EINTR { continue }
                     guard count > 0 else { break }
                     if output.count < 1 << 20 { output += buffer[0..<count] }
                 }
                 close(reader)
-                continuation.resume(returning: (child.reap(), output))
+                continuation.resume(returning: (child.reap(before: deadline), output))
             }
         }
-        killer.cancel()
         guard status == 0 else { return nil }
         return String(decoding: output, as: UTF8.self)
     }
@@ -92,15 +96,33 @@ public enum HelperProgram {
             reaping.withLock { reaping in if !reaping { _ = Glibc.kill(-pid, SIGKILL) } }
         }
 
-        /// Waits for it (blocking: on a thread of its own); its exit status, or 128 + its signal. It can
-        /// be killed while it runs (one that closed its output early, say): it is waited for without
-        /// being reaped first (WNOWAIT), and only then marked and reaped.
-        func reap() -> Int32 {
+        /// Waits for it (blocking: on a thread of its own) until `deadline` (uptime nanoseconds), kills
+        /// it then, and returns its exit status, or 128 + its signal. It is watched without being reaped
+        /// (WNOWAIT, every 5 ms: it has usually exited by the time its output ends), and only then
+        /// marked and reaped, so a kill never reaches another process that took its pid.
+        func reap(before deadline: UInt64) -> Int32 {
             var info = siginfo_t()
-            while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) < 0, errno == EINTR {}
+            while true {
+                info._sifields._kill.si_pid = 0
+                let waited = waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT | WNOHANG)
+                if waited < 0, errno == EINTR { continue }
+                if waited < 0 || info._sifields._kill.si_pid != 0 { break }
+                guard HelperProgram.milliseconds(until: deadline) != nil else {
+                    kill()
+                    break
+                }
+                usleep(5000)
+            }
             reaping.withLock { $0 = true }
             return HelperProgram.reap(pid)
         }
+    }
+
+    /// Milliseconds left until `deadline` (uptime nanoseconds), at least 1; nil once it has passed.
+    private static func milliseconds(until deadline: UInt64) -> Int32? {
+        let now = DispatchTime.now().uptimeNanoseconds
+        guard now < deadline else { return nil }
+        return Int32(min((deadline - now) / 1_000_000 + 1, UInt64(Int32.max)))
     }
 
     /// Why a program could not be started: posix_spawn's error number.

@@ -458,6 +458,7 @@ import Glibc
         _ = try? await cli.run(["daemon", "stop"])
         #expect(listed.status == 5, "\(listed.stderr)")
         #expect(listed.stderr.contains("does not answer"), "\(listed.stderr)")
-        #expect(elapsed < 10, "ferry ls took \(elapsed) s against a stopped ferryd")
+        // Its own 5 s limit and a process start, not the run's 30 s (loose for a loaded machine).
+        #expect(elapsed < 25, "ferry ls took \(elapsed) s against a stopped ferryd")
     }
 }

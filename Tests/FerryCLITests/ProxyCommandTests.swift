@@ -40,14 +40,14 @@ import Testing
                 let result = try await run(environment, url)
                 #expect(result.status == 0, "\(environment) \(url): \(result.stderr)")
                 #expect(try fileSHA256(directory + "/out.bin") == bytesSHA256(200_000))
-                try await waitUntil("the proxy logs", within: 5) { !proxied || proxy.forwardedRequests() > before }
+                try await waitUntil("the proxy logs", within: 30) { !proxied || proxy.forwardedRequests() > before }
                 #expect((proxy.forwardedRequests() > before) == proxied, "\(environment) \(url)")
             }
             // --proxy wins over the environment; --noproxy over no_proxy.
             var before = proxy.forwardedRequests()
             let flag = try await run(["http_proxy": "http://127.0.0.1:1"], plain, ["--proxy", address])
             #expect(flag.status == 0, "\(flag.stderr)")
-            try await waitUntil("the proxy logs", within: 5) { proxy.forwardedRequests() > before }
+            try await waitUntil("the proxy logs", within: 30) { proxy.forwardedRequests() > before }
             before = proxy.forwardedRequests()
             let bypassed = try await run(["http_proxy": address], plain, ["--noproxy", "127.0.0.1"])
             #expect(bypassed.status == 0)

@@ -191,9 +191,11 @@ final class SchedulerFixture: Sendable {
     }
 }
 
-/// Waits (yielding, a few milliseconds at a time, 5 s at most) until `condition` holds.
+/// Waits (yielding, a few milliseconds at a time, 30 s at most: a full test run on two cores is slow
+/// to schedule, and the limit only matters when the condition never holds) until `condition` holds.
 func eventually(_ what: String, _ condition: () async throws -> Bool) async throws {
-    for _ in 0..<1000 {
+    let end = ContinuousClock.now + .seconds(30)
+    while ContinuousClock.now < end {
         if try await condition() { return }
         try await Task.sleep(for: .milliseconds(5))
     }

@@ -210,18 +210,21 @@ import Synchronization
     @Test func cancellationLeavesResumeData() async throws {
         try await withServerAndTransport { server, transport in
             let path = try temporaryPath()
-            let url = server.url("/bytes/2000000?seed=10&throttle=400000&only_first=1&key=c1")
+            // The first answer is held at 300,000 bytes until the gate opens: the download is known to be
+            // in progress when it is cancelled, however slow the machine (a throttled body once finished
+            // before a loaded test got round to cancelling it).
+            let url = server.url("/bytes/2000000?seed=10&stall_after=300000&gate=c1&only_first=1&key=c1")
             let downloader = Downloader(transport: transport)
             let log = EventLog()
             let task = Task {
                 try await downloader.download(request(url), to: path, deadline: testDeadline, events: log.events)
             }
-            // Cancelled once bytes arrived (a fixed wait could end before the head on a loaded machine).
             let waitStart = ContinuousClock.now
-            while log.lastTotalWritten < 100_000, ContinuousClock.now - waitStart < .seconds(20) {
+            while log.lastTotalWritten < 100_000, ContinuousClock.now - waitStart < .seconds(60) {
                 try await Task.sleep(for: .milliseconds(20))
             }
             task.cancel()
+            defer { server.openGate("c1") }
             let error = try await #require(throws: FerryError.self) { try await task.value }
             #expect(error.code == .cancelled)
             let resumeData = try #require(error.resumeData)

@@ -173,7 +173,8 @@ import Testing
             task.cancel()
             let error = await #expect(throws: FerryError.self) { _ = try await task.value }
             #expect(error?.code == .cancelled)
-            #expect(ContinuousClock.now - start < .seconds(10))
+            // Not the head's 20 s delay (loose for a loaded machine).
+            #expect(ContinuousClock.now - start < .seconds(15))
         }
     }
 

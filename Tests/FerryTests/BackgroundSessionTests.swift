@@ -55,7 +55,8 @@ import Glibc
                 let task = session.downloadTask(with: request(server.url("/bytes/1000")))
                 task.resume()
                 let took = ContinuousClock.now - started
-                #expect(took < .milliseconds(500), "making the session and its task took \(took)")
+                // Without waiting for the stopped daemon (its status call alone waits 5 s); loose for a loaded machine.
+                #expect(took < .seconds(4), "making the session and its task took \(took)")
                 #expect(task.taskIdentifier > 0)
                 // The daemon does not answer: the task fails with a clear error instead of hanging.
                 let ended = ContinuousClock.now

@@ -24,10 +24,11 @@ final class DaemonFixture: @unchecked Sendable {
         self.environment = environment
     }
 
-    /// Starts the daemon unless it runs; returns its pid.
+    /// Starts the daemon unless it runs; returns its pid. Waits up to 60 s: at the start of a full
+    /// parallel test run on two cores a debug ferryd once took just over 10 s to serve.
     @discardableResult
     func start() async throws -> Int32 {
-        try await client.ensureRunning(environment: environment)
+        try await client.ensureRunning(timeout: 60, environment: environment)
         let pid = try await pid()
         startedPid = pid
         return pid

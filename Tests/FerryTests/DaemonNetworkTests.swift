@@ -146,7 +146,7 @@ import Glibc
                     body: ControlAPI.BandwidthLimit(bytesPerSecond: 0)
                 )
                 // About 80 MB are left: 27 s at the last limit, a few seconds without one.
-                try await eventually("they finish unlimited", within: 15) {
+                try await eventually("they finish unlimited", within: 20) {
                     try await daemon.tasks("net").allSatisfy { $0.state == .completed && $0.error == nil }
                 }
             }

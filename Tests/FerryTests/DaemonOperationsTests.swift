@@ -100,7 +100,7 @@ import Glibc
         try await TestServer.withServer { server in
             try await withDaemon { daemon in
                 let running = try await daemon.download(server.url("/bytes/20000000?throttle=200000"), session: "t.page")
-                try await eventually("it runs", within: 10) {
+                try await eventually("it runs", within: 30) {
                     await (try? daemon.tasks("t.page"))?.first?.state == .running
                 }
                 let page: ControlAPI.StatusPage = try await daemon.client.call("POST", "/v1/ui")

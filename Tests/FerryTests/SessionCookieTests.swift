@@ -148,7 +148,7 @@ import Testing
             slow.timeoutInterval = 0.5
             let started = ContinuousClock.now
             await #expect(throws: FerryError.self) { try await session.data(for: slow) }
-            #expect(ContinuousClock.now - started < .seconds(10), "the request's 0.5 s, not the session's 60 s")
+            #expect(ContinuousClock.now - started < .seconds(30), "the request's 0.5 s, not the session's 60 s")
         }
     }
 

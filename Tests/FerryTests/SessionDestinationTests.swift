@@ -61,10 +61,11 @@ import Glibc
             let directory = try temporaryDirectory()
             defer { try? FileManager.default.removeItem(at: directory) }
             let target = directory.appendingPathComponent("same.bin")
-            // The first stalls after 1 MB, holding its part file while the second tries.
+            // The first is held after 1 MB until the gate opens, holding its part file while the second
+            // tries (a 2.5 s stall once ended before a loaded machine got to the second).
             let slow = Task {
                 try await session.download(
-                    for: request(server.url("/bytes/2000000?seed=6&stall_after=1000000&stall_ms=2500")),
+                    for: request(server.url("/bytes/2000000?seed=6&stall_after=1000000&gate=same")),
                     to: target
                 )
             }
@@ -77,6 +78,7 @@ import Glibc
             } catch let error as FerryError {
                 #expect(error.message.contains("another download is writing"), "\(error)")
             }
+            server.openGate("same")
             _ = try await slow.value
             #expect(try sha256(ofFile: target.path) == expectedSHA256(2_000_000, seed: 6))
         }

@@ -166,7 +166,7 @@ import Testing
             let cancelled = ContinuousClock.now
             tasks[0].cancel()
             let outcome = await call.value
-            #expect(ContinuousClock.now - cancelled < .seconds(10), "the cancel ended the wait")
+            #expect(ContinuousClock.now - cancelled < .seconds(30), "the cancel ended the wait, not the server's 60 s")
             #expect(outcome.error?.code == .cancelled)
             #expect(!outcome.callerCancelled, "the caller's own task is not cancelled")
             #expect(session.getAllTasks().isEmpty)

@@ -59,7 +59,7 @@ final class FakeNetworkSource: NetworkStateSource {
             session.networkMonitor = monitor
             defer { monitor.stop() }
             let task = Task { try await session.data(for: request(server.url("/bytes/100")), delegate: delegate) }
-            try await eventually("the delegate hears it waits", within: 10) { delegate.reasons.withLock { $0 } == [.metered] }
+            try await eventually("the delegate hears it waits", within: 30) { delegate.reasons.withLock { $0 } == [.metered] }
             #expect(server.counters.requests(path: "/bytes/100") == 0, "nothing is sent while it waits")
             source.state.withLock { $0 = NetworkState() }
             let (data, _) = try await task.value
@@ -105,7 +105,7 @@ final class FakeNetworkSource: NetworkStateSource {
                     return (Task.isCancelled, error as? FerryError)
                 }
             }
-            try await eventually("the call waits", within: 10) { session.getAllTasks().first?.state == .running }
+            try await eventually("the call waits", within: 30) { session.getAllTasks().first?.state == .running }
             try await Task.sleep(for: .milliseconds(100))
             session.getAllTasks().first?.cancel()
             let outcome = await call.value

@@ -83,7 +83,7 @@ func temporaryDirectory() throws -> URL {
 }
 
 /// Waits until `condition` holds (polling), failing after `seconds`.
-func eventually(_ what: String, within seconds: Double = 20, _ condition: () async throws -> Bool) async throws {
+func eventually(_ what: String, within seconds: Double = 60, _ condition: () async throws -> Bool) async throws {
     let end = Date().addingTimeInterval(seconds)
     while try await !condition() {
         guard Date() < end else { throw FerryError(.timedOut, "never happened: \(what)") }
