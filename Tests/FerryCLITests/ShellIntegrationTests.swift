@@ -36,4 +36,49 @@ import Testing
             .compactMap { $0["name"] as? String }
         for flag in ["write-out", "max-time", "range", "parallel", "input-file", "referer"] { #expect(flags.contains(flag), "\(flag)") }
     }
+
+    /// docs/CLI.md names every option and flag of every subcommand, by at least one of its spellings
+    /// (as the binary's own help dump lists them), so a flag added without its documentation fails here.
+    @Test func theCLIGuideNamesEveryFlag() async throws {
+        let directory = try makeDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let run = try await CLIRunner(directory: directory).run(["--experimental-dump-help"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let dump = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+        let guidePath = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("docs/CLI.md").path
+        let guide = try String(contentsOfFile: guidePath, encoding: .utf8)
+        /// Whether `spelling` stands in the guide as a whole flag (not as the start of a longer one).
+        func named(_ spelling: String) -> Bool {
+            var searched = guide[...]
+            while let found = searched.range(of: spelling) {
+                let next = searched[found.upperBound...].first
+                if next.map({ !($0.isLetter || $0.isNumber || $0 == "-") }) ?? true { return true }
+                searched = searched[found.upperBound...]
+            }
+            return false
+        }
+        var unnamed: [String] = []
+        var checked = 0
+        func visit(_ command: [String: Any], path: String) {
+            for argument in (command["arguments"] as? [[String: Any]]) ?? [] {
+                guard let kind = argument["kind"] as? String, kind == "option" || kind == "flag",
+                    argument["shouldDisplay"] as? Bool != false
+                else { continue }
+                let names = ((argument["names"] as? [[String: Any]]) ?? []).compactMap { name -> String? in
+                    guard let text = name["name"] as? String, let nameKind = name["kind"] as? String else { return nil }
+                    return (nameKind == "long" ? "--" : "-") + text
+                }
+                if names.contains(where: { ["--help", "-h", "--version"].contains($0) }) { continue }
+                checked += 1
+                if !names.contains(where: named) { unnamed.append("\(path) \(names.joined(separator: "/"))") }
+            }
+            for sub in (command["subcommands"] as? [[String: Any]]) ?? [] {
+                visit(sub, path: path + " " + ((sub["commandName"] as? String) ?? "?"))
+            }
+        }
+        visit(try #require(dump["command"] as? [String: Any]), path: "ferry")
+        #expect(checked > 100, "the dump listed \(checked) flags")
+        #expect(unnamed.isEmpty, "docs/CLI.md does not name: \(unnamed.joined(separator: ", "))")
+    }
 }
