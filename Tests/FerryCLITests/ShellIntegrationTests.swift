@@ -20,14 +20,19 @@ import Testing
         #expect(checked.status == 0, "bash -n: \(checked.stderr)")
     }
 
-    @Test func theManualsSourceListsEverySubcommandAndFlag() async throws {
+    /// The top command of the binary's help dump (`--experimental-dump-help`): what swift-argument-parser's
+    /// generate-manual plugin renders into ferry.1.
+    private func helpDump() async throws -> [String: Any] {
         let directory = try makeDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        // What swift-argument-parser's generate-manual plugin renders into ferry.1.
         let run = try await CLIRunner(directory: directory).run(["--experimental-dump-help"])
         #expect(run.status == 0, "\(run.stderr)")
         let dump = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
-        let command = try #require(dump["command"] as? [String: Any])
+        return try #require(dump["command"] as? [String: Any])
+    }
+
+    @Test func theManualsSourceListsEverySubcommandAndFlag() async throws {
+        let command = try await helpDump()
         let subcommands = (command["subcommands"] as? [[String: Any]]) ?? []
         let names = subcommands.compactMap { $0["commandName"] as? String }
         for expected in ["get", "put", "ws", "ls", "wait", "daemon"] { #expect(names.contains(expected), "\(expected)") }
@@ -40,11 +45,7 @@ import Testing
     /// docs/CLI.md names every option and flag of every subcommand, by at least one of its spellings
     /// (as the binary's own help dump lists them), so a flag added without its documentation fails here.
     @Test func theCLIGuideNamesEveryFlag() async throws {
-        let directory = try makeDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let run = try await CLIRunner(directory: directory).run(["--experimental-dump-help"])
-        #expect(run.status == 0, "\(run.stderr)")
-        let dump = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+        let command = try await helpDump()
         let guidePath = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("docs/CLI.md").path
         let guide = try String(contentsOfFile: guidePath, encoding: .utf8)
@@ -77,7 +78,7 @@ import Testing
                 visit(sub, path: path + " " + ((sub["commandName"] as? String) ?? "?"))
             }
         }
-        visit(try #require(dump["command"] as? [String: Any]), path: "ferry")
+        visit(command, path: "ferry")
         #expect(checked > 100, "the dump listed \(checked) flags")
         #expect(unnamed.isEmpty, "docs/CLI.md does not name: \(unnamed.joined(separator: ", "))")
     }
