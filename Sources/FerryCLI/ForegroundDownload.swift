@@ -79,6 +79,11 @@ struct ForegroundDownload {
     var maximumRedirects: Int?
     /// `--fail-with-body`: an error status's body is saved to the file (the download still fails).
     var keepsErrorBody = false
+    /// `--retry-delay`: seconds before each try again instead of the doubling backoff (nil or 0: the
+    /// backoff). A Retry-After still decides, as in curl.
+    var retryDelay: Double?
+    /// `-R`: the saved file takes the server's Last-Modified time.
+    var takesRemoteTime = false
     /// `--speed-limit`/`--speed-time`: the lowest rate, for how long.
     var speedFloor: SpeedFloor?
     /// `-Z`: the board this download shows its progress on, with the others.
@@ -161,6 +166,7 @@ struct ForegroundDownload {
         var plan = DownloadDriver.Plan(request: request, path: partial, deadline: deadline, events: events)
         plan.resumeData = resumeData
         plan.retries = .curl(retries)
+        if let retryDelay, retryDelay > 0 { plan.retries.backoff = { _ in retryDelay } }
         let (interruption, url) = (interruption, url)
         plan.mayRetry = { !interruption.happened }
         plan.willRetry = { attempt, delay, reason in
@@ -261,6 +267,7 @@ struct ForegroundDownload {
         try? FileManager.default.removeItem(atPath: record)
         let final = result.path
         if includesHeads { try Self.prependHeads(context.recordedTransactions, to: final) }
+        if takesRemoteTime { Self.setRemoteTime(of: final, from: result.headers) }
         let last = context.recordedTransactions.last
         return Report(
             url: url.absoluteString,
@@ -289,6 +296,18 @@ struct ForegroundDownload {
                 file: final
             )
         )
+    }
+
+    /// `-R`: gives the regular file at `path` the time of the answer's Last-Modified, as curl does;
+    /// nothing without one (or with one that is not a date), and nothing for a device or FIFO.
+    static func setRemoteTime(of path: String, from headers: Headers) {
+        guard let value = headers["last-modified"], let date = CookieDate.parse(value),
+            !DownloadDestination.isSpecialFile(path)
+        else { return }
+        let seconds = date.timeIntervalSince1970.rounded(.down)
+        let time = timespec(tv_sec: Int(seconds), tv_nsec: 0)
+        let times = [time, time]
+        _ = times.withUnsafeBufferPointer { utimensat(AT_FDCWD, path, $0.baseAddress, 0) }
     }
 
     /// `-i`: the heads of the exchanges up to the first success (the redirects, then the answer), as

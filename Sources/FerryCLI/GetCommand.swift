@@ -46,11 +46,29 @@ struct GetCommand: AsyncParsableCommand {
     /// How many downloads run at once.
     var parallelism: Int { concurrentDownloads ?? (parallel ? parallelMax : 1) }
 
-    @Option(name: .short, help: ArgumentHelp("Save to this file (one URL only).", valueName: "file"))
+    @Option(name: [.short, .customLong("output")], help: ArgumentHelp("Save to this file (one URL only).", valueName: "file"))
     var output: String?
 
-    @Flag(name: .customShort("O"), help: "Save under the remote name (the default).")
+    @Flag(name: [.customShort("O"), .customLong("remote-name")], help: "Save under the remote name (the default).")
     var remoteName = false
+
+    @Flag(
+        name: [.customShort("J"), .customLong("remote-header-name")],
+        help: "Name the file from Content-Disposition, as curl -OJ (ferry does whenever it saves under the remote name; accepted for curl's habit)."
+    )
+    var remoteHeaderName = false
+
+    @Flag(
+        name: .customLong("create-dirs"),
+        help: "Create the missing directories of -o, --dir and out= (mode 0750, as curl)."
+    )
+    var createDirs = false
+
+    @Flag(
+        name: [.customShort("R"), .customLong("remote-time")],
+        help: "Give the saved file the server's Last-Modified time, as curl -R."
+    )
+    var remoteTime = false
 
     @Flag(
         name: [.customShort("L"), .customLong("location")],
@@ -176,6 +194,15 @@ struct GetCommand: AsyncParsableCommand {
     var retry = 0
 
     @Option(
+        name: .customLong("retry-delay"),
+        help: ArgumentHelp(
+            "Wait this many seconds before each --retry try instead of the doubling backoff (a Retry-After still decides), as curl; 0 keeps the backoff.",
+            valueName: "seconds"
+        )
+    )
+    var retryDelay: Double?
+
+    @Option(
         name: .long,
         help: ArgumentHelp(
             "Verify the file before success: sha256, sha384, sha512, sha1 or md5, then = and the hex digest.",
@@ -214,8 +241,18 @@ struct GetCommand: AsyncParsableCommand {
     @OptionGroup var policy: BackgroundPolicyOptions
     @OptionGroup var outputOptions: OutputOptions
 
-    func validate() throws {
+    mutating func validate() throws {
         try policy.validate(background: background)
+        if resume {
+            // curl's `-C -` ("find the offset yourself") is what ferry's -C always does: the `-` is taken
+            // as its value. curl's `-C OFFSET` has no equal (a file's size alone is never trusted).
+            urls.removeAll { $0 == "-" }
+            if let offset = urls.first(where: { !$0.isEmpty && $0.allSatisfy(\.isNumber) }) {
+                throw ValidationError(
+                    "-C takes no offset (\(offset)): ferry continues from the part file's record, checked with If-Range; for bytes from an offset use -r \(offset)-"
+                )
+            }
+        }
         guard !urls.isEmpty || inputFile != nil else { throw ValidationError("give at least one URL (or --input-file FILE)") }
         guard (1...1000).contains(parallelMax) else { throw ValidationError("--parallel-max takes 1 to 1000") }
         if let concurrentDownloads, !(1...1000).contains(concurrentDownloads) { throw ValidationError("-j takes 1 to 1000") }
@@ -281,6 +318,9 @@ struct GetCommand: AsyncParsableCommand {
             if background { throw ValidationError("-o - writes to this command's stdout; ferryd cannot (give a file with -o)") }
         }
         if output != nil, dir != nil || remoteName { throw ValidationError("-o cannot be combined with -O or --dir") }
+        if output != nil, remoteHeaderName { throw ValidationError("-J names the file from the server's answer: not with -o, which names it") }
+        if let retryDelay, !(retryDelay >= 0 && retryDelay <= 3600) { throw ValidationError("--retry-delay takes 0 to 3600 seconds") }
+        if remoteTime, output == "-" { throw ValidationError("-R sets a file's time: -o - writes to stdout") }
         guard retry >= 0 else { throw ValidationError("--retry must be 0 or more") }
         guard let count = Int(connectionCount) else {
             if connectionCount.contains("://") || connectionCount.contains(":") {
@@ -321,6 +361,12 @@ struct GetCommand: AsyncParsableCommand {
             }
             if transfer.verbose {
                 throw ValidationError("-v is for foreground downloads; follow a background one with ferry watch")
+            }
+            if retryDelay != nil {
+                throw ValidationError("--retry-delay is for foreground downloads: ferryd waits by its own backoff between tries (--tries sets how many)")
+            }
+            if remoteTime {
+                throw ValidationError("-R is for foreground downloads: ferryd delivers the file as it arrived; the server's Last-Modified is in ferry ls --json")
             }
         } else if onComplete != nil {
             throw ValidationError("--on-complete needs --background")
@@ -377,6 +423,7 @@ struct GetCommand: AsyncParsableCommand {
     func run() async throws {
         try checkURLCount()
         let items = try items()
+        if createDirs, !head { try makeDirectories(for: items) }
         let headers = try CLI.headers(transfer.headerLines)
         if head {
             try await heads(items.map(\.url), headers: headers)
@@ -384,6 +431,28 @@ struct GetCommand: AsyncParsableCommand {
             try await submit(items, headers: headers)
         } else {
             try await download(items, headers: headers)
+        }
+    }
+
+    /// `--create-dirs`: the directories the files go into, made when missing, each with mode 0750 (less
+    /// the umask), as curl makes them.
+    private func makeDirectories(for items: [GetItem]) throws {
+        var directories: [String] = []
+        for item in items {
+            switch target(for: item) {
+            case .file(let path) where path != "-": directories.append((CLI.absolute(path) as NSString).deletingLastPathComponent)
+            case .directory(let path): directories.append(CLI.absolute(path))
+            case .file: break
+            }
+        }
+        for directory in Set(directories) {
+            var made = ""
+            for component in directory.split(separator: "/") {
+                made += "/" + component
+                // Made now, or there already (a file there fails the download with its own message).
+                if mkdir(made, 0o750) == 0 || errno == EEXIST { continue }
+                throw CLIFailure("--create-dirs: cannot create \(made): \(String(cString: strerror(errno)))", status: .localFile)
+            }
         }
     }
 
@@ -481,6 +550,8 @@ struct GetCommand: AsyncParsableCommand {
             job.board = board
             job.speedFloor = speedFloor
             job.keepsErrorBody = failWithBody
+            job.retryDelay = retryDelay
+            job.takesRemoteTime = remoteTime
             let finalJob = job
             return { try await finalJob.run() }
         }

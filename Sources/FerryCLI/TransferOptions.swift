@@ -95,6 +95,12 @@ struct TransferOptions: ParsableArguments {
     )
     var quiet = false
 
+    @Flag(
+        name: [.customShort("S"), .customLong("show-error")],
+        help: "Show errors, also with -s, as curl -sS (ferry always shows them; accepted for curl's -fsSL habit)."
+    )
+    var showError = false
+
     @Option(
         name: [.customShort("e"), .customLong("referer")],
         help: ArgumentHelp("Send this Referer, as curl (a -H Referer wins).", valueName: "url")

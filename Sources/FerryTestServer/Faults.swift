@@ -67,6 +67,8 @@ public struct Faults: Sendable, Hashable {
     public var expiresIn: Int64?
     /// `vary=V`: a `Vary: V` header.
     public var vary: String?
+    /// `disposition=V`: a `Content-Disposition: V` header (`attachment; filename="report.pdf"`).
+    public var contentDisposition: String?
 
     /// The longest stall or delay, and the furthest `expires`: a day and ten years (larger values would
     /// overflow time arithmetic; no test needs them).
@@ -129,6 +131,7 @@ public struct Faults: Sendable, Hashable {
             max(-Self.furthestExpiry, min($0, Self.furthestExpiry))
         }
         self.vary = value("vary")
+        self.contentDisposition = value("disposition")
     }
 }
 

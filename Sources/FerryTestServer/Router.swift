@@ -73,7 +73,7 @@ struct Router {
         }
     }
 
-    /// Adds the headers that every response may carry: cookies, caching, Vary.
+    /// Adds the headers that every response may carry: cookies, caching, Vary, Content-Disposition.
     private func decorate(_ plan: inout ResponsePlan) {
         for cookie in faults.setCookies { plan.headers.append(HTTPField(name: .setCookie, value: cookie)) }
         if let cacheControl = faults.cacheControl { plan.headers[.cacheControl] = cacheControl }
@@ -81,6 +81,7 @@ struct Router {
             plan.headers[.expires] = HTTPDate.format(Int64(Date().timeIntervalSince1970) + expiresIn)
         }
         if let vary = faults.vary { plan.headers[.vary] = vary }
+        if let disposition = faults.contentDisposition { plan.headers[.contentDisposition] = disposition }
         if plan.headers[.date] == nil { plan.headers[.date] = HTTPDate.format(Int64(Date().timeIntervalSince1970)) }
         if plan.headers[.server] == nil { plan.headers[.server] = "ferry-testserver" }
     }

@@ -638,4 +638,128 @@ import Glibc
             #expect(run.stderr.contains("its error page went to \(directory)/f"))
         }
     }
+
+    @Test(.enabled(if: curl != nil, "curl is not installed (.ci/run installs it)"))
+    func fsSLOutputAndCreateDirsAsCurlTakesThem() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let url = server.url("/bytes/5000?seed=12")
+            let missing = server.url("/status/404")
+            let run = try await shell(
+                """
+                umask 022
+                "$FERRY" get -fsSL --create-dirs '\(url)' --output f/a/b.bin; echo "ferry $?"
+                "$CURL" -fsSL --create-dirs '\(url)' --output c/a/b.bin; echo "curl $?"
+                "$FERRY" get -fsSL '\(missing)' --output f404; echo "ferry $?"
+                "$CURL" -fsSL '\(missing)' --output c404; echo "curl $?"
+                "$FERRY" get -fsSL '\(url)' --output nowhere/b.bin; echo "ferry $?"
+                cd f && "$FERRY" get -s --remote-name '\(url)'; echo "ferry $?"
+                """,
+                in: directory
+            )
+            // The exit statuses differ by design (ferry's 1 for a failed transfer, 4 for a local file).
+            #expect(run.stdout == "ferry 0\ncurl 0\nferry 1\ncurl 22\nferry 4\nferry 0\n", "\(run.stderr)")
+            let ours = try Data(contentsOf: URL(fileURLWithPath: directory + "/f/a/b.bin"))
+            let curls = try Data(contentsOf: URL(fileURLWithPath: directory + "/c/a/b.bin"))
+            #expect(ours.count == 5000 && ours == curls)
+            #expect(FileManager.default.fileExists(atPath: directory + "/f/5000"))
+            // The directories made have curl's mode (0750 less the umask).
+            for made in ["f", "f/a"] {
+                let mode = { (path: String) in (try? FileManager.default.attributesOfItem(atPath: directory + "/" + path)[.posixPermissions] as? Int) ?? -1 }
+                #expect(mode(made) == 0o750 && mode(made) == mode("c" + made.dropFirst()), "\(made)")
+            }
+            // -S shows the error with -s, as curl's: both say 404; nothing saved.
+            #expect(run.stderr.components(separatedBy: "404").count - 1 >= 2, "\(run.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: directory + "/f404"))
+            // Without --create-dirs a missing directory is said, not made.
+            #expect(run.stderr.contains("nowhere: it does not exist"), "\(run.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: directory + "/nowhere"))
+        }
+    }
+
+    @Test(.enabled(if: curl != nil, "curl is not installed (.ci/run installs it)"))
+    func remoteTimeAndRemoteHeaderNameAsCurlDoes() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            // The test server's Last-Modified is Mon, 01 Jan 2024 00:00:00 GMT.
+            let url = server.url("/bytes/3000?seed=13")
+            let named = server.url("/bytes/700?seed=14&disposition=attachment%3B%20filename%3D%22report.bin%22")
+            let run = try await shell(
+                """
+                "$FERRY" get -sR '\(url)' -o f.bin; echo "ferry $?"
+                "$CURL" -sR '\(url)' -o c.bin; echo "curl $?"
+                "$FERRY" get -s '\(url)' -o now.bin; echo "ferry $?"
+                mkdir f c
+                (cd f && "$FERRY" get -s -OJ '\(named)'); echo "ferry $?"
+                (cd c && "$CURL" -s -OJ '\(named)'); echo "curl $?"
+                "$FERRY" get -s -J '\(named)' -o x; echo "ferry $?"
+                """,
+                in: directory
+            )
+            #expect(run.stdout == "ferry 0\ncurl 0\nferry 0\nferry 0\ncurl 0\nferry 2\n", "\(run.stderr)")
+            let time = { (path: String) in
+                (try? FileManager.default.attributesOfItem(atPath: directory + "/" + path)[.modificationDate] as? Date) ?? nil
+            }
+            let lastModified = Date(timeIntervalSince1970: 1_704_067_200)
+            #expect(time("f.bin") == lastModified && time("c.bin") == lastModified)
+            #expect(time("now.bin").map { $0.timeIntervalSince(lastModified) > 86_400 } == true, "without -R the file is new")
+            // -OJ: the name the server gave, the same bytes as curl's.
+            let ours = try Data(contentsOf: URL(fileURLWithPath: directory + "/f/report.bin"))
+            let curls = try Data(contentsOf: URL(fileURLWithPath: directory + "/c/report.bin"))
+            #expect(ours.count == 700 && ours == curls)
+            #expect(run.stderr.contains("-J names the file"), "\(run.stderr)")
+        }
+    }
+
+    @Test(.enabled(if: curl != nil, "curl is not installed (.ci/run installs it)"))
+    func retryDelayWaitsAsCurlsDoes() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let run = try await shell(
+                """
+                "$FERRY" get --retry 1 --retry-delay 2 '\(server.url("/status/503?key=f"))' -o f; echo "ferry $?"
+                "$CURL" -sf --retry 1 --retry-delay 2 '\(server.url("/status/503?key=c"))' -o c; echo "curl $?"
+                "$FERRY" get --background --retry 1 --retry-delay 2 '\(server.url("/status/503"))' -o b; echo "ferry $?"
+                "$FERRY" get --retry-delay -1 '\(server.url("/status/503"))' -o b; echo "ferry $?"
+                """,
+                in: directory
+            )
+            #expect(run.stdout == "ferry 1\ncurl 22\nferry 2\nferry 2\n", "\(run.stderr)")
+            // Two requests each: the first and one try again, after the delay asked for (the backoff's
+            // first would be 1 s).
+            #expect(server.counters.requests(path: "/status/503") == 4)
+            #expect(run.stderr.contains("try 2 in 2 s"), "\(run.stderr)")
+            #expect(run.stderr.contains("ferryd waits by its own backoff"), "\(run.stderr)")
+        }
+    }
+
+    @Test func continueTakesCurlsDashAndRefusesAnOffset() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let cli = CLIRunner(directory: directory)
+            // A download cut after its first 300,000 bytes (held at a gate; --max-time ends it) keeps them.
+            let url = server.url("/bytes/1000000?seed=15&stall_after=300000&gate=cut&only_first=1&key=cut")
+            let cut = try await cli.run(["get", "-s", "--max-time", "2", url, "-o", "big.bin"])
+            #expect(cut.status == 1, "\(cut.stderr)")
+            server.openGate("cut")
+            let part = (try? FileManager.default.attributesOfItem(atPath: directory + "/big.bin.ferry-part")[.size] as? Int) ?? 0
+            #expect(part >= 300_000, "the part holds \(part) bytes")
+            // curl's `-C -` spelling continues it: only the rest is asked for.
+            server.resetCounters()
+            let continued = try await cli.run(["get", "-s", "-C", "-", url, "-o", "big.bin"])
+            #expect(continued.status == 0, "\(continued.stderr)")
+            var expected = [UInt8](repeating: 0, count: 1_000_000)
+            expected.withUnsafeMutableBytes { DeterministicBytes(seed: 15).fill($0, offset: 0) }
+            #expect(try Data(contentsOf: URL(fileURLWithPath: directory + "/big.bin")) == Data(expected))
+            #expect(server.counters.bodyBytesSent(path: "/bytes/1000000") <= 1_000_000 - 300_000)
+            // curl's `-C OFFSET` has no equal in ferry: refused, pointing at -r.
+            let offset = try await cli.run(["get", "-C", "500", url, "-o", "other.bin"])
+            #expect(offset.status == 2)
+            #expect(offset.stderr.contains("-C takes no offset (500)") && offset.stderr.contains("-r 500-"), "\(offset.stderr)")
+        }
+    }
 }
