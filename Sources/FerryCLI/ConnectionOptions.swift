@@ -13,8 +13,8 @@ struct ConnectionOptions: ParsableArguments {
     var cacert: String?
 
     @Flag(
-        name: [.customShort("k"), .customLong("insecure")],
-        help: "Accept any server certificate, unverified (pins still apply). Only for testing."
+        name: [.customShort("k"), .customLong("insecure"), .customLong("no-check-certificate")],
+        help: "Accept any server certificate, unverified (pins still apply; --no-check-certificate as wget). Only for testing."
     )
     var insecure = false
 

@@ -46,7 +46,10 @@ struct GetCommand: AsyncParsableCommand {
     /// How many downloads run at once.
     var parallelism: Int { concurrentDownloads ?? (parallel ? parallelMax : 1) }
 
-    @Option(name: [.short, .customLong("output")], help: ArgumentHelp("Save to this file (one URL only).", valueName: "file"))
+    @Option(
+        name: [.short, .customLong("output"), .customLong("out")],
+        help: ArgumentHelp("Save to this file (one URL only; --output as curl, --out as aria2c).", valueName: "file")
+    )
     var output: String?
 
     @Flag(name: [.customShort("O"), .customLong("remote-name")], help: "Save under the remote name (the default).")
@@ -178,6 +181,12 @@ struct GetCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Save into this directory under the remote names.", valueName: "directory"))
     var dir: String?
 
+    @Option(
+        name: [.customShort("P"), .customLong("directory-prefix")],
+        help: ArgumentHelp("Save into this directory, made when missing, as wget -P (--dir with --create-dirs).", valueName: "directory")
+    )
+    var directoryPrefix: String?
+
     @Flag(
         name: [.customShort("C"), .customLong("continue")],
         help: "Continue an interrupted download (checked with If-Range)."
@@ -243,6 +252,12 @@ struct GetCommand: AsyncParsableCommand {
 
     mutating func validate() throws {
         try policy.validate(background: background)
+        if let directoryPrefix {
+            // wget's -P: --dir, and the directory is made when it is missing, as wget makes it.
+            if dir != nil { throw ValidationError("give --dir or -P/--directory-prefix, not both") }
+            dir = directoryPrefix
+            createDirs = true
+        }
         if resume {
             // curl's `-C -` ("find the offset yourself") is what ferry's -C always does: the `-` is taken
             // as its value. curl's `-C OFFSET` has no equal (a file's size alone is never trusted).
@@ -317,7 +332,10 @@ struct GetCommand: AsyncParsableCommand {
             if include { throw ValidationError("-o - with -i: use -D - to see the heads on stdout before the body") }
             if background { throw ValidationError("-o - writes to this command's stdout; ferryd cannot (give a file with -o)") }
         }
-        if output != nil, dir != nil || remoteName { throw ValidationError("-o cannot be combined with -O or --dir") }
+        if output != nil, remoteName { throw ValidationError("-o cannot be combined with -O: -o names the file, -O takes the server's name") }
+        if let output, dir != nil, output == "-" || output.hasPrefix("/") {
+            throw ValidationError("--dir holds files named relative to it: -o \(output) does not go with it")
+        }
         if output != nil, remoteHeaderName { throw ValidationError("-J names the file from the server's answer: not with -o, which names it") }
         if let retryDelay, !(retryDelay >= 0 && retryDelay <= 3600) { throw ValidationError("--retry-delay takes 0 to 3600 seconds") }
         if remoteTime, output == "-" { throw ValidationError("-R sets a file's time: -o - writes to stdout") }
@@ -457,7 +475,8 @@ struct GetCommand: AsyncParsableCommand {
     }
 
     private func target(for item: GetItem) -> ForegroundDownload.Target {
-        if let output { return .file(output) }
+        // -o in --dir: the name within it, as aria2c's --out in --dir and curl's -o in --output-dir.
+        if let output { return .file(dir.map { ($0 as NSString).appendingPathComponent(output) } ?? output) }
         // An input file's out=NAME: that name in --dir (or here).
         if let name = item.name { return .file(((dir ?? ".") as NSString).appendingPathComponent(name)) }
         return .directory(dir ?? ".")

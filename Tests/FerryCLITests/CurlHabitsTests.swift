@@ -9,17 +9,22 @@ import Glibc
 #endif
 
 /// curl's habits in `ferry get` (-o -, -s, -L, -f, -e, --max-redirs, --max-time, --json with failures),
-/// each run as the built binary and, where curl has the flag, side by side with the real curl on the
-/// same server.
+/// and wget's and aria2's where ferry keeps them, each run as the built binary and, where the other tool
+/// has the flag, side by side with the real tool on the same server.
 @Suite struct CurlHabitsTests {
     static let curl: String? = ["/usr/bin/curl", "/usr/local/bin/curl"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    static let wget: String? = ["/usr/bin/wget", "/usr/local/bin/wget"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    static let aria2c: String? = ["/usr/bin/aria2c", "/usr/local/bin/aria2c"].first { FileManager.default.isExecutableFile(atPath: $0) }
 
-    /// Runs a shell command line in `directory` (`$FERRY` is the built ferry, `$CURL` curl).
+    /// Runs a shell command line in `directory` (`$FERRY` is the built ferry, `$CURL` curl, `$WGET` wget,
+    /// `$ARIA2C` aria2c).
     private func shell(_ line: String, in directory: String) async throws -> CLIRunner.Run {
         let runner = CLIRunner(directory: directory)
         var environment = CLIRunner.isolated(directory)
         environment["FERRY"] = CLIRunner.binary
         environment["CURL"] = Self.curl ?? "curl"
+        environment["WGET"] = Self.wget ?? "wget"
+        environment["ARIA2C"] = Self.aria2c ?? "aria2c"
         let process = try ChildProcess.spawn("/bin/sh", arguments: ["-c", line], environment: environment, directory: directory)
         return try await runner.finish(process, process.standardOutput!, process.standardError!)
     }
@@ -760,6 +765,40 @@ import Glibc
             let offset = try await cli.run(["get", "-C", "500", url, "-o", "other.bin"])
             #expect(offset.status == 2)
             #expect(offset.stderr.contains("-C takes no offset (500)") && offset.stderr.contains("-r 500-"), "\(offset.stderr)")
+        }
+    }
+
+    @Test(.enabled(if: wget != nil && aria2c != nil, "wget or aria2c is not installed (.ci/run installs them)"))
+    func wgetsAndAria2sDirectoryAndNameFlagsSaveWhatTheySave() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            // No query: wget keeps one in the file's name, ferry does not.
+            let url = server.url("/bytes/4000")
+            let secure = server.url("/bytes/4000", on: .tls)
+            let run = try await shell(
+                """
+                "$FERRY" get -q -P fp '\(url)'; echo "ferry $?"
+                "$WGET" -q -P wp '\(url)'; echo "wget $?"
+                "$FERRY" get -q --directory-prefix fq --no-check-certificate '\(secure)'; echo "ferry $?"
+                "$WGET" -q --directory-prefix wq --no-check-certificate '\(secure)'; echo "wget $?"
+                "$FERRY" get -q --create-dirs --dir fa --out named.bin '\(url)'; echo "ferry $?"
+                "$ARIA2C" -q --dir aa --out named.bin '\(url)'; echo "aria2c $?"
+                "$FERRY" get -q '\(secure)' -o untrusted; echo "ferry $?"
+                "$FERRY" get -q --dir fa -o /tmp/elsewhere '\(url)'; echo "ferry $?"
+                "$FERRY" get -q --dir fa -P fb '\(url)'; echo "ferry $?"
+                """,
+                in: directory
+            )
+            // -P makes its directory, as wget's; ferry's --dir does not unless --create-dirs says so
+            // (aria2c's does); an untrusted certificate fails without -k or --no-check-certificate.
+            #expect(run.stdout == "ferry 0\nwget 0\nferry 0\nwget 0\nferry 0\naria2c 0\nferry 1\nferry 2\nferry 2\n", "\(run.stderr)")
+            #expect(run.stderr.contains("-o /tmp/elsewhere does not go with it") && run.stderr.contains("not both"), "\(run.stderr)")
+            let read = { (path: String) in try Data(contentsOf: URL(fileURLWithPath: directory + "/" + path)) }
+            #expect(try read("fp/4000").count == 4000)
+            #expect(try read("fp/4000") == read("wp/4000"))
+            #expect(try read("fq/4000") == read("wq/4000"))
+            #expect(try read("fa/named.bin") == read("aa/named.bin"))
         }
     }
 }
