@@ -62,6 +62,12 @@ struct GetCommand: AsyncParsableCommand {
     var remoteHeaderName = false
 
     @Flag(
+        name: [.customShort("#"), .customLong("progress-bar")],
+        help: "Show progress as a bar, as curl -# (ferry always does on a terminal; accepted for curl's habit)."
+    )
+    var progressBar = false
+
+    @Flag(
         name: .customLong("create-dirs"),
         help: "Create the missing directories of -o, --dir and out= (mode 0750, as curl)."
     )

@@ -659,7 +659,7 @@ import Glibc
                 "$FERRY" get -fsSL '\(missing)' --output f404; echo "ferry $?"
                 "$CURL" -fsSL '\(missing)' --output c404; echo "curl $?"
                 "$FERRY" get -fsSL '\(url)' --output nowhere/b.bin; echo "ferry $?"
-                cd f && "$FERRY" get -s --remote-name '\(url)'; echo "ferry $?"
+                cd f && "$FERRY" get -s -# --remote-name '\(url)'; echo "ferry $?"
                 """,
                 in: directory
             )
