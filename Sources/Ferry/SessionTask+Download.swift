@@ -20,7 +20,8 @@ extension SessionTask {
         let path = resumeData?.partialFilePath ?? destination?.writePath ?? reserveFilePath()
         // One writer per part file, held until the file is in place. Taken before the path is this
         // task's to clean up: a download refused here must not remove the holder's part file.
-        let lock = try destination.flatMap { $0.isSpecial ? nil : try PartFileLock.acquire(path) }
+        var lock: PartFileLock?
+        if let destination, !destination.isSpecial { lock = try await PartFileLock.acquire(path) }
         defer { lock?.release() }
         locked.withLock { $0.filePath = path }
         if resumeData == nil, let destination, !destination.isSpecial {

@@ -109,7 +109,7 @@ struct ForegroundDownload {
         let record = ResumeRecord.path(beside: target)
         let hadPart = !destination.isSpecial && FileManager.default.fileExists(atPath: partial)
         // One writer per part file: a second `ferry get` to the same name fails here, naming the first.
-        let lock = try destination.isSpecial ? nil : Self.lock(partial)
+        let lock = destination.isSpecial ? nil : try await Self.lock(partial)
         defer { lock?.release() }
         let resumeData = try startingPoint(destination, hadPart: hadPart, record: record)
         var request = Request(url: url)
@@ -430,9 +430,9 @@ struct ForegroundDownload {
     }
 
     /// Takes the part file's lock, as a CLI failure when another download holds it.
-    private static func lock(_ partial: String) throws -> PartFileLock {
+    private static func lock(_ partial: String) async throws -> PartFileLock {
         do {
-            return try PartFileLock.acquire(partial)
+            return try await PartFileLock.acquire(partial)
         } catch let error as FerryError {
             throw CLIFailure(error.message, status: .localFile)
         }

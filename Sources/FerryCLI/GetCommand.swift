@@ -786,7 +786,7 @@ struct GetCommand: AsyncParsableCommand {
         }
         // A foreground download still writing it keeps it: ferryd would write the same bytes.
         do {
-            try PartFileLock.acquire(partial).release()
+            try PartFileLock.acquireNow(partial).release()
         } catch let error as FerryError {
             throw CLIFailure(error.message, status: .localFile)
         }

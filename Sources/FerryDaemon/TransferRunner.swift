@@ -166,7 +166,7 @@ struct TransferRunner: Sendable {
         // is locked as a foreground download locks it: one writer at a time.
         let lock =
             special || partial.hasPrefix(configuration.paths.partialDirectory + "/")
-            ? nil : try PartFileLock.acquire(partial)
+            ? nil : try await PartFileLock.acquire(partial)
         defer { lock?.release() }
         let snapshot = Mutex(task.info)
         var events = Downloader.Events()

@@ -13,24 +13,73 @@ import Glibc
 ///
 /// `flock` locks conflict between open file descriptions even within one process, and the kernel drops
 /// them when the holder dies, so a crashed download never leaves a stale lock.
+///
+/// A lock this process released can still look held for a moment: a program another thread is starting
+/// (posix_spawn) holds a copy of every descriptor until its exec closes them, and with it the lock.
+/// ``acquire(_:)`` waits that moment out (two seconds at most, without blocking a thread) when no lock
+/// of this process holds the file and the system names this process as the holder (or names none:
+/// `/proc/locks` has been seen without the line).
 public final class PartFileLock: Sendable {
     /// The part file locked.
     public let path: String
     private let descriptor: Mutex<Int32?>
+    private let file: FileIdentity
 
-    private init(path: String, descriptor: Int32) {
+    /// A file by device and inode.
+    struct FileIdentity: Hashable, Sendable {
+        var device: UInt64
+        var inode: UInt64
+    }
+
+    /// The files this process's live locks hold.
+    private static let heldHere = Mutex<Set<FileIdentity>>([])
+
+    private init(path: String, descriptor: Int32, file: FileIdentity) {
         self.path = path
         self.descriptor = Mutex(descriptor)
+        self.file = file
     }
 
     deinit {
         release()
     }
 
-    /// Creates `path` if missing and locks it.
+    /// Creates `path` if missing and locks it, waiting out a lock this process released that a program
+    /// being started still holds for a moment (up to two seconds).
     /// - Throws: ``FerryError`` with ``FerryError/Code/cannotCreateFile``: when another download holds
     ///   the lock (naming its process when the system says), or when the file cannot be created.
-    public static func acquire(_ path: String) throws -> PartFileLock {
+    public static func acquire(_ path: String) async throws -> PartFileLock {
+        let end = ContinuousClock.now + .seconds(2)
+        while true {
+            do {
+                return try lock(path)
+            } catch let busy as Busy {
+                guard busy.lingering, ContinuousClock.now < end else { throw busy.error }
+                try await Task.sleep(for: .milliseconds(5))
+            }
+        }
+    }
+
+    /// The lock is held: by this process's released lock lingering in a child being started
+    /// (`lingering`), or by another download (`error` says so).
+    private struct Busy: Error {
+        var error: FerryError
+        var lingering: Bool
+    }
+
+    /// Creates `path` if missing and locks it now, without waiting out a lingering lock (for a check in
+    /// a process that starts no programs meanwhile, such as the CLI's).
+    /// - Throws: ``FerryError`` as ``acquire(_:)``.
+    public static func acquireNow(_ path: String) throws -> PartFileLock {
+        do {
+            return try lock(path)
+        } catch let busy as Busy {
+            throw busy.error
+        }
+    }
+
+    /// Creates `path` if missing and locks it now; ``Busy`` when it is held.
+    private static func lock(_ path: String) throws -> PartFileLock {
         // The file may be renamed or removed between our open and our lock (its last writer finishing):
         // the lock is ours only if the path still names the file we locked.
         for _ in 0..<8 {
@@ -41,15 +90,19 @@ public final class PartFileLock: Sendable {
             if flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
                 let code = errno
                 var info = stat()
-                let inode = fstat(descriptor, &info) == 0 ? UInt64(info.st_ino) : nil
+                let file = fstat(descriptor, &info) == 0 ? FileIdentity(info) : nil
                 close(descriptor)
                 guard code == EWOULDBLOCK || code == EAGAIN else {
                     throw FerryError(.cannotCreateFile, "cannot lock \(path): \(FileSink.reason(code))")
                 }
-                let holder = inode.flatMap(holder(ofInode:)).map { " (\($0))" } ?? ""
-                throw FerryError(
-                    .cannotCreateFile,
-                    "another download is writing \(path)\(holder); wait for it to end, or save to another name"
+                let holder: String? = file.flatMap { Self.holder(ofInode: $0.inode) }
+                let heldHere: Bool = file.map { file in Self.heldHere.withLock { $0.contains(file) } } ?? true
+                throw Busy(
+                    error: FerryError(
+                        .cannotCreateFile,
+                        "another download is writing \(path)\(holder.map { " (" + $0 + ")" } ?? ""); wait for it to end, or save to another name"
+                    ),
+                    lingering: !heldHere && (holder == nil || holder == "this process")
                 )
             }
             var locked = stat()
@@ -57,7 +110,9 @@ public final class PartFileLock: Sendable {
             if fstat(descriptor, &locked) == 0, stat(path, &named) == 0, locked.st_ino == named.st_ino,
                 locked.st_dev == named.st_dev
             {
-                return PartFileLock(path: path, descriptor: descriptor)
+                let file = FileIdentity(locked)
+                Self.heldHere.withLock { _ = $0.insert(file) }
+                return PartFileLock(path: path, descriptor: descriptor, file: file)
             }
             close(descriptor)
         }
@@ -66,10 +121,13 @@ public final class PartFileLock: Sendable {
 
     /// Gives the lock up (idempotent; also when the lock is deallocated).
     public func release() {
-        descriptor.withLock { held in
-            if let open = held { close(open) }
-            held = nil
+        let released = descriptor.withLock { held -> Bool in
+            defer { held = nil }
+            guard let open = held else { return false }
+            close(open)
+            return true
         }
+        if released { _ = Self.heldHere.withLock { $0.remove(file) } }
     }
 
     /// The process holding a lock on the file with `inode`, from `/proc/locks`: "process 1234, ferry".
@@ -87,5 +145,11 @@ public final class PartFileLock: Sendable {
             return "process \(pid)" + (name.map { ", \($0)" } ?? "")
         }
         return nil
+    }
+}
+
+extension PartFileLock.FileIdentity {
+    init(_ info: stat) {
+        self.init(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
     }
 }

@@ -75,13 +75,13 @@ import Glibc
         #expect(!FileManager.default.fileExists(atPath: dir + "/file"))
     }
 
-    @Test func aPartFileHasOneWriter() throws {
+    @Test func aPartFileHasOneWriter() async throws {
         let dir = try directory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let part = dir + "/x.ferry-part"
-        let first = try PartFileLock.acquire(part)
+        let first = try await PartFileLock.acquire(part)
         do {
-            _ = try PartFileLock.acquire(part)
+            _ = try await PartFileLock.acquire(part)
             Issue.record("a second lock on one part file was granted")
         } catch let error as FerryError {
             #expect(error.message.contains("another download is writing \(part)"), "\(error)")
@@ -93,25 +93,34 @@ import Glibc
         }
         first.release()
         // Renamed away by its last writer: the next lock is on a new file of that name.
-        let second = try acquireOnceFree(part)
+        let second = try await PartFileLock.acquire(part)
         #expect(rename(part, dir + "/x") == 0)
-        let third = try acquireOnceFree(part)
+        let third = try await PartFileLock.acquire(part)
         second.release()
         third.release()
     }
 
-    /// Acquires the lock of `part`, which this test has released, trying again for up to 5 s: while
-    /// another test's thread starts a program, the child holds a copy of every descriptor until its
-    /// exec closes them (close-on-exec), and with it the flock (a clean-clone CI run saw that window).
-    private func acquireOnceFree(_ part: String) throws -> PartFileLock {
-        let end = Date().addingTimeInterval(5)
-        while true {
-            do {
-                return try PartFileLock.acquire(part)
-            } catch let error as FerryError where error.message.contains("another download is writing") && Date() < end {
-                usleep(10_000)
-            }
+    /// A lock of this process that no PartFileLock holds — what a program being started keeps of a
+    /// released lock until its exec (a clean-clone CI run saw it) — is waited out; one that stays past
+    /// the patience is a download's, and refused.
+    @Test func aReleasedLockAChildStillHoldsIsWaitedOut() async throws {
+        let dir = try directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let part = dir + "/y.ferry-part"
+        // The child's copy, closed 200 ms later on a thread of its own (as an exec closes it).
+        let copy = open(part, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        #expect(flock(copy, LOCK_EX | LOCK_NB) == 0)
+        Thread.detachNewThread {
+            usleep(200_000)
+            close(copy)
         }
+        let lock = try await PartFileLock.acquire(part)
+        lock.release()
+        // One that does not go away.
+        let kept = open(part, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        defer { close(kept) }
+        #expect(flock(kept, LOCK_EX | LOCK_NB) == 0)
+        await #expect(throws: FerryError.self) { _ = try await PartFileLock.acquire(part) }
     }
 
     @Test(.enabled(if: SpecialFiles.canMakeDevices, "making a device node needs root with CAP_MKNOD"))
