@@ -323,8 +323,8 @@ struct GetCommand: AsyncParsableCommand {
         }
         if head {
             let others: [(Bool, String)] = [
-                (output != nil || dir != nil, "-o and --dir"), (resume, "-C"), (checksum != nil, "--checksum"),
-                (connections > 1, "-x"), (include, "-i"), (background, "--background"), (writeOut != nil, "-w"),
+                (background, "--background"), (output != nil || dir != nil, "-o or --dir"), (resume, "-C"),
+                (checksum != nil, "--checksum"), (connections > 1, "-x"), (include, "-i"), (writeOut != nil, "-w"),
                 (!data.isEmpty || !dataBinary.isEmpty, "-d"),
             ]
             if let (_, name) = others.first(where: { $0.0 }) {
