@@ -248,8 +248,11 @@ import Synchronization
             let transport = try StandardTransport(options: options)
             defer { Task { try await transport.shutdown() } }
             let path = try temporaryPath()
-            let url = server.url("/bytes/1000000?seed=11&stall_after=300000&stall_ms=9000&only_first=1&key=t1")
+            // Held at a gate that never opens (a 9 s stall once ended first: a loaded run's starved reader
+            // counts as paused, and a paused transfer's quiet is not idle).
+            let url = server.url("/bytes/1000000?seed=11&stall_after=300000&gate=t1&only_first=1&key=t1")
             let error = try await failingDownload(Downloader(transport: transport), url, to: path)
+            server.openGate("t1")
             #expect(error.code == .timedOut)
             let resumeData = try #require(error.resumeData)
             let result = try await Downloader(transport: transport).download(

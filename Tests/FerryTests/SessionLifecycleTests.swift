@@ -229,11 +229,13 @@ import Testing
         configuration.timeoutIntervalForRequest = 0.5
         try await withSession(configuration) { server, session in
             do {
-                _ = try await session.data(for: request(server.url("/bytes/100000?stall_ms=5000&stall_after=1000")))
+                // Held at a gate, not for a while: a stall that ends can beat a starved reader's timeout.
+                _ = try await session.data(for: request(server.url("/bytes/100000?gate=idle&stall_after=1000")))
                 Issue.record("the idle timeout did not fire")
             } catch let error as FerryError {
                 #expect(error.code == .timedOut)
             }
+            server.openGate("idle")
         }
     }
 
