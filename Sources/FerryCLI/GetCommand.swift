@@ -469,6 +469,8 @@ struct GetCommand: AsyncParsableCommand {
             case .file: break
             }
         }
+        // mkdir one level at a time rather than FileManager.createDirectory, which chmods each directory
+        // to its mode and so ignores the umask (curl's 0750 is less the umask).
         for directory in Set(directories) {
             var made = ""
             for component in directory.split(separator: "/") {

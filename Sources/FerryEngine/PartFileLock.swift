@@ -95,14 +95,14 @@ public final class PartFileLock: Sendable {
                 guard code == EWOULDBLOCK || code == EAGAIN else {
                     throw FerryError(.cannotCreateFile, "cannot lock \(path): \(FileSink.reason(code))")
                 }
-                let holder: String? = file.flatMap { Self.holder(ofInode: $0.inode) }
+                let holder: Int32? = file.flatMap { Self.holder(ofInode: $0.inode) }
                 let heldHere: Bool = file.map { file in Self.heldHere.withLock { $0.contains(file) } } ?? true
                 throw Busy(
                     error: FerryError(
                         .cannotCreateFile,
-                        "another download is writing \(path)\(holder.map { " (" + $0 + ")" } ?? ""); wait for it to end, or save to another name"
+                        "another download is writing \(path)\(holder.map { " (" + Self.describe($0) + ")" } ?? ""); wait for it to end, or save to another name"
                     ),
-                    lingering: !heldHere && (holder == nil || holder == "this process")
+                    lingering: !heldHere && (holder == nil || holder == getpid())
                 )
             }
             var locked = stat()
@@ -130,8 +130,8 @@ public final class PartFileLock: Sendable {
         if released { _ = Self.heldHere.withLock { $0.remove(file) } }
     }
 
-    /// The process holding a lock on the file with `inode`, from `/proc/locks`: "process 1234, ferry".
-    static func holder(ofInode inode: UInt64) -> String? {
+    /// The pid of the process holding a lock on the file with `inode`, from `/proc/locks`.
+    static func holder(ofInode inode: UInt64) -> Int32? {
         guard let table = ProcFile.read("/proc/locks") else { return nil }
         for line in table.split(separator: "\n") {
             // "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"
@@ -139,12 +139,17 @@ public final class PartFileLock: Sendable {
             guard fields.count >= 6, fields[1] == "FLOCK", let pid = Int32(fields[4]) else { continue }
             let device = fields[5].split(separator: ":")
             guard device.count == 3, UInt64(device[2]) == inode else { continue }
-            if pid == getpid() { return "this process" }
-            let name = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?
-                .trimmingCharacters(in: .whitespacesAndNewlines)
-            return "process \(pid)" + (name.map { ", \($0)" } ?? "")
+            return pid
         }
         return nil
+    }
+
+    /// A holder as the error names it: "this process", or "process 1234, ferry".
+    static func describe(_ pid: Int32) -> String {
+        if pid == getpid() { return "this process" }
+        let name = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        return "process \(pid)" + (name.map { ", \($0)" } ?? "")
     }
 }
 
