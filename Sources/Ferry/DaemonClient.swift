@@ -91,6 +91,8 @@ public final class DaemonClient: Sendable {
 
     /// One request and its whole answer; a 4xx/5xx answer becomes the daemon's `FerryError`.
     private func exchange(_ request: TransportRequest, timeout: Double) async throws -> Data {
+        // A request may carry credentials: only to a socket of this user's own, in a directory of theirs.
+        try PrivateDirectory.checkSocket(paths.socket)
         let status: Int
         var data = Data()
         do {
@@ -290,6 +292,7 @@ public final class DaemonClient: Sendable {
     ///   attached; the daemon's error otherwise.
     func attach(session: String) async throws -> EventStream {
         guard socketAccepts() else { throw unreachable("nothing listens on the socket") }
+        try PrivateDirectory.checkSocket(paths.socket)
         let path = "\(ControlAPI.prefix)/sessions/\(Self.pathComponent(session))/attach?pid=\(getpid())"
         let request = try makeRequest("POST", path)
         let response: TransportResponse

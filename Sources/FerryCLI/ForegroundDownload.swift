@@ -84,6 +84,10 @@ struct ForegroundDownload {
     var retryDelay: Double?
     /// `-R`: the saved file takes the server's Last-Modified time.
     var takesRemoteTime = false
+    /// `-J`: the file is named after the answer's Content-Disposition (when it has one), and that name,
+    /// being the server's choice, never replaces an existing file (``DownloadDestination/init(newFileIn:named:)``).
+    /// Without it the name comes from the URL the user gave, whatever the answer or a redirect says.
+    var takesServerName = false
     /// `--speed-limit`/`--speed-time`: the lowest rate, for how long.
     var speedFloor: SpeedFloor?
     /// `-Z`: the board this download shows its progress on, with the others.
@@ -174,14 +178,13 @@ struct ForegroundDownload {
         }
         plan.didDiscard = { try? FileManager.default.removeItem(atPath: record) }
         plan.deliversErrorBodies = keepsErrorBody
-        if fixedName {
+        if fixedName || !takesServerName {
             plan.destination = destination
         } else {
-            // -O/--dir may learn a better name from the response; that place is looked at afresh.
+            // -J: the server's Content-Disposition name, in the directory, never replacing what is there.
             plan.chooseDestination = { result in
-                try DownloadDestination(
-                    inspecting: directory + "/" + RemoteName.fromResponse(url: result.finalRequest.url, headers: result.headers)
-                )
+                guard let name = RemoteName.fromContentDisposition(result.headers) else { return destination }
+                return DownloadDestination(newFileIn: directory, named: name)
             }
         }
         let started = ProgressDisplay.now()
@@ -416,6 +419,7 @@ struct ForegroundDownload {
             partial: partial,
             record: record,
             url: url,
+            headers: headers,
             connections: connections,
             expectedDigest: checksum,
             quiet: quiet

@@ -57,7 +57,7 @@ struct GetCommand: AsyncParsableCommand {
 
     @Flag(
         name: [.customShort("J"), .customLong("remote-header-name")],
-        help: "Name the file from Content-Disposition, as curl -OJ (ferry does whenever it saves under the remote name; accepted for curl's habit)."
+        help: "Name the file from the server's Content-Disposition, as curl -OJ (without -J the name comes from the URL you gave); an existing file is never replaced: NAME.1, NAME.2, ... instead."
     )
     var remoteHeaderName = false
 
@@ -389,6 +389,9 @@ struct GetCommand: AsyncParsableCommand {
             if retryDelay != nil {
                 throw ValidationError("--retry-delay is for foreground downloads: ferryd waits by its own backoff between tries (--tries sets how many)")
             }
+            if remoteHeaderName {
+                throw ValidationError("-J is for foreground downloads: ferryd names the file when the task is created, before any answer; give the name with -o")
+            }
             if remoteTime {
                 throw ValidationError("-R is for foreground downloads: ferryd delivers the file as it arrived; the server's Last-Modified is in ferry ls --json")
             }
@@ -579,6 +582,7 @@ struct GetCommand: AsyncParsableCommand {
             job.keepsErrorBody = failWithBody
             job.retryDelay = retryDelay
             job.takesRemoteTime = remoteTime
+            job.takesServerName = remoteHeaderName
             let finalJob = job
             return { try await finalJob.run() }
         }
@@ -732,7 +736,7 @@ struct GetCommand: AsyncParsableCommand {
             creation.limits = backgroundLimits
             creation.requestBody = body
             if compressed { creation.decodesContent = true }
-            if resume, let continued = try handOver(destination, url: url) {
+            if resume, let continued = try handOver(destination, url: url, headers: request.headers) {
                 creation.resumeData = continued
                 handedOver.append(ResumeRecord.path(beside: destination))
             }
@@ -770,7 +774,7 @@ struct GetCommand: AsyncParsableCommand {
     /// (`destination.ferry-part` and its record) to ferryd, which goes on writing it in place and
     /// renames it to `destination` at the end; nil to start afresh (nothing to continue, or nothing
     /// that can be trusted: then the stale part and record are removed, as the foreground empties them).
-    private func handOver(_ destination: String, url: URL) throws -> ResumeData? {
+    private func handOver(_ destination: String, url: URL, headers: Headers) throws -> ResumeData? {
         let target: DownloadDestination
         do {
             target = try DownloadDestination(inspecting: destination)
@@ -796,6 +800,7 @@ struct GetCommand: AsyncParsableCommand {
             partial: partial,
             record: record,
             url: url,
+            headers: headers,
             connections: connections,
             expectedDigest: checksum.flatMap(ContentDigest.init),
             quiet: transfer.quiet

@@ -1,20 +1,20 @@
 public import FerryCore
 public import Foundation
 
-/// The local name of a download saved under its remote name (`-O`, `--dir`): from Content-Disposition
-/// when the server gives one, else the URL's last path component, else `index.html` — always a plain
-/// name, never a path, so the file stays in the target directory.
+/// The local name of a download saved under its remote name (`-O`, `--dir`): the last path component
+/// of the URL the user gave (never of a redirect's target), else `index.html`; with `-J`, the
+/// Content-Disposition filename when the server gives one. Always a plain name by ``SafeFilename``'s
+/// rules, never a path, so the file stays in the target directory.
 public enum RemoteName {
-    /// The name the URL suggests (before any response).
+    /// The name the URL suggests.
     public static func fromURL(_ url: URL) -> String {
         let component = url.path.split(separator: "/").last.map(String.init) ?? ""
         let decoded = component.removingPercentEncoding ?? component
-        return Response.sanitizedFilename(decoded) ?? "index.html"
+        return SafeFilename.sanitize(decoded) ?? "index.html"
     }
 
-    /// The name a response suggests (Content-Disposition first).
-    public static func fromResponse(url: URL, headers: Headers) -> String {
-        guard headers["content-disposition"] != nil else { return fromURL(url) }
-        return Response(url: url, statusCode: 200, headers: headers).suggestedFilename
+    /// The Content-Disposition filename of an answer, made safe; nil without a usable one.
+    public static func fromContentDisposition(_ headers: Headers) -> String? {
+        headers["content-disposition"].flatMap(Response.filename(fromContentDisposition:))
     }
 }

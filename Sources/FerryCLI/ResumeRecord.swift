@@ -67,12 +67,14 @@ struct ResumeRecord: Codable, Sendable {
     /// Decides whether `-C` can continue the partial file `partial` from `url`, by its record at
     /// `record`: the record must be readable and trustworthy on this boot; a different URL (a
     /// re-signed link, a mirror) continues only with a validator, checked with If-Range. The resume
-    /// data carries this run's options, not the first run's: `connections` and the digest to verify.
+    /// data carries this run's options, not the first run's: `connections`, the digest to verify, and the
+    /// credentials of `headers` (the record keeps none).
     /// - Throws: ``CLIFailure`` (usage) for a different URL and a record without ETag or Last-Modified.
     static func continuation(
         partial: String,
         record: String,
         url: URL,
+        headers: Headers,
         connections: Int,
         expectedDigest: ContentDigest?,
         quiet: Bool
@@ -103,14 +105,23 @@ struct ResumeRecord: Codable, Sendable {
             resumeData.currentRequest = resumeData.originalRequest
         }
         resumeData.partialFilePath = partial
+        // The record holds no credential (ResumeRecordWriter drops them): this run's are sent.
+        resumeData.originalRequest.headers = resumeData.originalRequest.headers.withSecrets(of: headers)
+        resumeData.currentRequest.headers = resumeData.currentRequest.headers.withSecrets(of: headers)
         resumeData.originalRequest.connections = connections
         resumeData.originalRequest.expectedDigest = expectedDigest
         return .resume(resumeData)
     }
 
-    /// Reads a record; nil when there is none or it cannot be read.
+    /// Reads a record; nil when there is none, it cannot be read, or it is not this user's own file
+    /// (a link, or a file another user could write, is never trusted: PrivateFile says why).
     static func read(_ path: String) -> ResumeRecord? {
-        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        guard (try? PrivateFile.check(descriptor, path: path)) != nil,
+            let data = try? handle.read(upToCount: 1 << 20)
+        else { return nil }
         return try? JSONDecoder().decode(ResumeRecord.self, from: data)
     }
 }
@@ -150,7 +161,11 @@ final class ResumeRecordWriter: CheckpointSink {
     private func update(_ change: (inout State) -> Void) throws {
         try state.withLock { state in
             change(&state)
-            guard let written = state.written else { return }
+            guard var written = state.written else { return }
+            // No credential is written beside the download: the record is a file in the user's
+            // directory, often shared, and outlives an interrupted run. -C sends that run's own.
+            written.originalRequest.headers = written.originalRequest.headers.withoutSecrets
+            written.currentRequest.headers = written.currentRequest.headers.withoutSecrets
             let record = ResumeRecord(
                 bootID: ResumeRecord.currentBootID,
                 resumeData: written,
@@ -181,9 +196,12 @@ final class ResumeRecordWriter: CheckpointSink {
     /// makes -C start over, and a boot id that differs makes it trust only the durable bytes.
     private static func replace(_ path: String, with data: Data) throws {
         let staging = path + ".new"
-        let descriptor = open(staging, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else {
-            throw CLIFailure("cannot write \(staging): \(String(cString: strerror(errno)))", status: .localFile)
+        // Mode 0600, never through a link planted at the name, only this user's own file.
+        let descriptor: Int32
+        do {
+            descriptor = try PrivateFile.open(staging, flags: O_WRONLY | O_TRUNC)
+        } catch let error as FerryError {
+            throw CLIFailure(error.message, status: .localFile)
         }
         let written = data.withUnsafeBytes { write(descriptor, $0.baseAddress!, data.count) }
         let code = errno
@@ -198,9 +216,10 @@ final class ResumeRecordWriter: CheckpointSink {
     }
 
     private static func overwrite(_ path: String, with data: Data, error: any Error) throws {
-        let descriptor = open(path, O_WRONLY | O_CLOEXEC)
+        let descriptor = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)
         guard descriptor >= 0 else { throw error }
         defer { close(descriptor) }
+        guard (try? PrivateFile.check(descriptor, path: path)) != nil else { throw error }
         var status = stat()
         guard fstat(descriptor, &status) == 0, Int(status.st_size) >= data.count else { throw error }
         let written = data.withUnsafeBytes { pwrite(descriptor, $0.baseAddress!, data.count, 0) }

@@ -41,7 +41,8 @@ public struct Response: Sendable, Hashable {
     }
 
     /// A file name for the body: from Content-Disposition when it names one, else the URL's last path
-    /// component, else `index.html`. Never contains a path separator, never `.` or `..`.
+    /// component, else `index.html`. Always a plain name by ``SafeFilename``'s rules: never a path,
+    /// never hidden (a leading dot), no control or bidirectional characters.
     public var suggestedFilename: String {
         if let disposition = headers["content-disposition"],
             let name = Self.filename(fromContentDisposition: disposition)
@@ -51,8 +52,9 @@ public struct Response: Sendable, Hashable {
         return Self.sanitizedFilename(url.lastPathComponent) ?? "index.html"
     }
 
-    /// The `filename` parameter of a Content-Disposition value, sanitised, if it has a usable one.
-    static func filename(fromContentDisposition value: String) -> String? {
+    /// The `filename` parameter of a Content-Disposition value, made safe by ``SafeFilename``, if it
+    /// has a usable one.
+    public static func filename(fromContentDisposition value: String) -> String? {
         for parameter in value.split(separator: ";").dropFirst() {
             let pair = parameter.split(separator: "=", maxSplits: 1)
             guard pair.count == 2, pair[0].trimmingCharacters(in: .whitespaces).lowercased() == "filename" else {
@@ -64,13 +66,10 @@ public struct Response: Sendable, Hashable {
         return nil
     }
 
-    /// The last component of `name` with path separators and control characters removed; nil when
-    /// nothing usable is left.
+    /// `name` made safe to name a local file by ``SafeFilename``'s rules (no path, no control or
+    /// bidirectional characters, no leading dot, not one of Ferry's own suffixes); nil when nothing
+    /// usable is left.
     public static func sanitizedFilename(_ name: String) -> String? {
-        let last = name.split(whereSeparator: { $0 == "/" || $0 == "\\" }).last.map(String.init) ?? ""
-        let cleaned = String(last.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F })
-            .trimmingCharacters(in: .whitespaces)
-        guard !cleaned.isEmpty, cleaned != ".", cleaned != ".." else { return nil }
-        return cleaned
+        SafeFilename.sanitize(name)
     }
 }

@@ -23,8 +23,13 @@ public enum Daemon {
         // Everything the daemon creates is the user's alone: database, partial and delivered files.
         umask(0o077)
         let socketDirectory = (paths.socket as NSString).deletingLastPathComponent
-        for directory in [paths.stateDirectory, paths.partialDirectory, paths.deliveryDirectory, socketDirectory] {
-            try makePrivateDirectory(directory)
+        // Made with mode 0700 when missing; one already there is never chmodded, and used only when it is
+        // this user's alone (PrivateDirectory says why).
+        for (directory, purpose) in [
+            (paths.stateDirectory, "ferryd's state"), (paths.partialDirectory, "partial downloads"),
+            (paths.deliveryDirectory, "finished downloads"), (socketDirectory, "ferryd's control socket"),
+        ] {
+            try PrivateDirectory.make(directory, purpose: purpose)
         }
         let lock = try DaemonLock(path: paths.lockFile)
         defer { withExtendedLifetime(lock) {} }
@@ -96,6 +101,8 @@ public enum Daemon {
         let inherited = configuration.inheritedSocket
         let app = Application(
             router: routes.router(),
+            // Each connection's peer is checked (SO_PEERCRED) before its request reaches a route.
+            server: .http1(configuration: .init(additionalChannelHandlers: [PeerCredentialCheck()])),
             configuration: ApplicationConfiguration(address: .unixDomainSocket(path: served)),
             services: services,
             onServerRunning: { _ in
@@ -124,19 +131,6 @@ public enum Daemon {
         await transports.shutdown()
         unlink(served)
         logger.info("ferryd stopped")
-    }
-
-    private static func makePrivateDirectory(_ path: String) throws {
-        do {
-            try FileManager.default.createDirectory(
-                atPath: path,
-                withIntermediateDirectories: true,
-                attributes: [.posixPermissions: 0o700]
-            )
-            chmod(path, 0o700)
-        } catch {
-            throw FerryError(.cannotCreateFile, "cannot create the directory \(path): \(error)")
-        }
     }
 }
 

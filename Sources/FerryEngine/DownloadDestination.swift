@@ -15,6 +15,10 @@ import Glibc
 ///   part file and no rename (renaming over `/dev/null` would replace the device with a regular file),
 ///   and such a download cannot be continued after an interruption;
 /// - a symbolic link: followed, so the file it points to is replaced, as curl writes through it.
+///
+/// A name a server chose (`ferry get -J`'s Content-Disposition name) is a ``init(newFileIn:named:)``
+/// destination: it never replaces or follows anything already there; the download takes the first
+/// free name of `NAME`, `NAME.1`, `NAME.2`, … instead, as wget does.
 public struct DownloadDestination: Sendable, Equatable, CustomStringConvertible {
     /// What is at the destination.
     public enum Kind: Sendable, Equatable {
@@ -33,6 +37,12 @@ public struct DownloadDestination: Sendable, Equatable, CustomStringConvertible 
     public let path: String
     /// What is at ``path``.
     public let kind: Kind
+    /// True when what is at ``path`` may be replaced (a name the user gave); false for a name someone
+    /// else chose (``init(newFileIn:named:)``).
+    public let replacesExisting: Bool
+
+    /// The most names tried after `NAME` for a destination that does not replace (`NAME.1` … `NAME.999`).
+    static let maximumAlternatives = 999
 
     /// The most symbolic links followed, as the kernel's own limit (ELOOP).
     static let maximumLinks = 40
@@ -42,6 +52,7 @@ public struct DownloadDestination: Sendable, Equatable, CustomStringConvertible 
     ///   ``FerryError/Code/cannotCreateFile`` for a symbolic-link loop or a path that cannot be looked at.
     public init(inspecting path: String) throws {
         named = path
+        replacesExisting = true
         // The kernel's view first: a device, FIFO or socket reached through links — including the
         // "magic" ones of /proc such as /dev/stdout → /proc/self/fd/1 → pipe:[…], whose text is not a
         // path — is written through the name as given.
@@ -90,6 +101,17 @@ public struct DownloadDestination: Sendable, Equatable, CustomStringConvertible 
             }
         }
         throw FerryError(.cannotCreateFile, "cannot follow \(path): more than \(Self.maximumLinks) symbolic links")
+    }
+
+    /// A new file named `name` in `directory`, for a name someone else chose (a server's
+    /// Content-Disposition): nothing at that name is replaced or followed; ``deliver(from:mode:)``
+    /// takes the first free name of `name`, `name.1`, `name.2`, … when delivering.
+    public init(newFileIn directory: String, named name: String) {
+        let path = (directory.hasSuffix("/") ? directory : directory + "/") + name
+        named = path
+        self.path = path
+        kind = .missing
+        replacesExisting = false
     }
 
     /// What a non-regular file type is called, or nil for a regular file or directory.
@@ -153,19 +175,26 @@ public struct DownloadDestination: Sendable, Equatable, CustomStringConvertible 
     /// or on another file system a copy beside the destination renamed over it, so a reader never sees
     /// half a file. A special destination written directly (`source` is the destination) needs nothing;
     /// one that was not gets the bytes written through, and the source goes.
+    /// A destination that does not replace (``replacesExisting`` false) is delivered to the first free
+    /// name of `NAME`, `NAME.1`, … reserved with an exclusive create, never through a link.
     /// - Parameter mode: permission bits for the delivered file, or nil to leave them.
+    /// - Returns: the path the file is at now.
     /// - Throws: ``FerryError`` with ``FerryError/Code/cannotMoveFile``, saying why.
-    public func deliver(from source: String, mode: UInt32? = nil) throws {
+    @discardableResult
+    public func deliver(from source: String, mode: UInt32? = nil) throws -> String {
         if isSpecial {
-            guard source != path else { return }
+            guard source != path else { return path }
             try Self.copy(source, through: path)
             Self.removeFile(source)
-            return
+            return path
         }
         if let mode { chmod(source, mode_t(mode)) }
-        if rename(source, path) == 0 { return }
+        let path = replacesExisting ? self.path : try reserveFreeName()
+        if rename(source, path) == 0 { return path }
         let code = errno
         guard code == EXDEV else {
+            // The reserved name goes again (it is empty and ours).
+            if !replacesExisting { Self.removeFile(path) }
             throw FerryError(
                 .cannotMoveFile,
                 "cannot move the finished download to \(path): \(FileSink.reason(code)); it is in \(source)"
@@ -178,13 +207,37 @@ public struct DownloadDestination: Sendable, Equatable, CustomStringConvertible 
                 throw FerryError(.cannotMoveFile, "cannot rename \(staging) to \(path): \(FileSink.reason(errno))")
             }
             Self.removeFile(source)
+            return path
         } catch let error as FerryError {
             Self.removeFile(staging)
+            if !replacesExisting { Self.removeFile(path) }
             throw error
         } catch {
             Self.removeFile(staging)
+            if !replacesExisting { Self.removeFile(path) }
             throw FerryError(.cannotMoveFile, "cannot copy the finished download to \(path): \(error)")
         }
+    }
+
+    /// Creates an empty file at the first free name of ``path``, `path.1`, … (O_EXCL and O_NOFOLLOW: an
+    /// existing file, link or dangling link is never touched) for the finished download to be renamed
+    /// over: the name is this process's from then on.
+    func reserveFreeName() throws -> String {
+        for number in 0...Self.maximumAlternatives {
+            let candidate = number == 0 ? path : path + ".\(number)"
+            let descriptor = open(candidate, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            if descriptor >= 0 {
+                close(descriptor)
+                return candidate
+            }
+            guard errno == EEXIST else {
+                throw FerryError(.cannotMoveFile, "cannot create \(candidate): \(FileSink.reason(errno))")
+            }
+        }
+        throw FerryError(
+            .cannotMoveFile,
+            "cannot save \(path): it and \(path).1 … \(path).\(Self.maximumAlternatives) all exist; remove some, or name the file with -o"
+        )
     }
 
     /// Writes the file at `source` into the device or FIFO at `path`, in order.

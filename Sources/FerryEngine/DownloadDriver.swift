@@ -283,15 +283,13 @@ public struct DownloadDriver: Sendable {
                 return .refused(result, refusal)
             }
             // curl's --fail-with-body: the error page is the file, and the download still fails.
-            try destination.deliver(from: plan.path, mode: plan.mode)
             var delivered = result
-            delivered.path = destination.path
+            delivered.path = try destination.deliver(from: plan.path, mode: plan.mode)
             return .refused(delivered, refusal)
         }
         if plan.durableDelivery, !destination.isSpecial { try Self.synchronize(plan.path) }
-        try destination.deliver(from: plan.path, mode: plan.mode)
         var delivered = result
-        delivered.path = destination.path
+        delivered.path = try destination.deliver(from: plan.path, mode: plan.mode)
         return .finished(delivered)
     }
 

@@ -228,6 +228,13 @@ public struct Downloader: Sendable {
                 )
                 return try await finish(job, deadline: deadline, events: events)
             }
+            // A 206 nobody asked for is a fragment, never the file (RFC 9110 §15.3.7).
+            if !ranged, response.status == 206,
+                let problem = PartialContentCheck.problem(requestedRange: current.headers["range"], headers: response.headers)
+            {
+                response.cancel?()
+                throw FerryError(.badServerResponse, problem + "; nothing was saved", failingURL: current.url.absoluteString)
+            }
 
             var writeOffset: Int64 = 0
             var validators = BodyJob.Validators(

@@ -28,7 +28,9 @@ final class FileSink {
     /// Opens (creating it if needed) the file and cuts it to its first `offset` bytes.
     /// - Throws: ``FerryError`` with ``FerryError/Code/cannotCreateFile``, saying why.
     init(path: String, keepingFirst offset: Int64) throws {
-        if DownloadDestination.isSpecialFile(path) {
+        // A device or FIFO the user named is written through; Ferry's own part file never is, whatever
+        // a link planted at its name points at (PrivateFile refuses the link below).
+        if DownloadDestination.isSpecialFile(path), !PrivateFile.isWorkingName(path) {
             guard offset == 0 else {
                 throw FerryError(
                     .cannotWriteToFile,
@@ -43,10 +45,7 @@ final class FileSink {
             return
         }
         isSequential = false
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else {
-            throw FerryError(.cannotCreateFile, "cannot open \(path) for writing: \(Self.reason(errno))")
-        }
+        let descriptor = try PrivateFile.open(path, flags: O_WRONLY)
         guard ftruncate(descriptor, off_t(offset)) == 0 else {
             let code = errno
             close(descriptor)

@@ -83,10 +83,8 @@ public final class PartFileLock: Sendable {
         // The file may be renamed or removed between our open and our lock (its last writer finishing):
         // the lock is ours only if the path still names the file we locked.
         for _ in 0..<8 {
-            let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-            guard descriptor >= 0 else {
-                throw FerryError(.cannotCreateFile, "cannot create \(path): \(FileSink.reason(errno))")
-            }
+            // Never through a link, and only a file that is this user's alone (PrivateFile says why).
+            let descriptor = try PrivateFile.open(path, flags: O_RDWR)
             if flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
                 let code = errno
                 var info = stat()

@@ -20,10 +20,7 @@ final class SegmentFile: Sendable {
     /// - Throws: ``FerryError``: ``FerryError/Code/cannotCreateFile``, or ``FerryError/Code/cannotWriteToFile``
     ///   when the disk has no room for `length` bytes.
     init(path: String, length: Int64, fresh: Bool) throws {
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else {
-            throw FerryError(.cannotCreateFile, "cannot open \(path) for writing: \(FileSink.reason(errno))")
-        }
+        let descriptor = try PrivateFile.open(path, flags: O_WRONLY)
         if fresh || Self.size(descriptor) != length {
             if fresh { _ = ftruncate(descriptor, 0) }
             guard ftruncate(descriptor, off_t(length)) == 0 else {

@@ -57,19 +57,27 @@ final class SocketRelay: Sendable {
         let listener = try await ServerBootstrap(group: group)
             .childChannelOption(ChannelOptions.allowRemoteHalfClosure, value: true)
             .childChannelInitializer { inbound in
-                ClientBootstrap(group: inbound.eventLoop)
-                    .channelOption(ChannelOptions.allowRemoteHalfClosure, value: true)
-                    .connect(unixDomainSocketPath: target)
-                    .flatMap { outbound in
-                        let (a, b) = RelayHandler.pair()
-                        // Reading starts once the channel is active, after this initializer: both ends
-                        // are glued by then.
-                        return inbound.pipeline.addHandler(a).and(outbound.pipeline.addHandler(b)).map { _ in }
+                // Another user's connection is closed before anything is relayed (PeerCredentialCheck).
+                PeerCredentialCheck.peerUID(of: inbound).flatMapThrowing { uid in
+                    guard PeerCredentialCheck.allows(uid) else {
+                        throw SocketActivation.ActivationError("a process of uid \(uid.map(String.init) ?? "unknown") may not use this ferryd")
                     }
-                    .flatMapErrorThrowing { error in
-                        inbound.close(promise: nil)
-                        throw error
-                    }
+                }
+                .flatMap {
+                    ClientBootstrap(group: inbound.eventLoop)
+                        .channelOption(ChannelOptions.allowRemoteHalfClosure, value: true)
+                        .connect(unixDomainSocketPath: target)
+                }
+                .flatMap { outbound in
+                    let (a, b) = RelayHandler.pair()
+                    // Reading starts once the channel is active, after this initializer: both ends
+                    // are glued by then.
+                    return inbound.pipeline.addHandler(a).and(outbound.pipeline.addHandler(b)).map { _ in }
+                }
+                .flatMapErrorThrowing { error in
+                    inbound.close(promise: nil)
+                    throw error
+                }
             }
             .withBoundSocket(descriptor)
             .get()
