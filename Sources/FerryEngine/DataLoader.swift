@@ -229,24 +229,31 @@ public struct DataLoader: Sendable {
         for try await sent in response.body {
             if let gate = hooks.gate, !gate.isOpen { try await gate.passThrough() }
             length += sent.readableBytes
-            let chunk = try decoder?.decode(sent) ?? sent
-            guard kept + chunk.readableBytes <= limit else {
-                throw FerryError(
-                    .dataLengthExceedsMaximum,
-                    "the body is larger than the \(limit) bytes allowed",
-                    failingURL: url
-                )
-            }
-            kept += chunk.readableBytes
-            guard chunk.readableBytes > 0 else { continue }
-            await hooks.didReceive(chunk)
-            if hooks.collect {
-                if whole != nil, collected.readableBytes == 0 {
-                    collected = chunk
-                } else {
-                    var chunk = chunk
-                    collected.writeBuffer(&chunk)
+            // Decoded a piece at a time (ContentDecoder.pieceSize): memory follows what is kept, not
+            // what one read inflates to.
+            decoder?.feed(sent)
+            var plain: ByteBuffer? = decoder == nil ? sent : nil
+            while let chunk = try plain ?? decoder?.next() {
+                plain = nil
+                guard kept + chunk.readableBytes <= limit else {
+                    throw FerryError(
+                        .dataLengthExceedsMaximum,
+                        "the body is larger than the \(limit) bytes allowed",
+                        failingURL: url
+                    )
                 }
+                kept += chunk.readableBytes
+                guard chunk.readableBytes > 0 else { break }
+                await hooks.didReceive(chunk)
+                if hooks.collect {
+                    if whole != nil, collected.readableBytes == 0 {
+                        collected = chunk
+                    } else {
+                        var chunk = chunk
+                        collected.writeBuffer(&chunk)
+                    }
+                }
+                if decoder == nil { break }
             }
         }
         if let declared, length != declared {

@@ -366,9 +366,18 @@ public struct Downloader: Sendable {
             for try await sent in response.body {
                 if let gate, !gate.isOpen { try await gate.passThrough() }
                 encodedLength += Int64(sent.readableBytes)
-                let chunk = try decoder?.decode(sent) ?? sent
-                try sink.append(chunk)
-                events.didWrite(Int64(chunk.readableBytes), sink.bytesAccepted, expectedTotal)
+                if let decoder {
+                    // Decoded a piece at a time: a small body that inflates to gigabytes never sits
+                    // whole in memory (ContentDecoder.pieceSize).
+                    decoder.feed(sent)
+                    while let piece = try decoder.next() {
+                        try sink.append(piece)
+                        events.didWrite(Int64(piece.readableBytes), sink.bytesAccepted, expectedTotal)
+                    }
+                } else {
+                    try sink.append(sent)
+                    events.didWrite(Int64(sent.readableBytes), sink.bytesAccepted, expectedTotal)
+                }
                 if let checkpoint {
                     let now = NIODeadline.now()
                     if sink.bytesAccepted - lastCheckpoint.bytes >= checkpoint.everyBytes
