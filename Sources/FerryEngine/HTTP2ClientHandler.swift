@@ -72,6 +72,18 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
     private var streamWatchdog = LoopWatchdog()
     /// A header block continued in CONTINUATION frames.
     private var continuing: (stream: UInt32, block: ByteBuffer, endStream: Bool)?
+    /// CONTINUATION frames of the block in ``continuing``.
+    private var continuationFrames = 0
+    /// The largest header block taken (HEADERS and its CONTINUATIONs, still compressed), and the most
+    /// CONTINUATION frames one block may have (empty ones cost nothing to send): 256 KiB and 1,024.
+    static let maximumHeaderBlock = 256 * 1024
+    static let maximumContinuationFrames = 1024
+    /// PING and SETTINGS acknowledgements waiting for a connection that cannot write, at most.
+    private var unwrittenAnswers = 0
+    static let maximumUnwrittenAnswers = 1024
+    /// PING and SETTINGS frames answered since the last other frame or request, at most.
+    private var answersInARow = 0
+    static let maximumAnswersInARow = 10_000
 
     // The server's settings and windows.
     private var peerInitialWindow = HTTP2Frame.defaultWindow
@@ -227,6 +239,7 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
         }
         let id = nextStream
         nextStream += 2
+        answersInARow = 0
         var block = context.channel.allocator.buffer(capacity: 256)
         do {
             try encoder.encode(headers: request.headers, to: &block)
@@ -329,6 +342,7 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
             throw HTTP2Frame.Violation(code: .protocolError, message: "a header block was interrupted by another frame")
         }
         var payload = payload
+        if header.kind != .ping, header.kind != .settings { answersInARow = 0 }
         switch header.kind {
         case .headers:
             try checkServerStream(header.stream, "HEADERS")
@@ -343,16 +357,28 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
             if header.has(HTTP2Frame.Flag.endHeaders) {
                 try headers(on: header.stream, block: payload, endStream: endStream, context: context)
             } else {
+                continuationFrames = 0
                 continuing = (header.stream, payload, endStream)
             }
         case .continuation:
             guard let (stream, gathered, endStream) = continuing else {
                 throw HTTP2Frame.Violation(code: .protocolError, message: "a CONTINUATION frame without a header block")
             }
+            // Taken out first, so appending does not copy the block on every frame.
+            continuing = nil
+            continuationFrames += 1
             var block = gathered
+            guard block.readableBytes + payload.readableBytes <= Self.maximumHeaderBlock,
+                continuationFrames <= Self.maximumContinuationFrames
+            else {
+                // Limited as it arrives (a block without END_HEADERS once grew for 60 s at full CPU).
+                throw HTTP2Frame.Violation(
+                    code: .enhanceYourCalm,
+                    message: "a header block of more than \(Self.maximumHeaderBlock / 1024) KiB or \(Self.maximumContinuationFrames) CONTINUATION frames"
+                )
+            }
             block.writeBuffer(&payload)
             if header.has(HTTP2Frame.Flag.endHeaders) {
-                continuing = nil
                 try headers(on: stream, block: block, endStream: endStream, context: context)
             } else {
                 continuing = (stream, block, endStream)
@@ -373,6 +399,7 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
             if header.has(HTTP2Frame.Flag.ack) {
                 if data == unansweredPing { unansweredPing = nil }
             } else {
+                try countAnswer(context: context, "PING")
                 queue(context: context) { $0.writeHTTP2Ping(data, ack: true) }
             }
         case .goAway:
@@ -410,6 +437,7 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
         if continuing != nil {
             throw HTTP2Frame.Violation(code: .protocolError, message: "a header block was interrupted by DATA")
         }
+        answersInARow = 0
         try checkServerStream(id, "DATA")
         // The connection's window is given back as bytes arrive; each stream's as its reader takes them.
         connectionReceiveWindow -= window
@@ -461,6 +489,11 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
         guard let stream = streams[id] else { return }
         stream.lastActivity = context.eventLoop.now
         stream.receivedAnything = true
+        // Malformed (RFC 9113 §8.1.1): a stream error, and nothing of the block is used.
+        if let problem = HTTP2ResponseFields.problem(fields.lazy.map { (name: $0.name, value: $0.value) }, trailers: stream.headReceived) {
+            fail(id, FerryError(.badServerResponse, "the server sent a malformed HTTP/2 response: \(problem)"), reset: .protocolError)
+            return
+        }
         if !stream.headReceived {
             var status: Int?
             var headers = HTTPHeaders()
@@ -528,6 +561,7 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
                 break
             }
         }
+        try countAnswer(context: context, "SETTINGS")
         queue(context: context) { $0.writeHTTP2SettingsAck() }
         sendAllOutbound(context: context)
     }
@@ -784,6 +818,36 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
             needsFlush = false
             context.flush()
         }
+    }
+
+    /// Counts an answer (PING or SETTINGS acknowledgement) queued while the connection cannot write:
+    /// a server that sends frames to be answered and reads none of the answers makes them pile up
+    /// (370 MB under a PING flood before this). Past ``maximumUnwrittenAnswers`` it is a flood:
+    /// ENHANCE_YOUR_CALM, as nghttp2 answers it.
+    /// Also past ``maximumAnswersInARow`` PING and SETTINGS frames with nothing else between them (no
+    /// response, no data, no request of ours): a loopback socket's buffers hold hundreds of thousands of
+    /// answers before the connection stops being writable, each costing a moment of a core.
+    private func countAnswer(context: ChannelHandlerContext, _ frame: String) throws {
+        answersInARow += 1
+        guard answersInARow <= Self.maximumAnswersInARow else {
+            throw HTTP2Frame.Violation(
+                code: .enhanceYourCalm,
+                message: "more than \(Self.maximumAnswersInARow) PING and SETTINGS frames in a row with nothing else (a flood)"
+            )
+        }
+        guard !context.channel.isWritable else { return }
+        unwrittenAnswers += 1
+        guard unwrittenAnswers <= Self.maximumUnwrittenAnswers else {
+            throw HTTP2Frame.Violation(
+                code: .enhanceYourCalm,
+                message: "more than \(Self.maximumUnwrittenAnswers) \(frame) frames to answer while it reads none of the answers (a flood)"
+            )
+        }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable { unwrittenAnswers = 0 }
+        context.fireChannelWritabilityChanged()
     }
 
     /// A protocol breach by the server: GOAWAY names it, every stream fails, the connection closes.

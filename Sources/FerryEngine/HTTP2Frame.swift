@@ -76,6 +76,7 @@ enum HTTP2Frame {
         static let refusedStream = ErrorCode(rawValue: 7)
         static let cancel = ErrorCode(rawValue: 8)
         static let compressionError = ErrorCode(rawValue: 9)
+        static let enhanceYourCalm = ErrorCode(rawValue: 11)
 
         private static let names = [
             "NO_ERROR", "PROTOCOL_ERROR", "INTERNAL_ERROR", "FLOW_CONTROL_ERROR", "SETTINGS_TIMEOUT",

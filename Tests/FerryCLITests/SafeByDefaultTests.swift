@@ -254,4 +254,59 @@ import Glibc
         #expect(peak < 100 << 20, "peak RSS \(peak >> 20) MiB")
         print("gzip bomb (1 GiB from 1 MB), ferry get --compressed: peak RSS \(peak >> 20) MiB")
     }
+
+    static let h2Available: Bool = {
+        let process = try? ChildProcess.spawn("/usr/bin/env", arguments: ["python3", "-c", "import hpack"])
+        process?.waitUntilExit()
+        return process?.terminationStatus == 0
+    }()
+
+    @Test(.enabled(if: h2Available, "Python's h2 (hpack) is not installed (.ci/run installs it from PyPI)"))
+    func malformedHTTP2ResponsesAreStreamErrors() async throws {
+        let peer = try await PythonPeer.start("hostile_h2_peer.py")
+        defer { peer.stop() }
+        let directory = try makeDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try peer.certificates.trustRootPEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
+        let cli = CLIRunner(directory: directory)
+        let base = "https://127.0.0.1:\(peer.ports[0])"
+        let good = try await cli.run(["get", "-q", "--cacert", "ca.pem", base + "/good", "-o", "good"])
+        #expect(good.status == 0, "the control case: \(good.stderr)")
+        #expect(try String(contentsOfFile: directory + "/good", encoding: .utf8) == "hello")
+        let cases = [
+            ("/double-status", "second :status"), ("/late-pseudo", ":status after regular fields"),
+            ("/path-in-response", "pseudo-field :path"), ("/upper-case", "upper case"),
+            ("/connection-field", "connection-specific field connection"),
+        ]
+        for (path, words) in cases {
+            let run = try await cli.run(["get", "-q", "--cacert", "ca.pem", base + path, "-o", "f"])
+            #expect(run.status != 0, "\(path)")
+            #expect(run.stderr.contains(words), "\(path): \(run.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: directory + "/f"), "\(path)")
+        }
+    }
+
+    @Test(.enabled(if: h2Available, "Python's h2 (hpack) is not installed (.ci/run installs it from PyPI)"))
+    func http2FloodsEndInBoundedMemory() async throws {
+        let peer = try await PythonPeer.start("hostile_h2_peer.py")
+        defer { peer.stop() }
+        let directory = try makeDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try peer.certificates.trustRootPEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
+        let base = "https://127.0.0.1:\(peer.ports[0])"
+        // Each flood ends the download as a failure (GOAWAY ENHANCE_YOUR_CALM), well before --max-time,
+        // with the peak RSS far under the 370-392 MB measured before.
+        for path in ["/ping-flood", "/settings-flood", "/continuation-flood"] {
+            let started = Date()
+            let (status, peak) = try await Self.peakMemory(
+                ["get", "-q", "--cacert", "ca.pem", "--max-time", "60", base + path, "-o", "f"],
+                in: directory
+            )
+            let seconds = Date().timeIntervalSince(started)
+            #expect(status != 0, "\(path)")
+            #expect(status != 28, "\(path) ran into --max-time")
+            #expect(peak < 100 << 20, "\(path): peak RSS \(peak >> 20) MiB")
+            print("\(path): ferry get failed after \(String(format: "%.1f", seconds)) s, peak RSS \(peak >> 20) MiB")
+        }
+    }
 }

@@ -129,7 +129,9 @@ import Glibc
                     ?? -1
             }
             #expect(mode(daemon.client.paths.socket) == 0o600)
-            #expect(mode(daemon.home) == 0o700)
+            // FERRY_HOME was the test's (made before ferryd): kept as it was, never chmodded; nobody else
+            // may write it (ferryd refuses one others can).
+            #expect(mode(daemon.home) & 0o022 == 0)
             #expect(mode(daemon.client.paths.database) == 0o600)
             #expect(mode(daemon.client.paths.partialDirectory) == 0o700)
         }
