@@ -142,10 +142,24 @@ public final class DaemonClient: Sendable {
         {
             return refusal
         }
-        return FerryError(
-            .backgroundSessionWasDisconnected,
-            "ferryd does not answer on \(paths.socket) (\(error)); is it running? `ferry daemon status` tells"
-        )
+        return FerryError(.backgroundSessionWasDisconnected, Self.unreachableMessage(error, socket: paths.socket, log: paths.logFile))
+    }
+
+    /// Why ferryd could not be reached, as one plain sentence (no engine internals, no errno dump).
+    static func unreachableMessage(_ error: Any, socket: String, log: String) -> String {
+        switch (error as? FerryError)?.code {
+        case .cannotConnectToHost?:
+            return "ferryd is not running: nothing answers on \(socket) (`ferry daemon start` starts it)"
+        case .networkConnectionLost?:
+            return "ferryd stopped while answering on \(socket) (`ferry daemon status` tells whether it runs again; its log is \(log))"
+        case .timedOut?:
+            return "ferryd on \(socket) does not answer in time (stopped, e.g. by SIGSTOP, or overloaded; its log is \(log))"
+        case .cancelled?:
+            return "the request to ferryd on \(socket) was cancelled"
+        default:
+            let reason = (error as? FerryError)?.message ?? (error as? String) ?? "\(error)"
+            return "cannot reach ferryd on \(socket): \(reason)"
+        }
     }
 
     static func decodeError(_ data: Data, status: UInt) -> FerryError {
@@ -291,7 +305,7 @@ public final class DaemonClient: Sendable {
     /// - Throws: `FerryError/Code/backgroundSessionInUseByAnotherProcess` when another process is
     ///   attached; the daemon's error otherwise.
     func attach(session: String) async throws -> EventStream {
-        guard socketAccepts() else { throw unreachable("nothing listens on the socket") }
+        guard socketAccepts() else { throw unreachable(FerryError(.cannotConnectToHost, "nothing listens on the socket")) }
         try PrivateDirectory.checkSocket(paths.socket)
         let path = "\(ControlAPI.prefix)/sessions/\(Self.pathComponent(session))/attach?pid=\(getpid())"
         let request = try makeRequest("POST", path)

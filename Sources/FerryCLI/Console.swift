@@ -34,7 +34,11 @@ enum Console {
             let written = Glibc.write(STDOUT_FILENO, bytes.baseAddress! + offset, bytes.count - offset)
             if written < 0 {
                 if errno == EINTR { continue }
-                if errno == EPIPE { exit(0) }
+                if errno == EPIPE {
+                    // curl's words and status: the body did not all reach its reader.
+                    errorLine("failure writing output to destination: stdout was closed before the body ended")
+                    exit(ExitStatus.outputClosed.rawValue)
+                }
                 throw CLIFailure("cannot write to stdout: \(String(cString: strerror(errno)))", status: .localFile)
             }
             offset += written

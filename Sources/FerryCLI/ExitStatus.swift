@@ -14,6 +14,9 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
     case localFile = 4
     /// ferryd is not running, could not be started, or refused the request.
     case daemon = 5
+    /// The output went nowhere: `-o -`'s reader stopped reading (curl's 23, "failure writing output to
+    /// destination": `ferry get -o - URL | head -c 100` must not look like a whole download).
+    case outputClosed = 23
     /// Interrupted (SIGINT or SIGTERM); a download can be continued with `-C`.
     case interrupted = 130
 

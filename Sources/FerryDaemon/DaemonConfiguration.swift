@@ -40,6 +40,10 @@ public struct DaemonConfiguration: Sendable {
     /// Finished tasks are removed this many seconds after they finished, with their events and leftover
     /// files (housekeeping); nil keeps them until `ferry clean`. Default: 7 days.
     public var pruneAfter: Double? = 7 * 24 * 3600
+    /// The most tasks one session holds, finished ones included until they are removed: past it a
+    /// creation is refused with 409 (a client creating tasks without end once grew ferryd to 500 MB and
+    /// its status page to 27 s). Default 10,000; `FERRY_MAX_TASKS_PER_SESSION`.
+    public var maximumTasksPerSession = 10_000
     /// Seconds between housekeeping rounds (pruning, then compacting the database).
     public var housekeepingInterval = 3600.0
     /// A loopback address (`127.0.0.1:9466`, `[::1]:9466`) where `/metrics` is served over TCP too, for

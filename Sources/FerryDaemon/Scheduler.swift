@@ -173,7 +173,12 @@ actor Scheduler {
     /// and starts what may start.
     /// - Returns: the tasks as they are now (one may be running already).
     func create(session: String, _ tasks: [FerryStore.NewTask]) throws -> [StoredTask] {
-        var created = try store.createTasks(registeringSession: true, session: session, tasks)
+        var created = try store.createTasks(
+            registeringSession: true,
+            session: session,
+            limit: configuration.maximumTasksPerSession,
+            tasks
+        )
         reportWaiting(created)
         if poke() > 0 {
             for index in created.indices where entries[created[index].key]?.transfer != nil {

@@ -160,9 +160,12 @@ public final class FerryStore: Sendable {
     /// Creates pending tasks with the session's next identifiers, in order, all in one transaction
     /// (all or none).
     /// - Throws: ``FerryStoreError`` when the session is not registered.
+    /// - Parameter limit: the most tasks the session may hold with these (finished ones count until they
+    ///   are removed); past it nothing is created and the error is a conflict.
     public func createTasks(
         registeringSession: Bool = false,
         session: String,
+        limit: Int = .max,
         _ tasks: [NewTask]
     ) throws -> [StoredTask] {
         let encoder = JSONEncoder()
@@ -170,6 +173,15 @@ public final class FerryStore: Sendable {
         let now = clock()
         return try write { db in
             if registeringSession { try Self.registerSession(session, at: now, db) }
+            if limit < .max {
+                let held = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM task WHERE session = ?"), arguments: [session]) ?? 0
+                guard held + tasks.count <= limit else {
+                    throw FerryStoreError(
+                        "session '\(session)' holds \(held) tasks, and a session holds at most \(limit) (finished ones count until removed): wait for some to finish and remove them (`ferry clean`), or use another session",
+                        conflict: true
+                    )
+                }
+            }
             var created: [StoredTask] = []
             created.reserveCapacity(tasks.count)
             for (task, request) in zip(tasks, encoded) {

@@ -23,7 +23,8 @@ let usage = """
                                  (default 7d) (FERRY_PRUNE_AFTER)
     Environment: FERRY_HOME puts the socket, database and files under one directory;
     FERRY_SOCKET overrides the socket path; FERRY_CONNECTIONS_PER_HOST caps connections to one origin,
-    all tasks together (8). Socket activation: a listening socket passed by systemd (LISTEN_FDS,
+    all tasks together (8); FERRY_MAX_TASKS_PER_SESSION caps the tasks one session holds, finished
+    ones included until removed (10000; past it a creation gets 409). Socket activation: a listening socket passed by systemd (LISTEN_FDS,
     contrib/systemd/ferryd.socket) is served instead of binding the path.
     Tuning for tests: FERRY_CHECKPOINT_BYTES, FERRY_CHECKPOINT_SECONDS, FERRY_MAX_TRANSFERS (0: no
     task runs; the control API still works), FERRY_RETRY_BASE_DELAY, FERRY_LAUNCH_BASE_DELAY,
@@ -105,6 +106,9 @@ if let value = options["FERRY_MAX_TRANSFERS"].flatMap(Int.init), value >= 0 {
 }
 if let value = options["FERRY_CONNECTIONS_PER_HOST"].flatMap(Int.init), value > 0 {
     configuration.maximumConnectionsPerHost = value
+}
+if let value = options["FERRY_MAX_TASKS_PER_SESSION"].flatMap(Int.init), value > 0 {
+    configuration.maximumTasksPerSession = value
 }
 if let value = options["FERRY_RETRY_BASE_DELAY"].flatMap(Double.init) { configuration.retry.baseDelay = value }
 if let value = options["FERRY_LAUNCH_BASE_DELAY"].flatMap(Double.init) { configuration.launchBaseDelay = value }

@@ -125,7 +125,7 @@ import Testing
         #expect(ExitStatus.of(FerryError(.cannotConnectToHost, "")) == .transferFailed)
         #expect(ExitStatus.of(FerryError(.backgroundSessionWasDisconnected, "")) == .daemon)
         let statuses: [Int32] = ExitStatus.allCases.map(\.rawValue)
-        #expect(statuses == [0, 1, 2, 3, 4, 5, 130])
+        #expect(statuses == [0, 1, 2, 3, 4, 5, 23, 130])
     }
 }
 

@@ -309,4 +309,24 @@ import Glibc
             print("\(path): ferry get failed after \(String(format: "%.1f", seconds)) s, peak RSS \(peak >> 20) MiB")
         }
     }
+
+    @Test(.enabled(if: curl != nil, "curl is not installed (.ci/run installs it)"))
+    func aClosedOutputPipeFailsAsCurlsDoes() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let url = server.url("/bytes/20000000")
+            let line = """
+                "$FERRY" get -s '\(url)' -o - | head -c 100 > /dev/null; echo "ferry ${PIPESTATUS[0]}"
+                "$CURL" -s '\(url)' | head -c 100 > /dev/null; echo "curl ${PIPESTATUS[0]}"
+                """
+            var environment = CLIRunner.isolated(directory)
+            environment["FERRY"] = CLIRunner.binary
+            environment["CURL"] = Self.curl!
+            let process = try ChildProcess.spawn("/bin/bash", arguments: ["-c", line], environment: environment, directory: directory)
+            let run = try await CLIRunner(directory: directory).finish(process, process.standardOutput!, process.standardError!)
+            #expect(run.stdout == "ferry 23\ncurl 23\n", "\(run.stderr)")
+            #expect(run.stderr.contains("failure writing output to destination"), "\(run.stderr)")
+        }
+    }
 }

@@ -115,4 +115,17 @@ import Glibc
             #expect(["b''", "reset"].contains(other.trimmingCharacters(in: .whitespacesAndNewlines)), "\(other)")
         }
     }
+
+    @Test func aSessionHoldsAtMostItsLimitOfTasks() async throws {
+        try await withDaemon(environment: ["FERRY_MAX_TASKS_PER_SESSION": "3", "FERRY_MAX_TRANSFERS": "0"]) { daemon in
+            for _ in 0..<3 { _ = try await daemon.download("http://127.0.0.1:9/x", session: "t.limit") }
+            let error = await #expect(throws: FerryError.self) {
+                _ = try await daemon.download("http://127.0.0.1:9/x", session: "t.limit")
+            }
+            #expect(error?.message.contains("holds at most 3") == true, "\(String(describing: error))")
+            #expect(try await daemon.tasks("t.limit").count == 3)
+            // Another session has its own count.
+            _ = try await daemon.download("http://127.0.0.1:9/x", session: "t.other")
+        }
+    }
 }

@@ -69,6 +69,9 @@ import Glibc
                 let overTCP = try await runTool("/usr/bin/curl", ["-s", "--max-time", "5", "http://127.0.0.1:\(port)/metrics"])
                 #expect(Exposition(text: overTCP.output).value("ferry_received_bytes_total") == metrics.value("ferry_received_bytes_total"))
                 #expect(try await Self.status(of: "http://127.0.0.1:\(port)/v1/daemon", host: nil) == 404, "metrics only")
+                // A page under another name (DNS rebinding) is refused; the loopback names are served.
+                #expect(try await Self.status(of: "http://127.0.0.1:\(port)/metrics", host: "evil.example:\(port)") == 403)
+                #expect(try await Self.status(of: "http://127.0.0.1:\(port)/metrics", host: "localhost:\(port)") == 200)
             }
         }
     }

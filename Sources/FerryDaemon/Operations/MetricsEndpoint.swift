@@ -63,6 +63,22 @@ enum MetricsEndpoint {
         return (host == "localhost" ? "127.0.0.1" : String(host), number)
     }
 
+    /// True when a request's Host names the loopback: `127.x.x.x`, `[::1]` or `localhost`, with or
+    /// without a port.
+    static func isLoopbackAuthority(_ authority: String?) -> Bool {
+        guard let authority = authority?.lowercased(), !authority.isEmpty else { return false }
+        var host = Substring(authority)
+        if host.hasPrefix("[") {
+            guard let close = host.firstIndex(of: "]") else { return false }
+            host = host[host.index(after: host.startIndex)..<close]
+            return host == "::1"
+        }
+        if let colon = host.lastIndex(of: ":") { host = host[..<colon] }
+        if host == "localhost" { return true }
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
+    }
+
     /// An application serving `routes`' metrics at `address`, run as one of the daemon's services.
     /// - Throws: ``FerryError`` when the address is not loopback, or is taken (checked now, so that the
     ///   daemon says so in plain words rather than with the server's bind error).
@@ -70,7 +86,18 @@ enum MetricsEndpoint {
         let (host, port) = try parse(address)
         try checkFree(host: host, port: port, address: address)
         let router = Router()
-        router.get(RouterPath(ControlAPI.metricsPath)) { _, _ in try await routes.metricsText() }
+        router.get(RouterPath(ControlAPI.metricsPath)) { request, _ -> Response in
+            // A page elsewhere can make a browser reach 127.0.0.1 under its own name (DNS rebinding):
+            // its requests carry that name as their Host, and are refused.
+            guard isLoopbackAuthority(request.head.authority) else {
+                return Response(
+                    status: .forbidden,
+                    headers: [.contentType: "text/plain; charset=utf-8"],
+                    body: .init(byteBuffer: ByteBuffer(string: "ferryd's metrics answer requests for 127.0.0.1, [::1] or localhost only\n"))
+                )
+            }
+            return try await routes.metricsText()
+        }
         return Application(
             router: router,
             configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: nil),
