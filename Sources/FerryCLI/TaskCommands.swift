@@ -6,10 +6,18 @@ import Foundation
 import Glibc
 #endif
 
-/// The tasks of a session (or every session), fetched from ferryd.
-func fetchTasks(_ client: DaemonClient, session: String?) async throws -> [BackgroundTaskInfo] {
-    if let session { return try await CLI.call(client, "GET", "\(CLI.sessionPath(session))/tasks") }
-    return try await CLI.call(client, "GET", "\(ControlAPI.prefix)/tasks")
+/// The tasks of a session (or every session), fetched from ferryd: their credentials, cookies and URL
+/// query tokens redacted (`FERRY_REDACT_QUERY` names the query parameters) unless `showingSecrets`.
+func fetchTasks(_ client: DaemonClient, session: String?, showingSecrets: Bool = false) async throws -> [BackgroundTaskInfo] {
+    let tasks: [BackgroundTaskInfo]
+    if let session {
+        tasks = try await CLI.call(client, "GET", "\(CLI.sessionPath(session))/tasks")
+    } else {
+        tasks = try await CLI.call(client, "GET", "\(ControlAPI.prefix)/tasks\(showingSecrets ? "?secrets=show" : "")")
+    }
+    guard !showingSecrets else { return tasks }
+    let redaction = Redaction.fromEnvironment(ProcessInfo.processInfo.environment)
+    return tasks.map(redaction.task)
 }
 
 /// Task identifiers from the command line.
@@ -31,11 +39,16 @@ struct ListCommand: AsyncParsableCommand {
 
     @OptionGroup var session: SessionOptions
     @Flag(name: .long, help: "Every session's tasks.") var all = false
+    @Flag(
+        name: .long,
+        help: "Show credentials (Authorization, Cookie) and URL query tokens in full; without it they read <redacted>."
+    )
+    var showSecrets = false
     @OptionGroup var outputOptions: OutputOptions
 
     func run() async throws {
         let client = try await CLI.daemon()
-        let tasks = try await fetchTasks(client, session: all ? nil : session.session)
+        let tasks = try await fetchTasks(client, session: all ? nil : session.session, showingSecrets: showSecrets)
         if outputOptions.json {
             CLI.printJSON(tasks)
         } else {

@@ -73,7 +73,9 @@ struct ControlRoutes: Sendable {
             }
             return try await self.networkControl().setBandwidth(limit)
         }
-        routes.on("tasks", .get) { _, _ in try await self.allTasks() }
+        routes.on("tasks", .get) { request, _ in
+            try await self.allTasks(showingSecrets: request.uri.queryParameters.get("secrets") == "show")
+        }
         routes.on("sessions/:session/attach", .post) { request, context in try self.attach(request, context) }
         routes.on("sessions/:session/tasks", .get) { _, context in try await self.tasks(try self.session(context)) }
         routes.on("sessions/:session/tasks", .post) { request, context in
@@ -162,8 +164,10 @@ struct ControlRoutes: Sendable {
         )
     }
 
-    private func allTasks() async throws -> [BackgroundTaskInfo] {
-        try await scheduler.listing(session: nil)
+    /// Every session's tasks: credentials and query tokens redacted unless `secrets=show` asks for them.
+    private func allTasks(showingSecrets: Bool) async throws -> [BackgroundTaskInfo] {
+        let tasks = try await scheduler.listing(session: nil)
+        return showingSecrets ? tasks : tasks.map(configuration.redaction.task)
     }
 
     private func tasks(_ session: String) async throws -> [BackgroundTaskInfo] {

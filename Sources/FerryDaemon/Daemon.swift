@@ -77,7 +77,9 @@ public enum Daemon {
             onEventsJournaled: { await launcher.eventsJournaled($0) }
         )
         let network = NetworkControl(configuration: configuration, scheduler: scheduler, logger: logger)
-        let statusPage = StatusPageServer(routes: StatusPageRoutes(store: store, scheduler: scheduler), logger: logger)
+        var pageRoutes = StatusPageRoutes(store: store, scheduler: scheduler)
+        pageRoutes.redaction = configuration.redaction
+        let statusPage = StatusPageServer(routes: pageRoutes, logger: logger)
         let routes = ControlRoutes(
             store: store,
             hub: hub,

@@ -44,6 +44,9 @@ public struct DaemonConfiguration: Sendable {
     /// creation is refused with 409 (a client creating tasks without end once grew ferryd to 500 MB and
     /// its status page to 27 s). Default 10,000; `FERRY_MAX_TASKS_PER_SESSION`.
     public var maximumTasksPerSession = 10_000
+    /// What listings hide (credentials, query tokens): `GET /v1/tasks` unless asked with
+    /// `?secrets=show`, the status page, the log. `FERRY_REDACT_QUERY` names the query parameters.
+    public var redaction = Redaction()
     /// Seconds between housekeeping rounds (pruning, then compacting the database).
     public var housekeepingInterval = 3600.0
     /// A loopback address (`127.0.0.1:9466`, `[::1]:9466`) where `/metrics` is served over TCP too, for

@@ -24,7 +24,9 @@ let usage = """
     Environment: FERRY_HOME puts the socket, database and files under one directory;
     FERRY_SOCKET overrides the socket path; FERRY_CONNECTIONS_PER_HOST caps connections to one origin,
     all tasks together (8); FERRY_MAX_TASKS_PER_SESSION caps the tasks one session holds, finished
-    ones included until removed (10000; past it a creation gets 409). Socket activation: a listening socket passed by systemd (LISTEN_FDS,
+    ones included until removed (10000; past it a creation gets 409); FERRY_REDACT_QUERY names the
+    URL query parameters whose values listings hide (comma-separated; default token, key, sig and
+    the like; empty: none). Socket activation: a listening socket passed by systemd (LISTEN_FDS,
     contrib/systemd/ferryd.socket) is served instead of binding the path.
     Tuning for tests: FERRY_CHECKPOINT_BYTES, FERRY_CHECKPOINT_SECONDS, FERRY_MAX_TRANSFERS (0: no
     task runs; the control API still works), FERRY_RETRY_BASE_DELAY, FERRY_LAUNCH_BASE_DELAY,
@@ -110,6 +112,7 @@ if let value = options["FERRY_CONNECTIONS_PER_HOST"].flatMap(Int.init), value > 
 if let value = options["FERRY_MAX_TASKS_PER_SESSION"].flatMap(Int.init), value > 0 {
     configuration.maximumTasksPerSession = value
 }
+configuration.redaction = Redaction.fromEnvironment(options)
 if let value = options["FERRY_RETRY_BASE_DELAY"].flatMap(Double.init) { configuration.retry.baseDelay = value }
 if let value = options["FERRY_LAUNCH_BASE_DELAY"].flatMap(Double.init) { configuration.launchBaseDelay = value }
 if let value = options["FERRY_THROUGHPUT_FLOOR"].flatMap(Int64.init) { configuration.throughputFloor = value }

@@ -329,4 +329,29 @@ import Glibc
             #expect(run.stderr.contains("failure writing output to destination"), "\(run.stderr)")
         }
     }
+
+    @Test func listingsShowCredentialsRedactedUnlessAsked() async throws {
+        try await TestServer.withServer { server in
+            try await withBackgroundCLI { cli, _ in
+                let url = server.url("/bytes/100?token=SECRET-TOKEN")
+                let submit = try await cli.run(["get", "--background", "-u", "alice:SECRET-PASS", "-b", "sid=SECRET-COOKIE", url, "-o", "f"])
+                #expect(submit.status == 0, "\(submit.stderr)")
+                #expect(try await cli.run(["wait", submit.output]).status == 0)
+                let basic = Data("alice:SECRET-PASS".utf8).base64EncodedString()
+                for arguments in [["ls", "--json"], ["ls", "--all", "--json"], ["ls"], ["ls", "--all"]] {
+                    let listed = try await cli.run(arguments)
+                    #expect(listed.status == 0, "\(arguments): \(listed.stderr)")
+                    for secret in [basic, "SECRET-COOKIE", "SECRET-TOKEN"] {
+                        #expect(!listed.stdout.contains(secret), "\(arguments) shows \(secret)")
+                    }
+                }
+                let json = try await cli.run(["ls", "--json"])
+                #expect(json.stdout.contains("<redacted>"))
+                for arguments in [["ls", "--json", "--show-secrets"], ["ls", "--all", "--json", "--show-secrets"]] {
+                    let shown = try await cli.run(arguments)
+                    #expect(shown.stdout.contains(basic) && shown.stdout.contains("SECRET-TOKEN"), "\(arguments)")
+                }
+            }
+        }
+    }
 }

@@ -106,6 +106,15 @@ import Glibc
                 try await eventually("it runs", within: 30) {
                     await (try? daemon.tasks("t.page"))?.first?.state == .running
                 }
+                // A task whose strings would break a page that embeds them as markup (a comment opened in
+                // the script), with a credential and a query token that the page must not show.
+                var hostile = request(server.url("/bytes/10?token=SECRET-ONE"))
+                hostile.headers.add(name: "Authorization", value: "Bearer SECRET-TWO")
+                let planted: BackgroundTaskInfo = try await daemon.client.call(
+                    "POST",
+                    "/v1/sessions/t.page/tasks",
+                    body: ControlAPI.TaskCreation(kind: .download, request: hostile, taskDescription: "<!--<script>")
+                )
                 let page: ControlAPI.StatusPage = try await daemon.client.call("POST", "/v1/ui")
                 let again: ControlAPI.StatusPage = try await daemon.client.call("POST", "/v1/ui")
                 #expect(again == page)
@@ -114,6 +123,8 @@ import Glibc
                 // The DOM Chromium builds lists the running task.
                 let dump = try await runTool(chromium, ["--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", page.url])
                 #expect(dump.output.contains(#"<tr data-session="t.page" data-task="\#(running.taskIdentifier)" data-state="running">"#))
+                #expect(dump.output.contains(#"<tr data-session="t.page" data-task="\#(planted.taskIdentifier)""#))
+                #expect(!dump.output.contains("SECRET-ONE") && !dump.output.contains("SECRET-TWO"))
 
                 // Without the token, or with another, or under another host name: 403.
                 let base = String(page.url.prefix { $0 != "?" })

@@ -6,10 +6,31 @@ import Foundation
 /// script as the document loads; after that, server-sent events redraw them every second. Every value
 /// from a task (URLs, descriptions, errors) goes into the page as text, never as markup.
 enum StatusPageHTML {
+    /// JSON text that can stand inside a `<script>` element whatever its strings hold: `<`, `>`, `&`
+    /// and the line separators U+2028 and U+2029 as `\uXXXX` escapes (they occur in JSON only inside
+    /// strings, where the escape means the same character).
+    static func scriptSafe(_ json: String) -> String {
+        var result = ""
+        result.reserveCapacity(json.utf8.count)
+        for scalar in json.unicodeScalars {
+            switch scalar {
+            case "<": result += "\\u003c"
+            case ">": result += "\\u003e"
+            case "&": result += "\\u0026"
+            case "\u{2028}": result += "\\u2028"
+            case "\u{2029}": result += "\\u2029"
+            default: result.unicodeScalars.append(scalar)
+            }
+        }
+        return result
+    }
+
     static func render(_ snapshot: StatusPageRoutes.Snapshot) -> String {
         let json = (try? JSONEncoder().encode(snapshot)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
-        // Inside <script>, "</" could end the element: escaped, the JSON means the same.
-        let embedded = json.replacingOccurrences(of: "</", with: "<\\/")
+        // Inside <script>, "</script" ends the element and "<!--" starts a comment state that swallows it
+        // (a task's Set-Cookie value was enough to make the page draw nothing): every <, > and & is
+        // written as a JSON escape, which means the same string to the script.
+        let embedded = Self.scriptSafe(json)
         return template.replacingOccurrences(of: "__SNAPSHOT__", with: embedded)
             .replacingOccurrences(of: "__VERSION__", with: FerryVersion.current)
     }
@@ -131,8 +152,10 @@ enum StatusPageHTML {
           document.getElementById("empty").hidden = snapshot.tasks.length > 0;
           const backlog = document.getElementById("backlog");
           const entries = Object.entries(snapshot.backlog || {});
-          backlog.textContent = entries.length === 0 ? "" :
-            "Events waiting for their client: " + entries.map(([s, n]) => s + " " + n).join(", ");
+          const shown = snapshot.total && snapshot.total > snapshot.tasks.length
+            ? "Showing " + snapshot.tasks.length + " of " + snapshot.total + " tasks (unfinished first; ferry ls --all lists every one). " : "";
+          backlog.textContent = shown + (entries.length === 0 ? "" :
+            "Events waiting for their client: " + entries.map(([s, n]) => s + " " + n).join(", "));
         }
         async function act(session, task, action) {
           const path = "/api/sessions/" + encodeURIComponent(session) + "/tasks/" + task + "/" + action;
