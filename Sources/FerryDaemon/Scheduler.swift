@@ -425,7 +425,7 @@ actor Scheduler {
         current.state = .running
         let meter = ProgressMeter(rate: configuration.progressRate)
         let run = self.run
-        logger.debug("starting \(key) \(task.originalRequest.url.absoluteString)", metadata: key.metadata)
+        logger.debug("starting \(key) \(configuration.redaction.url(task.originalRequest.url).absoluteString)", metadata: key.metadata)
         let throttle = TaskThrottle(bytesPerSecond: task.bandwidthLimit, pool: pool, weight: Self.weight(task.priority))
         let context = TransferContext(priority: Float(task.priority), throttle: throttle)
         let handle = Task {
@@ -563,7 +563,8 @@ actor Scheduler {
         case .failed(var failure):
             if failure.resumeData == nil { failure.resumeData = task.resumeData }
             error = failure
-            logger.info("\(key) failed: \(failure)", metadata: key.metadata)
+            // The log is for people: no query token of the URL (the message itself names no credential).
+            logger.info("\(key) failed: \(configuration.redaction.error(failure))", metadata: key.metadata)
         case .resourceTimedOut:
             error = TransferRunner.resourceTimedOut(task)
             logger.info("\(key) passed its resource deadline", metadata: key.metadata)

@@ -225,7 +225,9 @@ public struct DownloadDriver: Sendable {
                 }
                 let worthIt = RetryPolicy.isRetryable(error.code) || busyAfter != nil
                 guard worthIt, !wroteThrough else { throw error }
-                if failedTries <= plan.retries.extraTries, plan.mayRetry() {
+                if failedTries <= plan.retries.extraTries, plan.mayRetry(),
+                    Self.fits(busyAfter ?? plan.retries.backoff(failedTries), before: plan.deadline)
+                {
                     let delay = busyAfter ?? plan.retries.backoff(failedTries)
                     plan.willRetry?(failedTries + 1, delay, error.message)
                     try await plan.sleep(delay)
@@ -241,7 +243,7 @@ public struct DownloadDriver: Sendable {
                 if after != nil || !plan.retries.onlyWithRetryAfter {
                     failedTries += 1
                     let delay = after ?? plan.retries.backoff(failedTries)
-                    let again = failedTries <= plan.retries.extraTries && plan.mayRetry()
+                    let again = failedTries <= plan.retries.extraTries && plan.mayRetry() && Self.fits(delay, before: plan.deadline)
                     let handBack = !again && plan.retries.handsBack && after != nil && !special
                     if again || handBack {
                         // The body was the server's excuse, not the file.
@@ -296,6 +298,13 @@ public struct DownloadDriver: Sendable {
     /// The wait an answer's Retry-After asks for, if it has a usable one.
     private func retryAfter(_ headers: Headers, _ plan: Plan) -> Double? {
         headers["retry-after"].flatMap { RetryPolicy.retryAfter($0, now: plan.now()) }
+    }
+
+    /// Whether a wait of `delay` seconds ends before `deadline`: a try that would start after the run's
+    /// deadline (`--max-time`) is not made (three tries with their backoff once took a 2 s
+    /// `--max-time` to 9 s).
+    static func fits(_ delay: Double, before deadline: NIODeadline) -> Bool {
+        deadline == .distantFuture || NIODeadline.now() + .nanoseconds(Int64(delay * 1e9)) < deadline
     }
 
     /// Empties a part file (kept in place: its lock stays on it); a device or FIFO is left alone.

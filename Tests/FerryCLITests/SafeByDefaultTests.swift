@@ -354,4 +354,18 @@ import Glibc
             }
         }
     }
+
+    @Test func maxTimeBoundsTheTriesAgainToo() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            // The body never ends within --max-time; a try again after it would start past the deadline
+            // (three tries and their backoff took a 2 s --max-time to 9 s).
+            let run = try await CLIRunner(directory: directory).run([
+                "get", "-q", "--max-time", "2", "--retry", "3", server.url("/bytes/1000000?stall_after=1000&gate=never-opened"), "-o", "f",
+            ])
+            #expect(run.status == 1, "\(run.stderr)")
+            #expect(server.counters.requests(path: "/bytes/1000000") == 1)
+        }
+    }
 }
