@@ -229,20 +229,38 @@ struct ForegroundDownload {
                 if error.code == .checksumMismatch, let checksum {
                     throw await mismatch(checksum, partial: partial, record: record, target: target)
                 }
-                if let data = error.resumeData, !ranged { try? writer.written(data) }
+                // -C can continue only what its record describes: a record that cannot be written (the
+                // disk that filled up holds it too) means nothing can be continued.
+                var recordFailure: String?
+                if let data = error.resumeData, !ranged {
+                    do {
+                        try writer.written(data)
+                    } catch {
+                        recordFailure = (error as? CLIFailure)?.message ?? "\(error)"
+                    }
+                }
+                let continuable = error.resumeData != nil && recordFailure == nil && !ranged
                 // A download that started afresh and cannot be continued leaves nothing behind: -C would not
                 // trust a part file without a record. (One continued from a record keeps what it had.)
-                if error.resumeData == nil, resumeData == nil, !destination.isSpecial, !interruption.happened {
+                if !continuable, resumeData == nil, !destination.isSpecial, !interruption.happened {
                     Self.remove(partial, record)
                 }
                 if interruption.happened {
                     throw CLIFailure(
-                        "interrupted; \(error.resumeData == nil ? "start again" : "continue with -C") to finish \(target)",
+                        "interrupted; \(continuable ? "continue with -C" : "start again") to finish \(target)",
                         status: .interrupted
                     )
                 }
                 var failure = CLIFailure(error, context: url.absoluteString)
-                if error.resumeData != nil { failure.message += "; the partial download is kept: continue with -C" }
+                if continuable {
+                    failure.message += "; the partial download is kept: continue with -C"
+                } else if let recordFailure, resumeData == nil {
+                    failure.message += "; its resume record could not be written either (\(recordFailure)), so nothing was kept: download it again"
+                } else if error.code == .cannotWriteToFile, resumeData == nil, !destination.isSpecial {
+                    failure.message += decodesContent
+                        ? "; nothing was kept (a decoded download cannot be continued): download it again"
+                        : "; nothing was kept: download it again"
+                }
                 throw failure
             } catch let failure as CLIFailure {
                 display.finish()

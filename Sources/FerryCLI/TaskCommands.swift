@@ -127,7 +127,7 @@ struct WaitCommand: AsyncParsableCommand {
         let deadline = timeout.map { ProgressDisplay.now() + $0 }
         var finished: [BackgroundTaskInfo] = []
         while true {
-            let tasks = try await fetchTasks(client, session: session.session)
+            let tasks = try await poll(client)
             let mine = tasks.filter { wanted.contains($0.taskIdentifier) }
             if mine.allSatisfy({ $0.state == .completed }) {
                 finished = mine
@@ -149,6 +149,27 @@ struct WaitCommand: AsyncParsableCommand {
             Console.errorLine("task \(task.taskIdentifier) failed: \(reason)")
         }
         if !failed.isEmpty { throw ExitCode(ExitStatus.transferFailed.rawValue) }
+    }
+}
+
+extension WaitCommand {
+    /// The session's tasks now. A ferryd that was killed or restarted meanwhile is started again (its
+    /// tasks go on after its recovery) and asked again: `ferry get --background … && ferry wait --all`
+    /// must not fail in exactly the crash case ferryd exists for. A ferryd that answers with a refusal,
+    /// or cannot be started, ends the wait with its error.
+    func poll(_ client: DaemonClient) async throws -> [BackgroundTaskInfo] {
+        do {
+            return try await fetchTasks(client, session: session.session)
+        } catch let failure as CLIFailure where failure.status == .daemon {
+            guard await client.status() == nil else { throw failure }
+            if !outputOptions.json { CLI.note("ferryd went away; starting it again and waiting on") }
+            do {
+                try await client.ensureRunning()
+            } catch let error as FerryError {
+                throw CLIFailure("ferryd went away during the wait and could not be started again: \(error.message)", status: .daemon)
+            }
+            return try await fetchTasks(client, session: session.session)
+        }
     }
 }
 

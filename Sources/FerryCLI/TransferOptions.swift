@@ -162,6 +162,13 @@ struct TransferOptions: ParsableArguments {
         } catch let error as FerryError {
             throw CLIFailure(error.message, status: .usage)
         }
+        // SSL_CERT_FILE and SSL_CERT_DIR as the foreground reads them: their roots beyond the system's
+        // travel with the task, as --cacert's contents do (ferryd does not have this shell's variables).
+        do {
+            settings.tls.additionalTrustRootsPEM += try EnvironmentTrustRoots.additions(ProcessInfo.processInfo.environment)
+        } catch let error as FerryError {
+            throw CLIFailure(error.message, status: .localFile)
+        }
         if cookieFile != nil || cookieJar != nil {
             let load = cookieFile.flatMap { $0.isEmpty ? nil : CLI.absolute($0) }
             if let load, !FileManager.default.isReadableFile(atPath: load) {

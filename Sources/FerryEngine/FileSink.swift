@@ -162,7 +162,8 @@ final class FileSink {
             if written < 0 {
                 if errno == EINTR { continue }
                 let code = errno
-                let hint = code == ENOSPC || code == EDQUOT ? "; free some space, then resume" : ""
+                // What can be continued afterwards is the caller's to say (a decoded body cannot be).
+                let hint = code == ENOSPC || code == EDQUOT ? " (free some space first)" : ""
                 throw FerryError(.cannotWriteToFile, "cannot write \(path): \(reason(code))\(hint)")
             }
             done += written

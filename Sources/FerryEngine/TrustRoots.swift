@@ -181,3 +181,47 @@ enum DERNames {
         return (tag, contentStart, contentStart + length)
     }
 }
+
+/// The roots `SSL_CERT_FILE` and `SSL_CERT_DIR` name that the system bundle lacks, as PEM: what a
+/// background task records of its creator's environment, as it records `--cacert`'s contents, so that
+/// ferryd (started elsewhere, without those variables) trusts what the foreground trusts. Only the
+/// certificates beyond the system's go (a bundle-plus-private-CA file would otherwise put 200 KB into
+/// every task).
+public enum EnvironmentTrustRoots {
+    /// The extra roots of `environment` (empty without the variables).
+    /// - Throws: ``FerryError`` with ``FerryError/Code/fileDoesNotExist`` when `SSL_CERT_FILE` names a
+    ///   file that cannot be read.
+    public static func additions(_ environment: [String: String]) throws -> [String] {
+        var texts: [String] = []
+        if let file = environment["SSL_CERT_FILE"], !file.isEmpty {
+            guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
+                throw FerryError(.fileDoesNotExist, "SSL_CERT_FILE names \(file), which cannot be read")
+            }
+            texts.append(text)
+        }
+        if let directories = environment["SSL_CERT_DIR"], !directories.isEmpty {
+            for directory in directories.split(separator: ":").map(String.init) {
+                for name in ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).sorted() {
+                    if let text = try? String(contentsOfFile: directory + "/" + name, encoding: .utf8) { texts.append(text) }
+                }
+            }
+        }
+        guard !texts.isEmpty else { return [] }
+        var known = Set<[UInt8]>()
+        for path in SystemTrustBundle.bundlePaths {
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { continue }
+            for block in PEMBlocks.find(in: text, label: { $0 == "CERTIFICATE" }) {
+                if let der = PEMBlocks.der(of: block) { known.insert(der) }
+            }
+            break
+        }
+        var found: [String] = []
+        for text in texts {
+            for block in PEMBlocks.find(in: text, label: { $0 == "CERTIFICATE" }) {
+                guard let der = PEMBlocks.der(of: block), known.insert(der).inserted else { continue }
+                found.append(block)
+            }
+        }
+        return found
+    }
+}

@@ -368,4 +368,82 @@ import Glibc
             #expect(server.counters.requests(path: "/bytes/1000000") == 1)
         }
     }
+
+    @Test func waitGoesOnWhenFerrydIsKilled() async throws {
+        try await TestServer.withServer { server in
+            try await withBackgroundCLI { cli, directory in
+                let url = server.url("/bytes/3000000?seed=8&stall_after=1000000&gate=wait-kill")
+                let submit = try await cli.run(["get", "--background", url, "-o", "f"])
+                #expect(submit.status == 0, "\(submit.stderr)")
+                let (waiter, out, err) = try cli.start(["wait", submit.output])
+                // The transfer is under way (held at 1 MB by the gate), then ferryd is killed.
+                try await waitUntil("the server sent 1 MB", within: 60) {
+                    server.counters.bodyBytesSent(path: "/bytes/3000000") >= 1_000_000
+                }
+                let status = try await cli.run(["daemon", "status", "--json"])
+                let pid = try #require((try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])?["pid"] as? Int)
+                kill(Int32(pid), SIGKILL)
+                try await waitUntil("ferryd \(pid) is gone", within: 20) { kill(Int32(pid), 0) != 0 }
+                server.openGate("wait-kill")
+                let waited = try await cli.finish(waiter, out, err, timeout: 120)
+                #expect(waited.status == 0, "\(waited.stderr)")
+                #expect(waited.stderr.contains("starting it again"), "\(waited.stderr)")
+                #expect(try fileSHA256(directory + "/f") == bytesSHA256(3_000_000, seed: 8))
+            }
+        }
+    }
+
+    @Test func backgroundTasksTrustWhatSSLCertFileTrusts() async throws {
+        try await TestServer.withServer { server in
+            try await withBackgroundCLI { cli, directory in
+                // The system's bundle and the test's CA in one file, as SSL_CERT_FILE often is: only the
+                // CA beyond the system's travels with the task.
+                let system = (try? String(contentsOfFile: "/etc/ssl/certs/ca-certificates.crt", encoding: .utf8)) ?? ""
+                try (system + "\n" + server.certificates.trustRootPEM).write(toFile: directory + "/bundle.pem", atomically: true, encoding: .utf8)
+                // ferryd is started without the variable (one started by the command below would inherit it).
+                #expect(try await cli.run(["daemon", "start"]).status == 0)
+                var withCA = cli
+                withCA.environment["SSL_CERT_FILE"] = directory + "/bundle.pem"
+                let url = server.url("/bytes/5000?seed=3", on: .tls)
+                let submit = try await withCA.run(["get", "--background", url, "-o", "f"])
+                #expect(submit.status == 0, "\(submit.stderr)")
+                let waited = try await cli.run(["wait", submit.output])
+                #expect(waited.status == 0, "\(waited.stderr)")
+                #expect(try fileSHA256(directory + "/f") == bytesSHA256(5000, seed: 3))
+                // Without it the task fails on trust, as the foreground would.
+                let plain = try await cli.run(["get", "--background", url, "-o", "g"])
+                #expect(try await cli.run(["wait", plain.output]).status != 0)
+                // One that cannot be read is said at once.
+                var missing = cli
+                missing.environment["SSL_CERT_FILE"] = directory + "/nothing.pem"
+                let refused = try await missing.run(["get", "--background", url, "-o", "h"])
+                #expect(refused.status == 4)
+                #expect(refused.stderr.contains("SSL_CERT_FILE"), "\(refused.stderr)")
+            }
+        }
+    }
+
+    @Test func aFullDiskSaysWhatCanBeContinued() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            // A debug build's disk that is full after 1,000,000 bytes of a file (FileSink).
+            let full = CLIRunner(environment: ["FERRY_DEBUG_DISK_LIMIT": "1000000"], directory: directory)
+            // The record cannot be written either (something that is not a file holds its staging name):
+            // -C could not continue, so nothing is kept and the message says so.
+            try FileManager.default.createDirectory(atPath: directory + "/a.ferry-resume.new", withIntermediateDirectories: false)
+            let unrecorded = try await full.run(["get", "-q", server.url("/bytes/3000000"), "-o", "a"])
+            #expect(unrecorded.status == 4, "\(unrecorded.stderr)")
+            #expect(unrecorded.stderr.contains("No space left on device"), "\(unrecorded.stderr)")
+            #expect(unrecorded.stderr.contains("nothing was kept"), "\(unrecorded.stderr)")
+            #expect(!unrecorded.stderr.contains("continue with -C"), "\(unrecorded.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: directory + "/a.ferry-part"))
+            // A decoded body cannot be continued at all: never "resume".
+            let decoded = try await full.run(["get", "-q", "--compressed", server.url("/bytes/3000000?gzip=1"), "-o", "b"])
+            #expect(decoded.status == 4, "\(decoded.stderr)")
+            #expect(decoded.stderr.contains("a decoded download cannot be continued"), "\(decoded.stderr)")
+            #expect(!decoded.stderr.contains("resume") && !decoded.stderr.contains("-C"), "\(decoded.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: directory + "/b.ferry-part"))
+        }
+    }
 }
