@@ -187,6 +187,14 @@ struct ControlRoutes: Sendable {
         try target.validate()
         // The request resume data continues from is stored and sent too: the same rules.
         try resumeData?.currentRequest.validate()
+        // The partial file is written when the task runs: an absolute path, checked like a destination
+        // (a relative one would be made in ferryd's working directory).
+        if let partial = resumeData?.partialFilePath {
+            let bytes = partial.utf8
+            guard bytes.first == UInt8(ascii: "/"), bytes.last != UInt8(ascii: "/"), !bytes.contains(0) else {
+                throw FerryError(.invalidOperation, "resume data's partialFilePath must be an absolute file path, not '\(partial)'")
+            }
+        }
         guard let scheme = target.url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
             throw FerryError(
                 .unsupportedURL,

@@ -106,7 +106,11 @@ actor Launcher {
                 "/bin/sh",
                 arguments: ["-c", command],
                 environment: environment,
-                log: configuration.paths.outputFile
+                log: configuration.paths.outputFile,
+                // In ferryd's own directory, not wherever the client that started ferryd happened to
+                // be: what the command writes by a relative name stays there (a fuzzed registration
+                // once left a file in the working directory of the shell that started ferryd).
+                directory: configuration.paths.stateDirectory
             ) { status in
                 logger.info("launch command of '\(session)' exited with status \(status)")
             }

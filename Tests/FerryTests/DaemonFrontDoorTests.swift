@@ -128,4 +128,38 @@ import Glibc
             _ = try await daemon.download("http://127.0.0.1:9/x", session: "t.other")
         }
     }
+
+    @Test func pathsReachNoFileOutsideTheirPlace() async throws {
+        try await TestServer.withServer { server in
+            try await withDaemon(environment: ["FERRY_LAUNCH_BASE_DELAY": "1"]) { daemon in
+                // A relative partial file in resume data is refused before anything is stored.
+                var request = Request(url: URL(string: server.url("/bytes/10"))!)
+                request.headers.add(name: "Accept", value: "*/*")
+                let resume = ResumeData(
+                    originalRequest: request, currentRequest: request, bytesReceived: 5, expectedLength: 10,
+                    entityTag: "\"x\"", lastModified: nil, partialFilePath: "garbage-\(UUID().uuidString.prefix(6))"
+                )
+                let error = await #expect(throws: FerryError.self) {
+                    let _: BackgroundTaskInfo = try await daemon.client.call(
+                        "POST",
+                        "/v1/sessions/t.paths/tasks",
+                        body: ControlAPI.TaskCreation(kind: .download, request: request, resumeData: resume)
+                    )
+                }
+                #expect(error?.message.contains("partialFilePath must be an absolute file path") == true, "\(String(describing: error))")
+                #expect(try await daemon.tasks("t.paths").isEmpty)
+                // A launch command runs in ferryd's own directory: a file it makes by a relative name lands
+                // there, never in the working directory of whoever started ferryd.
+                let name = "made-by-launch-\(UUID().uuidString.prefix(6))"
+                try await daemon.client.perform(
+                    "PUT",
+                    "/v1/sessions/t.paths/launch",
+                    body: ControlAPI.LaunchRegistration(command: "touch \(name)")
+                )
+                _ = try await daemon.download(server.url("/bytes/10"), session: "t.paths")
+                try await eventually("the launch command ran") { FileManager.default.fileExists(atPath: daemon.home + "/" + name) }
+                #expect(!FileManager.default.fileExists(atPath: FileManager.default.currentDirectoryPath + "/" + name))
+            }
+        }
+    }
 }
