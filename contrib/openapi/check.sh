@@ -13,6 +13,10 @@ for tool in schemathesis socat openssl; do
 done
 
 home=$(mktemp -d /tmp/ferry-openapi-XXXXXX)
+# ferryd runs in a directory of its own that must stay empty: no request may make a file outside
+# FERRY_HOME and the destinations it names (a relative path once made one in the working directory).
+watched=$(mktemp -d /tmp/ferry-openapi-cwd-XXXXXX)
+ferryd=$(cd "$(dirname "$ferryd")" && pwd)/$(basename "$ferryd")
 cleanup() {
     if [ -n "${daemon:-}" ] && ! kill -0 "$daemon" 2>/dev/null; then
         echo "ferryd died during the run; the end of its log:" >&2
@@ -21,13 +25,13 @@ cleanup() {
     [ -n "${bridge:-}" ] && kill "$bridge" 2>/dev/null || true
     [ -n "${daemon:-}" ] && kill "$daemon" 2>/dev/null || true
     wait 2>/dev/null || true
-    rm -rf "$home"
+    rm -rf "$home" "$watched"
 }
 trap cleanup EXIT
 
 # FERRY_MAX_TRANSFERS=0: the fuzzed tasks are stored, listed, suspended and cancelled, but none runs, so
 # nothing reaches beyond 127.0.0.1.
-FERRY_HOME=$home FERRY_MAX_TRANSFERS=0 "$ferryd" >"$home/out.log" 2>&1 &
+(cd "$watched" && exec env FERRY_HOME="$home" FERRY_MAX_TRANSFERS=0 "$ferryd") >"$home/out.log" 2>&1 &
 daemon=$!
 for _ in $(seq 100); do [ -S "$home/ferryd.sock" ] && break; sleep 0.1; done
 [ -S "$home/ferryd.sock" ] || { echo "ferryd did not start; its log:" >&2; cat "$home/out.log" >&2; exit 2; }
@@ -41,6 +45,19 @@ for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
 # attach is a stream that stays open while the client is attached: nothing for a fuzzer to wait for.
 # Strings are generated as UTF-8 can carry them (JSON between systems is UTF-8, RFC 8259 §8.1): no lone
 # surrogate escapes, which name no character and which the daemon's JSON decoder refuses.
+set +e
 SCHEMATHESIS_HOOKS=contrib.openapi.hooks PYTHONPATH=. schemathesis --config-file contrib/openapi/schemathesis.toml run docs/openapi.json \
     --url "http://127.0.0.1:$port" --checks all --exclude-path-regex 'attach$' --generation-codec utf-8 \
     --request-timeout 10 --seed "${SEED:-1}" "$@"
+status=$?
+set -e
+# Launch commands the fuzzer registered run in FERRY_HOME; give the last of them a moment to end.
+sleep 2
+stray=$(ls -A "$watched")
+if [ -n "$stray" ]; then
+    echo "files appeared in ferryd's working directory during the run (a path that was not checked):" >&2
+    echo "$stray" >&2
+    exit 1
+fi
+echo "no file appeared outside FERRY_HOME"
+exit "$status"
