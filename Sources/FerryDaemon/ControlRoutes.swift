@@ -74,7 +74,11 @@ struct ControlRoutes: Sendable {
             return try await self.networkControl().setBandwidth(limit)
         }
         routes.on("tasks", .get) { request, _ in
-            try await self.allTasks(showingSecrets: request.uri.queryParameters.get("secrets") == "show")
+            let secrets = request.uri.queryParameters.get("secrets")
+            guard secrets == nil || secrets == "show" else {
+                throw FerryError(.invalidOperation, "secrets takes one value, show, not '\(secrets!)'")
+            }
+            return try await self.allTasks(showingSecrets: secrets == "show")
         }
         routes.on("sessions/:session/attach", .post) { request, context in try self.attach(request, context) }
         routes.on("sessions/:session/tasks", .get) { _, context in try await self.tasks(try self.session(context)) }
