@@ -12,8 +12,9 @@ struct GetCommand: AsyncParsableCommand {
         commandName: "get",
         abstract: "Download URLs (in the foreground, or handed to ferryd with --background).",
         discussion: """
-            Without -o, files are saved under their remote name (from Content-Disposition or the URL) in \
-            the current directory or --dir. While a download runs, its bytes are in NAME.ferry-part; an \
+            Without -o, files are saved under the last part of the URL you gave in the current directory or \
+            --dir; with -J under the server's Content-Disposition name, which never replaces a file \
+            (NAME.1 instead). While a download runs, its bytes are in NAME.ferry-part; an \
             interrupted download is continued with -C. Exit status: 0 when every file is complete (and \
             verified), else the first failure's (docs/CLI.md).
             """
