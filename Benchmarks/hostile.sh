@@ -25,8 +25,8 @@ cleanup() {
 trap cleanup EXIT
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$work/key.pem" -out "$work/cert.pem" \
     -days 1 -subj "/CN=127.0.0.1" -addext "subjectAltName=IP:127.0.0.1" 2>/dev/null
-python3 Tests/Scripts/hostile_peer.py "$work/cert.pem" "$work/key.pem" >"$work/h1.port" & peers+=($!)
-python3 Tests/Scripts/hostile_h2_peer.py "$work/cert.pem" "$work/key.pem" >"$work/h2.port" & peers+=($!)
+python3 Tests/Scripts/hostile_peer.py "$work/cert.pem" "$work/key.pem" >"$work/h1.port" 2>/dev/null & peers+=($!)
+python3 Tests/Scripts/hostile_h2_peer.py "$work/cert.pem" "$work/key.pem" >"$work/h2.port" 2>/dev/null & peers+=($!)
 for file in h1 h2; do
     for _ in $(seq 100); do [ -s "$work/$file.port" ] && break; sleep 0.1; done
 done
@@ -49,10 +49,10 @@ printf '%-34s %-30s %-30s\n' "attack" "ferry get: exit, s, peak RSS" "ferryd: st
 for attack in "${attacks[@]}"; do
     IFS='|' read -r name url flags <<<"$attack"
     # shellcheck disable=SC2086
-    fg=$( { /usr/bin/time -f "%e %M" "$bin/ferry" get -q --cacert "$work/cert.pem" --max-time 60 $flags "$url" -o /dev/null \
-        2>/dev/null; echo "exit=$?"; } 2>&1 | tr '\n' ' ')
-    fg_exit=$(grep -o 'exit=[0-9]*' <<<"$fg" | cut -d= -f2)
-    read -r fg_seconds fg_kb < <(grep -oE '[0-9.]+ [0-9]+' <<<"$fg" | tail -1)
+    fg_exit=0
+    /usr/bin/time -o "$work/time" -f "%e %M" "$bin/ferry" get -q --cacert "$work/cert.pem" --max-time 60 $flags "$url" \
+        -o /dev/null 2>"$work/fg.err" || fg_exit=$?
+    read -r fg_seconds fg_kb < <(tail -1 "$work/time")
     # A fresh ferryd per attack: its peak is this attack's alone.
     export FERRY_HOME=$work/home
     rm -rf "$FERRY_HOME"

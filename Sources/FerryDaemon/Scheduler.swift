@@ -140,6 +140,13 @@ actor Scheduler {
         return withLiveProgress(try sessions.flatMap { try store.tasks(session: $0).map(info(of:)) })
     }
 
+    /// At most `limit` tasks of every session, unfinished ones first (FerryStore.page), with live
+    /// progress, and how many there are in all.
+    func page(limit: Int) throws -> (tasks: [BackgroundTaskInfo], total: Int) {
+        let (tasks, total) = try store.page(limit: limit)
+        return (withLiveProgress(tasks.map(info(of:))), total)
+    }
+
     /// The task as the control API shows it, with why it waits when the network does not allow it now.
     func info(of task: StoredTask) -> BackgroundTaskInfo {
         var info = task.info

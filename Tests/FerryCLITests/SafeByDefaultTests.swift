@@ -380,6 +380,14 @@ import Glibc
                 let submit = try await cli.run(["get", "--background", url, "-o", "f"])
                 #expect(submit.status == 0, "\(submit.stderr)")
                 let (waiter, out, err) = try cli.start(["wait", submit.output])
+                // The waiter is talking to ferryd (a socket among its descriptors) before ferryd goes: a
+                // waiter that started only after the kill would start ferryd as any command does.
+                let descriptors = "/proc/\(waiter.processIdentifier)/fd"
+                try await waitUntil("the waiter connects to ferryd", within: 60) {
+                    ((try? FileManager.default.contentsOfDirectory(atPath: descriptors)) ?? []).contains { name in
+                        ((try? FileManager.default.destinationOfSymbolicLink(atPath: descriptors + "/" + name)) ?? "").hasPrefix("socket:")
+                    }
+                }
                 // The transfer is under way (held at 1 MB by the gate), then ferryd is killed.
                 try await waitUntil("the server sent 1 MB", within: 60) {
                     server.counters.bodyBytesSent(path: "/bytes/3000000") >= 1_000_000

@@ -78,16 +78,20 @@ async def serve(reader, writer):
         elif path == "/continuation-flood":
             writer.write(headers_frame([(":status", "200")], end_headers=False))
             junk = frame(9, 0, 1, b"\x00" * 16384)
-            while True:
+            # Until the client closes. asyncio's drain neither raises nor waits once the connection is
+            # gone, so each round yields: a loop that never does holds every other connection up.
+            while not writer.transport.is_closing():
                 writer.write(junk)
                 await writer.drain()
+                await asyncio.sleep(0)
         elif path in ("/ping-flood", "/settings-flood"):
             one = frame(6, 0, 0, b"\x00" * 8) if path == "/ping-flood" else frame(4, 0, 0, struct.pack(">HI", 3, 100))
             burst = one * 4096
             # Nothing more is read: the client's answers pile up in its own buffers unless it stops.
-            while True:
+            while not writer.transport.is_closing():
                 writer.write(burst)
                 await writer.drain()
+                await asyncio.sleep(0)
     except Exception:
         pass
     writer.close()

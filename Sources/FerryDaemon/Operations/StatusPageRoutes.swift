@@ -32,17 +32,9 @@ struct StatusPageRoutes: Sendable {
 
     func snapshot() async throws -> Snapshot {
         let backlog = Dictionary(try store.eventBacklog().map { ($0.session, $0.count) }, uniquingKeysWith: +)
-        let all = try await scheduler.listing(session: nil)
-        return Snapshot(tasks: Self.page(all).map(redaction.task), backlog: backlog, total: all.count)
-    }
-
-    /// The tasks a snapshot shows: every unfinished one first (up to the page size), then the newest
-    /// finished ones.
-    static func page(_ tasks: [BackgroundTaskInfo], size: Int = pageSize) -> [BackgroundTaskInfo] {
-        guard tasks.count > size else { return tasks }
-        let active = tasks.filter { $0.state != .completed }.prefix(size)
-        let finished = tasks.filter { $0.state == .completed }.suffix(size - active.count)
-        return Array(active) + Array(finished)
+        // A page read from the store, not every task (FerryStore.page says why).
+        let (tasks, total) = try await scheduler.page(limit: Self.pageSize)
+        return Snapshot(tasks: tasks.map(redaction.task), backlog: backlog, total: total)
     }
 
     func router(token: String) -> Router<BasicRequestContext> {
