@@ -18,9 +18,10 @@ import Testing
     }
 
     /// Waits (without a clock of its own beyond a generous limit) until the server has seen `count`
-    /// requests for `path`.
+    /// requests for `path`. 90 s: a run under two CPU hogs once took over 30 s to get one request through
+    /// its TLS handshake; the limit only tells waiting from hanging.
     private func waitForRequests(_ server: TestServer, path: String, count: Int) async throws {
-        let limit = Date().addingTimeInterval(30)
+        let limit = Date().addingTimeInterval(90)
         while server.counters.requests(path: path) < count {
             guard Date() < limit else {
                 Issue.record("the server saw \(server.counters.requests(path: path)) of \(count) requests for \(path)")
