@@ -116,11 +116,8 @@ struct ResumeRecord: Codable, Sendable {
     /// Reads a record; nil when there is none, it cannot be read, or it is not this user's own file
     /// (a link, or a file another user could write, is never trusted: PrivateFile says why).
     static func read(_ path: String) -> ResumeRecord? {
-        let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard descriptor >= 0 else { return nil }
-        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
-        guard (try? PrivateFile.check(descriptor, path: path)) != nil,
-            let data = try? handle.read(upToCount: 1 << 20)
+        guard let descriptor = try? PrivateFile.open(path, flags: O_RDONLY, creating: false),
+            let data = try? FileHandle(fileDescriptor: descriptor, closeOnDealloc: true).read(upToCount: 1 << 20)
         else { return nil }
         return try? JSONDecoder().decode(ResumeRecord.self, from: data)
     }
@@ -216,10 +213,8 @@ final class ResumeRecordWriter: CheckpointSink {
     }
 
     private static func overwrite(_ path: String, with data: Data, error: any Error) throws {
-        let descriptor = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard descriptor >= 0 else { throw error }
+        guard let descriptor = try? PrivateFile.open(path, flags: O_WRONLY, creating: false) else { throw error }
         defer { close(descriptor) }
-        guard (try? PrivateFile.check(descriptor, path: path)) != nil else { throw error }
         var status = stat()
         guard fstat(descriptor, &status) == 0, Int(status.st_size) >= data.count else { throw error }
         let written = data.withUnsafeBytes { pwrite(descriptor, $0.baseAddress!, data.count, 0) }

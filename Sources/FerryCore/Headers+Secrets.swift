@@ -15,12 +15,13 @@ extension Headers {
         return copy
     }
 
-    /// These fields with each credential's value replaced by `<redacted>` (the names stay, so a reader
-    /// sees that one was sent).
+    /// These fields with each credential's value replaced by `<redacted>`: those of ``secretNames``, and
+    /// a response's `Set-Cookie` (the names stay, so a reader sees that one was sent or set).
     public var redacted: Headers {
         var copy = Headers()
         for field in self {
-            copy.add(name: field.name, value: Self.isSecret(field.name) ? Self.redactedValue : field.value)
+            let secret = Self.isSecret(field.name) || Self.sameName(field.name, "set-cookie")
+            copy.add(name: field.name, value: secret ? Self.redactedValue : field.value)
         }
         return copy
     }

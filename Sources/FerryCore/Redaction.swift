@@ -75,14 +75,7 @@ public struct Redaction: Sendable, Hashable {
         var copy = task
         copy.originalRequest = request(task.originalRequest)
         copy.currentRequest = task.currentRequest.map(request)
-        if let headers = task.responseHeaders {
-            var shown = Headers()
-            for field in headers {
-                let secret = Headers.isSecret(field.name) || Headers.sameName(field.name, "set-cookie")
-                shown.add(name: field.name, value: secret ? Headers.redactedValue : field.value)
-            }
-            copy.responseHeaders = shown
-        }
+        copy.responseHeaders = task.responseHeaders?.redacted
         copy.error = task.error.map(error)
         copy.lastError = task.lastError.map(error)
         return copy

@@ -193,11 +193,8 @@ struct ControlRoutes: Sendable {
         try resumeData?.currentRequest.validate()
         // The partial file is written when the task runs: an absolute path, checked like a destination
         // (a relative one would be made in ferryd's working directory).
-        if let partial = resumeData?.partialFilePath {
-            let bytes = partial.utf8
-            guard bytes.first == UInt8(ascii: "/"), bytes.last != UInt8(ascii: "/"), !bytes.contains(0) else {
-                throw FerryError(.invalidOperation, "resume data's partialFilePath must be an absolute file path, not '\(partial)'")
-            }
+        if let partial = resumeData?.partialFilePath, !Self.isAbsoluteFilePath(partial) {
+            throw FerryError(.invalidOperation, "resume data's partialFilePath must be an absolute file path, not '\(partial)'")
         }
         guard let scheme = target.url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
             throw FerryError(
@@ -237,9 +234,7 @@ struct ControlRoutes: Sendable {
                 throw FerryError(.invalidOperation, "a download has no upload file, form or chunks; use kind \"upload\"")
             }
             if let destination = creation.destination {
-                // By bytes: "/" or NUL followed by a combining mark is one Character.
-                let bytes = destination.utf8
-                guard bytes.first == UInt8(ascii: "/"), bytes.last != UInt8(ascii: "/"), !bytes.contains(0) else {
+                guard Self.isAbsoluteFilePath(destination) else {
                     throw FerryError(
                         .invalidOperation,
                         "the destination must be an absolute file path, not '\(destination)'"
@@ -300,6 +295,14 @@ struct ControlRoutes: Sendable {
         task.requestBody = creation.requestBody
         task.decodesContent = creation.decodesContent ?? false
         return task
+    }
+
+    /// Whether `path` names a file absolutely: it starts with `/`, does not end with one, and holds no NUL
+    /// (docs/openapi.json's pattern for destinations and partial files). By bytes: "/" or NUL followed by
+    /// a combining mark is one Character.
+    static func isAbsoluteFilePath(_ path: String) -> Bool {
+        let bytes = path.utf8
+        return bytes.first == UInt8(ascii: "/") && bytes.last != UInt8(ascii: "/") && !bytes.contains(0)
     }
 
     /// An upload's body: a readable file (sent whole, resumably, or in tus chunks), or a multipart form

@@ -253,7 +253,6 @@ public struct DataLoader: Sendable {
                         collected.writeBuffer(&chunk)
                     }
                 }
-                if decoder == nil { break }
             }
         }
         if let declared, length != declared {

@@ -190,11 +190,15 @@ public struct DownloadDestination: Sendable, Equatable, CustomStringConvertible 
         }
         if let mode { chmod(source, mode_t(mode)) }
         let path = replacesExisting ? self.path : try reserveFreeName()
-        if rename(source, path) == 0 { return path }
+        var delivered = false
+        // A name reserved for a delivery that failed goes again (it is empty and ours).
+        defer { if !delivered, !replacesExisting { Self.removeFile(path) } }
+        if rename(source, path) == 0 {
+            delivered = true
+            return path
+        }
         let code = errno
         guard code == EXDEV else {
-            // The reserved name goes again (it is empty and ours).
-            if !replacesExisting { Self.removeFile(path) }
             throw FerryError(
                 .cannotMoveFile,
                 "cannot move the finished download to \(path): \(FileSink.reason(code)); it is in \(source)"
@@ -207,14 +211,13 @@ public struct DownloadDestination: Sendable, Equatable, CustomStringConvertible 
                 throw FerryError(.cannotMoveFile, "cannot rename \(staging) to \(path): \(FileSink.reason(errno))")
             }
             Self.removeFile(source)
+            delivered = true
             return path
         } catch let error as FerryError {
             Self.removeFile(staging)
-            if !replacesExisting { Self.removeFile(path) }
             throw error
         } catch {
             Self.removeFile(staging)
-            if !replacesExisting { Self.removeFile(path) }
             throw FerryError(.cannotMoveFile, "cannot copy the finished download to \(path): \(error)")
         }
     }

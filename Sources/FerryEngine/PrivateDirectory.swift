@@ -68,10 +68,6 @@ public enum PrivateDirectory {
     /// What makes a directory not private to this user, in words, or nil when it is.
     static func problem(with info: stat) -> String? {
         if info.st_mode & S_IFMT != S_IFDIR { return "is not a directory" }
-        if info.st_uid != geteuid() { return "belongs to another user (uid \(info.st_uid))" }
-        if info.st_mode & 0o022 != 0 {
-            return "can be written by other users (mode \(String(info.st_mode & 0o7777, radix: 8)))"
-        }
-        return nil
+        return PrivateFile.ownershipProblem(info)
     }
 }

@@ -19,12 +19,12 @@ import Glibc
 /// A link the user named (`-o link`) is followed as before (``DownloadDestination``); these rules are
 /// for the names Ferry makes up.
 public enum PrivateFile {
-    /// Opens `path` with `flags` (`O_WRONLY`, `O_RDWR`, `O_TRUNC`, `O_EXCL`…), creating it with mode 0600
-    /// when missing, and checks that it is this user's own regular file.
+    /// Opens `path` with `flags` (`O_WRONLY`, `O_RDWR`, `O_RDONLY`, `O_TRUNC`…), creating it with mode
+    /// 0600 when missing (unless `creating` is false), and checks that it is this user's own regular file.
     /// - Returns: the open descriptor (close-on-exec).
     /// - Throws: ``FerryError`` with ``FerryError/Code/cannotCreateFile``, saying what is wrong and what to do.
-    public static func open(_ path: String, flags: Int32) throws -> Int32 {
-        let descriptor = Glibc.open(path, flags | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+    public static func open(_ path: String, flags: Int32, creating: Bool = true) throws -> Int32 {
+        let descriptor = Glibc.open(path, flags | (creating ? O_CREAT : 0) | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
             let code = errno
             if code == ELOOP {
@@ -46,7 +46,7 @@ public enum PrivateFile {
 
     /// Checks that the open file is this user's own regular file, with no other writer.
     /// - Throws: ``FerryError`` with ``FerryError/Code/cannotCreateFile``.
-    public static func check(_ descriptor: Int32, path: String) throws {
+    static func check(_ descriptor: Int32, path: String) throws {
         var info = stat()
         guard fstat(descriptor, &info) == 0 else {
             throw FerryError(.cannotCreateFile, "cannot look at \(path): \(FileSink.reason(errno))")
@@ -64,14 +64,18 @@ public enum PrivateFile {
         if info.st_mode & S_IFMT != S_IFREG {
             return "is not a regular file (\(DownloadDestination.describe(info.st_mode & S_IFMT) ?? "a directory"))"
         }
-        if info.st_uid != geteuid() {
-            return "belongs to another user (uid \(info.st_uid))"
-        }
         if info.st_nlink > 1 {
             return "has \(info.st_nlink) hard links (another name could change it)"
         }
+        return ownershipProblem(info)
+    }
+
+    /// What makes a file or directory not this user's alone, in words (another owner, or write
+    /// permission for others), or nil when it is; ``PrivateDirectory`` holds directories to it too.
+    static func ownershipProblem(_ info: stat) -> String? {
+        if info.st_uid != geteuid() { return "belongs to another user (uid \(info.st_uid))" }
         if info.st_mode & 0o022 != 0 {
-            return "can be written by other users (mode \(String(info.st_mode & 0o777, radix: 8)))"
+            return "can be written by other users (mode \(String(info.st_mode & 0o7777, radix: 8)))"
         }
         return nil
     }

@@ -56,6 +56,30 @@ final class TrustRoots: Sendable {
 actor SystemTrustBundle {
     static let shared = SystemTrustBundle()
 
+    /// The texts of the first readable file of `files`, then of every file in `directories` (by name),
+    /// as OpenSSL reads `SSL_CERT_FILE` and `SSL_CERT_DIR`.
+    static func texts(firstOf files: [String], directories: [String]) -> [String] {
+        var texts: [String] = []
+        for path in files {
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { continue }
+            texts.append(text)
+            break
+        }
+        for directory in directories {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+            for name in names.sorted() {
+                guard let text = try? String(contentsOfFile: directory + "/" + name, encoding: .utf8) else { continue }
+                texts.append(text)
+            }
+        }
+        return texts
+    }
+
+    /// The directories `SSL_CERT_DIR` names (separated by `:`), none when it is unset or empty.
+    static func directories(_ environment: [String: String]) -> [String] {
+        (environment["SSL_CERT_DIR"] ?? "").split(separator: ":").map(String.init)
+    }
+
     /// Where distributions keep the bundle (the first that exists is read).
     static let bundlePaths = [
         "/etc/ssl/certs/ca-certificates.crt",  // Debian, Ubuntu, Arch, Alpine
@@ -96,22 +120,8 @@ actor SystemTrustBundle {
 
     private func load() -> [[UInt8]: [[UInt8]]] {
         let environment = ProcessInfo.processInfo.environment
-        var texts: [String] = []
         let files = environment["SSL_CERT_FILE"].flatMap { $0.isEmpty ? nil : [$0] } ?? Self.bundlePaths
-        for path in files {
-            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { continue }
-            texts.append(text)
-            break
-        }
-        if let directories = environment["SSL_CERT_DIR"], !directories.isEmpty {
-            for directory in directories.split(separator: ":").map(String.init) {
-                let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-                for name in names.sorted() {
-                    guard let text = try? String(contentsOfFile: directory + "/" + name, encoding: .utf8) else { continue }
-                    texts.append(text)
-                }
-            }
-        }
+        let texts = Self.texts(firstOf: files, directories: Self.directories(environment))
         var index: [[UInt8]: [[UInt8]]] = [:]
         var seen = Set<[UInt8]>()
         for text in texts {
@@ -192,32 +202,25 @@ public enum EnvironmentTrustRoots {
     /// - Throws: ``FerryError`` with ``FerryError/Code/fileDoesNotExist`` when `SSL_CERT_FILE` names a
     ///   file that cannot be read.
     public static func additions(_ environment: [String: String]) throws -> [String] {
-        var texts: [String] = []
         // The system's own bundle and directory add nothing, and reading them cost a quarter of a second
         // of every `--background` on machines that set them (many do, for other tools).
-        let systemFiles = Set(SystemTrustBundle.bundlePaths.map(resolved))
-        if let file = environment["SSL_CERT_FILE"], !file.isEmpty, !systemFiles.contains(resolved(file)) {
-            guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
+        var texts: [String] = []
+        if let file = environment["SSL_CERT_FILE"], !file.isEmpty,
+            !Set(SystemTrustBundle.bundlePaths.map(resolved)).contains(resolved(file))
+        {
+            texts = SystemTrustBundle.texts(firstOf: [file], directories: [])
+            guard !texts.isEmpty else {
                 throw FerryError(.fileDoesNotExist, "SSL_CERT_FILE names \(file), which cannot be read")
             }
-            texts.append(text)
         }
-        if let directories = environment["SSL_CERT_DIR"], !directories.isEmpty {
-            for directory in directories.split(separator: ":").map(String.init)
-            where !systemDirectories.contains(resolved(directory)) {
-                for name in ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).sorted() {
-                    if let text = try? String(contentsOfFile: directory + "/" + name, encoding: .utf8) { texts.append(text) }
-                }
-            }
-        }
+        let directories = SystemTrustBundle.directories(environment).filter { !systemDirectories.contains(resolved($0)) }
+        texts += SystemTrustBundle.texts(firstOf: [], directories: directories)
         guard !texts.isEmpty else { return [] }
         var known = Set<[UInt8]>()
-        for path in SystemTrustBundle.bundlePaths {
-            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { continue }
+        for text in SystemTrustBundle.texts(firstOf: SystemTrustBundle.bundlePaths, directories: []) {
             for block in PEMBlocks.find(in: text, label: { $0 == "CERTIFICATE" }) {
                 if let der = PEMBlocks.der(of: block) { known.insert(der) }
             }
-            break
         }
         var found: [String] = []
         for text in texts {
