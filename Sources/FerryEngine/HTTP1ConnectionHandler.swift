@@ -72,11 +72,14 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
     /// The connection's one timer: the exchange's idle and resource timeouts, and closing the connection
     /// once it has been unused for ``unusedTimeout``.
     private var watchdog = LoopWatchdog()
-    /// A connection held after a 101 answer (its exchange's number), until its caller takes it
-    /// (``detach(id:)``) or ``parkedTimeout`` passes.
-    private var parked: Int?
-    /// How long a connection that switched protocols waits for its caller before it is closed.
-    static let parkedTimeout = TimeAmount.seconds(10)
+    /// A connection held after a 101 answer (its exchange's number, and when it is closed if nobody
+    /// took it), until its caller takes it (``detach(id:)``) or ``parkedTimeout`` passes.
+    private var parked: (id: Int, until: NIODeadline)?
+    /// How long a connection that switched protocols waits for its caller before it is closed. The
+    /// caller's delegate decides in between, so a loaded machine must not run it out (10 s once did).
+    static let parkedTimeout = TimeAmount.seconds(60)
+    /// Why the last parked connection was let go, for the error a late ``detach(id:)`` throws.
+    private var parkedEnd: (id: Int, why: String)?
     /// When the last exchange ended (or the handler was added).
     private var unusedSince = NIODeadline.uptimeNanoseconds(0)
     /// How long a connection may stay unused before it is closed.
@@ -142,8 +145,9 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
 
     /// Ends exchange `id` with `error` and closes the connection.
     func fail(id: Int, _ error: any Error) {
-        if parked == id {
+        if parked?.id == id {
             parked = nil
+            parkedEnd = (id, "it was cancelled (\(error))")
             context?.close(promise: nil)
             return
         }
@@ -332,9 +336,15 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
         guard let context else { return }
         let now = context.eventLoop.now
         guard let exchange else {
-            if parked != nil {
+            if let held = parked {
+                // A timer armed for an earlier moment may fire first: only the parked deadline lets go.
+                guard held.until <= now else {
+                    arm(held.until, context: context)
+                    return
+                }
                 // Nobody took the connection that switched protocols.
                 parked = nil
+                parkedEnd = (held.id, "nobody took it within \(Self.parkedTimeout.nanoseconds / 1_000_000_000) s")
                 context.close(promise: nil)
                 return
             }
@@ -359,10 +369,14 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
         exchange = nil
         resumeReadingBetweenExchanges()
         done.shared.finished()
+        if done.switchedProtocols, context?.channel.isActive != true {
+            parkedEnd = (done.id, "the server closed it right after its 101 answer")
+        }
         if done.switchedProtocols, let context, context.channel.isActive {
             // What follows is another protocol's: held for the caller, who may take it as a stream.
-            parked = done.id
-            arm(context.eventLoop.now + Self.parkedTimeout, context: context)
+            let until = context.eventLoop.now + Self.parkedTimeout
+            parked = (done.id, until)
+            arm(until, context: context)
         } else if done.keepAlive, let context, context.channel.isActive {
             // Offered for reuse before the reader sees the end, so its next request can take it. (The
             // watchdog closes it once unused for long enough.)
@@ -393,7 +407,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
     /// - Throws: ``FerryError/Code/invalidOperation`` saying why the connection cannot be handed over.
     func detach(id: Int) throws -> Detached {
         var detached = Detached(held: ByteBuffer(), midBody: false, readPending: readPending)
-        if parked == id {
+        if parked?.id == id {
             parked = nil
         } else if let current = exchange, current.id == id, current.answer == nil, !current.responseDone {
             guard !current.chunked else {
@@ -408,6 +422,8 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
             current.shared.finished()
             // What the sequence holds is read before the stream's bytes.
             current.source?.finish()
+        } else if let end = parkedEnd, end.id == id {
+            throw FerryError(.networkConnectionLost, "the connection that switched protocols is gone: \(end.why)")
         } else {
             throw FerryError(
                 .invalidOperation,

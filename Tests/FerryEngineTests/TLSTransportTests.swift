@@ -16,7 +16,8 @@ import Testing
     }
 
     private func get(_ transport: HTTP1Transport, _ url: String) async throws -> (TransportResponse, [UInt8]) {
-        try await fetch(transport, url, within: .seconds(30))
+        // The bound only tells waiting from hanging: a loaded debug run that parses every system root took over 30 s.
+        try await fetch(transport, url, within: .seconds(120))
     }
 
     private func refusal(_ transport: HTTP1Transport, _ url: String) async -> FerryError? {
