@@ -13,6 +13,7 @@ let package = Package(
     products: [
         .library(name: "Ferry", targets: ["Ferry"]),
         .library(name: "FerryCore", targets: ["FerryCore"]),
+        .library(name: "FerryFoundationNetworking", targets: ["FerryFoundationNetworking"]),
         .library(name: "FerryEngine", targets: ["FerryEngine"]),
         .library(name: "FerryTestServer", targets: ["FerryTestServer"]),
         .executable(name: "ferry", targets: ["FerryTool"]),
@@ -94,6 +95,12 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        // Apple's URLSession API on Ferry's engine (docs/FOUNDATION_NETWORKING.md).
+        .target(
+            name: "FerryFoundationNetworking",
+            dependencies: ["Ferry"],
             swiftSettings: swiftSettings
         ),
         .target(

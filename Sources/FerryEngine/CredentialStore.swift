@@ -69,6 +69,12 @@ public final class CredentialStore: Sendable {
         try? file?.update({ entries, _ in entries.filter { $0.space != space } }, written: { _ in })
     }
 
+    /// Removes every credential, the session's and the file's (URLSession's `reset`).
+    public func removeAll() {
+        session.withLock { $0.removeAll() }
+        try? file?.update({ _, _ in [] }, written: { _ in })
+    }
+
     /// The credential for `space`: a session one first, else a permanent one; a space with no realm
     /// matches a stored one for the same host, port and scheme.
     public func credential(for space: ProtectionSpace) -> Credential? {

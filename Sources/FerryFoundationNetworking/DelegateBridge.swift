@@ -1,0 +1,476 @@
+import Ferry
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Synchronization
+
+/// Ferry's delegate for a ``URLSession``: each of Ferry's events becomes Apple's delegate call, made on
+/// the session's `delegateQueue`. Ferry delivers one event at a time and waits for this one to return,
+/// and this one waits until the call on the queue has returned (and its completion handler was
+/// called), so the order Ferry guarantees is the order the delegate sees.
+final class DelegateBridge: DataDelegate, DownloadDelegate, @unchecked Sendable {
+    private weak var owner: URLSession?
+
+    init(session: URLSession) {
+        self.owner = session
+    }
+
+    // MARK: The queue
+
+    /// A value that crosses to the delegate queue and back (Apple's types there are not all Sendable).
+    private struct Carried<T>: @unchecked Sendable {
+        let value: T
+    }
+
+    /// Runs `body` on the delegate queue and waits until it has run.
+    private func onQueue(_ session: URLSession, _ body: @escaping () -> Void) async {
+        let carried = Carried(value: body)
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            session.delegateQueue.addOperation {
+                carried.value()
+                continuation.resume()
+            }
+        }
+    }
+
+    /// Runs `body` on the delegate queue and waits for the answer it passes to its completion handler
+    /// (the first one: a second call is ignored).
+    private func ask<T>(_ session: URLSession, _ body: @escaping (@escaping @Sendable (T) -> Void) -> Void) async -> T {
+        let carried = Carried(value: body)
+        let answer = await withCheckedContinuation { (continuation: CheckedContinuation<Carried<T>, Never>) in
+            let once = Mutex<CheckedContinuation<Carried<T>, Never>?>(continuation)
+            session.delegateQueue.addOperation {
+                carried.value { value in
+                    once.withLock { pending in
+                        pending?.resume(returning: Carried(value: value))
+                        pending = nil
+                    }
+                }
+            }
+        }
+        return answer.value
+    }
+
+    // MARK: Tasks
+
+    /// The wrapper of `task`: the one this session made, or a new one for a task made elsewhere (a
+    /// background task an earlier process made, a data task that became a download).
+    func wrapper(for task: SessionTask) -> URLSessionTask {
+        guard let session = owner else { preconditionFailure("a URLSession's bridge outlived it") }
+        let key = ObjectIdentifier(task)
+        if let known = session.state.withLock({ $0.tasks[key] }) { return known }
+        let original = task.originalRequest.map(FoundationBridge.urlRequest)
+        let made: URLSessionTask =
+            switch task {
+            case is DownloadTask: URLSessionDownloadTask(owner: session, ferry: task, original: original, refusal: nil, identifier: task.taskIdentifier)
+            case is UploadTask: URLSessionUploadTask(owner: session, ferry: task, original: original, refusal: nil, identifier: task.taskIdentifier)
+            default: URLSessionDataTask(owner: session, ferry: task, original: original, refusal: nil, identifier: task.taskIdentifier)
+            }
+        return session.state.withLock { state in
+            if let raced = state.tasks[key] { return raced }
+            state.tasks[key] = made
+            return made
+        }
+    }
+
+    func setCompletion(_ completion: URLSession.Completion, for task: URLSessionTask) {
+        task.mutable.withLock { $0.completion = completion }
+    }
+
+    private func hasCompletion(_ task: URLSessionTask) -> Bool {
+        task.mutable.withLock { $0.completion != nil }
+    }
+
+    /// didCreateTask, on the queue (not awaited: the factory returns at once).
+    func created(_ task: URLSessionTask) {
+        guard let session = owner, let delegate = delegate(of: task) else { return }
+        let carried = Carried(value: (delegate, task))
+        session.delegateQueue.addOperation { carried.value.0.urlSession(session, didCreateTask: carried.value.1) }
+    }
+
+    /// The delegate that hears `task`'s events first: its own, else the session's.
+    private func delegate(of task: URLSessionTask) -> (any URLSessionTaskDelegate)? {
+        task.delegate ?? (owner?.delegate as? any URLSessionTaskDelegate)
+    }
+
+    private func dataDelegate(of task: URLSessionTask) -> (any URLSessionDataDelegate)? {
+        if let own = task.delegate { return own as? any URLSessionDataDelegate }
+        return owner?.delegate as? any URLSessionDataDelegate
+    }
+
+    private func downloadDelegate(of task: URLSessionTask) -> (any URLSessionDownloadDelegate)? {
+        (task.delegate as? any URLSessionDownloadDelegate) ?? (owner?.delegate as? any URLSessionDownloadDelegate)
+    }
+
+    private func forget(_ task: URLSessionTask) {
+        guard let ferry = task.ferry else { return }
+        owner?.state.withLock { _ = $0.tasks.removeValue(forKey: ObjectIdentifier(ferry)) }
+    }
+
+    // MARK: Completion
+
+    /// A task that could not be made completes with `error`: through its completion handler, or the
+    /// delegate's didCompleteWithError.
+    func complete(_ task: URLSessionTask, error: URLError) {
+        guard let session = owner, task.markCompleted(error: error) else { return }
+        let completion = task.mutable.withLock { $0.completion }
+        let carried = Carried(value: (task, error))
+        switch completion {
+        case .data(let handler)?: session.delegateQueue.addOperation { handler(nil, nil, carried.value.1) }
+        case .file(let handler)?: session.delegateQueue.addOperation { handler(nil, nil, carried.value.1) }
+        case .async(let resume)?: resume(.failure(error))
+        case nil:
+            guard let delegate = delegate(of: task) else { return }
+            let pair = Carried(value: (delegate, task, error))
+            session.delegateQueue.addOperation {
+                pair.value.0.urlSession(session, task: pair.value.1, didCompleteWithError: pair.value.2)
+            }
+        }
+    }
+
+    /// The outcome of a completion-handler or async task.
+    func finish(_ task: URLSessionTask, with outcome: Session.BridgedOutcome) {
+        guard let session = owner else { return }
+        forget(task)
+        let override = task.mutable.withLock { $0.overrideError }
+        var response: URLResponse?
+        var failure: URLError?
+        switch outcome {
+        case .data(_, let made), .file(_, let made):
+            let apple = FoundationBridge.response(made, protocolName: nil)
+            task.record(response: apple)
+            response = task.response ?? apple
+        case .failure(let error):
+            failure = override ?? FoundationBridge.error(error)
+            response = task.response
+        }
+        guard task.markCompleted(error: failure) else { return }
+        task.updateProgress()
+        let completion = task.mutable.withLock { $0.completion }
+        let carried = Carried(value: (response, failure))
+        switch (completion, outcome) {
+        case (.async(let resume)?, _):
+            if let failure { resume(.failure(failure)) } else { resume(.success(outcome)) }
+        case (.data(let handler)?, .data(let data, _)):
+            session.delegateQueue.addOperation { handler(data, carried.value.0, nil) }
+        case (.file(let handler)?, .file(let url, _)):
+            session.delegateQueue.addOperation {
+                handler(url, carried.value.0, nil)
+                try? FileManager.default.removeItem(at: url)
+            }
+        case (.data(let handler)?, _):
+            session.delegateQueue.addOperation { handler(nil, carried.value.0, carried.value.1 ?? URLError(.unknown)) }
+        case (.file(let handler)?, _):
+            session.delegateQueue.addOperation { handler(nil, carried.value.0, carried.value.1 ?? URLError(.unknown)) }
+        case (nil, _):
+            break
+        }
+    }
+
+    /// A task whose `earliestBeginDate` came: the delegate may continue, change the request or cancel.
+    func willBeginDelayedRequest(_ task: URLSessionTask) async {
+        guard let session = owner, let ferry = task.ferry else { return }
+        guard let delegate = delegate(of: task), let request = task.currentRequest else {
+            ferry.resume()
+            return
+        }
+        let carried = Carried(value: (delegate, task, request))
+        let answer: Carried<(URLSession.DelayedRequestDisposition, URLRequest?)> = await ask(session) { done in
+            carried.value.0.urlSession(session, task: carried.value.1, willBeginDelayedRequest: carried.value.2) { done(Carried(value: ($0, $1))) }
+        }
+        switch answer.value.0 {
+        case .continueLoading:
+            ferry.resume()
+        case .cancel:
+            task.cancel()
+        case .useNewRequest:
+            // Ferry's task carries its request from its creation: a new one cannot replace it.
+            task.mutable.withLock {
+                $0.overrideError = URLError(
+                    .unsupportedURL,
+                    userInfo: [NSLocalizedDescriptionKey: "willBeginDelayedRequest's useNewRequest is not supported by FerryFoundationNetworking; cancel the task and make a new one"]
+                )
+            }
+            ferry.cancel()
+        }
+    }
+
+    // MARK: SessionDelegate
+
+    func session(_ session: Session, didBecomeInvalidWithError error: FerryError?) async {
+        guard let owner else { return }
+        if let delegate = owner.delegate {
+            let carried = Carried(value: delegate)
+            await onQueue(owner) { carried.value.urlSession(owner, didBecomeInvalidWithError: error.map(FoundationBridge.error)) }
+        }
+        // Apple releases the delegate after its last message.
+        owner.state.withLock { $0.delegate = nil }
+    }
+
+    func sessionDidFinishEvents(forBackgroundSession session: Session) async {
+        guard let owner, let delegate = owner.delegate else { return }
+        let carried = Carried(value: delegate)
+        await onQueue(owner) { carried.value.urlSessionDidFinishEvents(forBackgroundURLSession: owner) }
+    }
+
+    func session(_ session: Session, didReceive challenge: ServerTrustChallenge) async -> ServerTrustDisposition {
+        .performDefaultHandling
+    }
+
+    // MARK: TaskDelegate
+
+    func session(_ session: Session, task: SessionTask, willPerformHTTPRedirection response: Response, newRequest: Request) async -> Request? {
+        guard let owner else { return newRequest }
+        let wrapped = wrapper(for: task)
+        guard let delegate = delegate(of: wrapped) else {
+            wrapped.record(currentRequest: FoundationBridge.urlRequest(newRequest))
+            return newRequest
+        }
+        let carried = Carried(value: (delegate, wrapped, FoundationBridge.response(response), FoundationBridge.urlRequest(newRequest)))
+        let answer: Carried<URLRequest?> = await ask(owner) { done in
+            carried.value.0.urlSession(owner, task: carried.value.1, willPerformHTTPRedirection: carried.value.2, newRequest: carried.value.3) {
+                done(Carried(value: $0))
+            }
+        }
+        guard let changed = answer.value else { return nil }
+        wrapped.record(currentRequest: changed)
+        return FoundationBridge.request(changed, over: newRequest)
+    }
+
+    func session(_ session: Session, task: SessionTask, didReceive challenge: AuthenticationChallenge) async -> ChallengeDisposition {
+        guard let owner else { return .performDefaultHandling }
+        let wrapped = wrapper(for: task)
+        guard let delegate = delegate(of: wrapped) else { return .performDefaultHandling }
+        let scheme = wrapped.currentRequest?.url?.scheme ?? "https"
+        let method = challenge.scheme.lowercased() == "digest" ? NSURLAuthenticationMethodHTTPDigest : NSURLAuthenticationMethodHTTPBasic
+        let space = URLProtectionSpace(host: challenge.host, port: challenge.port, protocol: scheme, realm: challenge.realm, authenticationMethod: method)
+        let apple = URLAuthenticationChallenge(
+            protectionSpace: space,
+            proposedCredential: nil,
+            previousFailureCount: challenge.previousFailureCount,
+            failureResponse: challenge.failureResponse.map { FoundationBridge.response($0) },
+            error: nil,
+            sender: ChallengeSender()
+        )
+        let carried = Carried(value: (delegate, wrapped, apple))
+        let answer: Carried<(URLSession.AuthChallengeDisposition, URLCredential?)> = await ask(owner) { done in
+            carried.value.0.urlSession(owner, task: carried.value.1, didReceive: carried.value.2) { done(Carried(value: ($0, $1))) }
+        }
+        switch answer.value {
+        case (.useCredential, let credential?):
+            guard let user = credential.user, let password = credential.password else { return .rejectProtectionSpace }
+            return .useCredential(Credential(user: user, password: password))
+        case (.useCredential, nil), (.rejectProtectionSpace, _): return .rejectProtectionSpace
+        case (.performDefaultHandling, _): return .performDefaultHandling
+        case (.cancelAuthenticationChallenge, _): return .cancelAuthenticationChallenge
+        }
+    }
+
+    func session(_ session: Session, task: SessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64) async {
+        guard let owner else { return }
+        let wrapped = wrapper(for: task)
+        wrapped.updateProgress()
+        guard let delegate = delegate(of: wrapped) else { return }
+        let carried = Carried(value: (delegate, wrapped))
+        await onQueue(owner) {
+            carried.value.0.urlSession(
+                owner,
+                task: carried.value.1,
+                didSendBodyData: bytesSent,
+                totalBytesSent: totalBytesSent,
+                totalBytesExpectedToSend: totalBytesExpectedToSend
+            )
+        }
+    }
+
+    func session(_ session: Session, needNewBodyStreamFor task: SessionTask) async -> RequestBodyStream? {
+        guard let owner else { return nil }
+        let wrapped = wrapper(for: task)
+        let length = wrapped.originalRequest?.value(forHTTPHeaderField: "Content-Length").flatMap { Int64($0) }
+        if let first = wrapped.takeBodyStream() { return InputStreamBody.stream(first, length: length) }
+        guard let delegate = delegate(of: wrapped) else { return nil }
+        let carried = Carried(value: (delegate, wrapped))
+        let answer: Carried<InputStream?> = await ask(owner) { done in
+            carried.value.0.urlSession(owner, task: carried.value.1) { done(Carried(value: $0)) }
+        }
+        return answer.value.map { InputStreamBody.stream($0, length: length) }
+    }
+
+    func session(_ session: Session, taskIsWaitingForConnectivity task: SessionTask, reason: NetworkPolicy.WaitReason) async {
+        guard let owner else { return }
+        let wrapped = wrapper(for: task)
+        guard let delegate = delegate(of: wrapped) else { return }
+        let carried = Carried(value: (delegate, wrapped))
+        await onQueue(owner) { carried.value.0.urlSession(owner, taskIsWaitingForConnectivity: carried.value.1) }
+    }
+
+    func session(_ session: Session, task: SessionTask, didFinishCollecting metrics: TaskMetrics) async {
+        guard let owner else { return }
+        let wrapped = wrapper(for: task)
+        guard let delegate = delegate(of: wrapped) else { return }
+        let carried = Carried(value: (delegate, wrapped, URLSessionTaskMetrics(metrics)))
+        await onQueue(owner) { carried.value.0.urlSession(owner, task: carried.value.1, didFinishCollecting: carried.value.2) }
+    }
+
+    func session(_ session: Session, task: SessionTask, didCompleteWithError error: FerryError?) async {
+        guard let owner else { return }
+        let wrapped = wrapper(for: task)
+        // A completion-handler or async task completes through its handler.
+        guard !hasCompletion(wrapped) else { return }
+        forget(wrapped)
+        let override = wrapped.mutable.withLock { $0.overrideError }
+        let failure: URLError? = error.map { override ?? FoundationBridge.error($0) }
+        if wrapped.response == nil, let response = task.response { wrapped.record(response: FoundationBridge.response(response)) }
+        wrapped.updateProgress()
+        guard wrapped.markCompleted(error: failure) else { return }
+        guard let delegate = delegate(of: wrapped) else { return }
+        let carried = Carried(value: (delegate, wrapped))
+        await onQueue(owner) { carried.value.0.urlSession(owner, task: carried.value.1, didCompleteWithError: failure) }
+    }
+
+    // MARK: DataDelegate
+
+    func session(_ session: Session, dataTask: DataTask, didReceive response: Response) async -> ResponseDisposition {
+        guard let owner else { return .allow }
+        let wrapped = wrapper(for: dataTask)
+        let apple = FoundationBridge.response(response)
+        wrapped.record(response: apple)
+        guard !hasCompletion(wrapped), let delegate = dataDelegate(of: wrapped), let dataWrapped = wrapped as? URLSessionDataTask else {
+            return .allow
+        }
+        let carried = Carried(value: (delegate, dataWrapped, apple))
+        let answer: URLSession.ResponseDisposition = await ask(owner) { done in
+            carried.value.0.urlSession(owner, dataTask: carried.value.1, didReceive: carried.value.2, completionHandler: done)
+        }
+        switch answer {
+        case .allow: return .allow
+        case .cancel: return .cancel
+        case .becomeDownload: return .becomeDownload
+        case .becomeStream: return .cancel
+        }
+    }
+
+    func session(_ session: Session, dataTask: DataTask, didBecome downloadTask: DownloadTask) async {
+        guard let owner else { return }
+        let wrapped = wrapper(for: dataTask)
+        forget(wrapped)
+        _ = wrapped.markCompleted(error: nil)
+        let download = wrapper(for: downloadTask)
+        if let response = wrapped.response { download.record(response: response) }
+        download.delegate = wrapped.delegate
+        guard let delegate = dataDelegate(of: wrapped), let dataWrapped = wrapped as? URLSessionDataTask,
+            let downloadWrapped = download as? URLSessionDownloadTask
+        else { return }
+        let carried = Carried(value: (delegate, dataWrapped, downloadWrapped))
+        await onQueue(owner) { carried.value.0.urlSession(owner, dataTask: carried.value.1, didBecome: carried.value.2) }
+    }
+
+    func session(_ session: Session, dataTask: DataTask, didReceive data: Data) async {
+        guard let owner else { return }
+        let wrapped = wrapper(for: dataTask)
+        wrapped.updateProgress()
+        guard !hasCompletion(wrapped), let delegate = dataDelegate(of: wrapped), let dataWrapped = wrapped as? URLSessionDataTask else {
+            return
+        }
+        let carried = Carried(value: (delegate, dataWrapped))
+        await onQueue(owner) { carried.value.0.urlSession(owner, dataTask: carried.value.1, didReceive: data) }
+    }
+
+    func session(_ session: Session, dataTask: DataTask, willCacheResponse proposed: CachedResponse) async -> CachedResponse? {
+        guard let owner else { return proposed }
+        let wrapped = wrapper(for: dataTask)
+        guard !hasCompletion(wrapped), let delegate = dataDelegate(of: wrapped), let dataWrapped = wrapped as? URLSessionDataTask else {
+            return proposed
+        }
+        let carried = Carried(value: (delegate, dataWrapped, FoundationBridge.cachedResponse(proposed)))
+        let answer: Carried<CachedURLResponse?> = await ask(owner) { done in
+            carried.value.0.urlSession(owner, dataTask: carried.value.1, willCacheResponse: carried.value.2) { done(Carried(value: $0)) }
+        }
+        return answer.value.map { FoundationBridge.cachedResponse($0, over: proposed) }
+    }
+
+    // MARK: DownloadDelegate
+
+    func session(_ session: Session, downloadTask: DownloadTask, didFinishDownloadingTo location: URL) async {
+        guard let owner else { return }
+        let wrapped = wrapper(for: downloadTask)
+        if wrapped.response == nil, let response = downloadTask.response { wrapped.record(response: FoundationBridge.response(response)) }
+        guard !hasCompletion(wrapped), let delegate = downloadDelegate(of: wrapped), let download = wrapped as? URLSessionDownloadTask else {
+            return
+        }
+        let carried = Carried(value: (delegate, download))
+        await onQueue(owner) { carried.value.0.urlSession(owner, downloadTask: carried.value.1, didFinishDownloadingTo: location) }
+    }
+
+    func session(
+        _ session: Session,
+        downloadTask: DownloadTask,
+        didWriteData bytesWritten: Int64,
+        totalBytesWritten: Int64,
+        totalBytesExpectedToWrite: Int64
+    ) async {
+        guard let owner else { return }
+        let wrapped = wrapper(for: downloadTask)
+        wrapped.updateProgress()
+        guard let delegate = downloadDelegate(of: wrapped), let download = wrapped as? URLSessionDownloadTask else { return }
+        let carried = Carried(value: (delegate, download))
+        await onQueue(owner) {
+            carried.value.0.urlSession(
+                owner,
+                downloadTask: carried.value.1,
+                didWriteData: bytesWritten,
+                totalBytesWritten: totalBytesWritten,
+                totalBytesExpectedToWrite: totalBytesExpectedToWrite
+            )
+        }
+    }
+
+    func session(_ session: Session, downloadTask: DownloadTask, didResumeAtOffset fileOffset: Int64, expectedTotalBytes: Int64) async {
+        guard let owner else { return }
+        let wrapped = wrapper(for: downloadTask)
+        guard let delegate = downloadDelegate(of: wrapped), let download = wrapped as? URLSessionDownloadTask else { return }
+        let carried = Carried(value: (delegate, download))
+        await onQueue(owner) {
+            carried.value.0.urlSession(owner, downloadTask: carried.value.1, didResumeAtOffset: fileOffset, expectedTotalBytes: expectedTotalBytes)
+        }
+    }
+}
+
+/// The sender of the challenges this module hands out: the delegate answers through its completion
+/// handler, so the sender's messages change nothing.
+final class ChallengeSender: NSObject, URLAuthenticationChallengeSender, @unchecked Sendable {
+    func use(_ credential: URLCredential, for challenge: URLAuthenticationChallenge) {}
+    func continueWithoutCredential(for challenge: URLAuthenticationChallenge) {}
+    func cancel(_ challenge: URLAuthenticationChallenge) {}
+    func performDefaultHandling(for challenge: URLAuthenticationChallenge) {}
+    func rejectProtectionSpaceAndContinue(with challenge: URLAuthenticationChallenge) {}
+}
+
+/// A request body read from an `InputStream` (a request's `httpBodyStream`, or one the delegate gives),
+/// 64 KiB at a time as the engine asks for it.
+enum InputStreamBody {
+    private final class Reader: @unchecked Sendable {
+        let input: InputStream
+        init(_ input: InputStream) { self.input = input }
+    }
+
+    static func stream(_ input: InputStream, length: Int64?) -> RequestBodyStream {
+        let reader = Reader(input)
+        let chunks = AsyncThrowingStream<Data, any Error>(unfolding: {
+            let input = reader.input
+            if input.streamStatus == .notOpen { input.open() }
+            var buffer = [UInt8](repeating: 0, count: 65_536)
+            let count = input.read(&buffer, maxLength: buffer.count)
+            if count < 0 {
+                throw URLError(.cannotDecodeRawData, userInfo: [NSLocalizedDescriptionKey: "the request's body stream failed: \(input.streamError.map { "\($0)" } ?? "read error")"])
+            }
+            if count == 0 {
+                input.close()
+                return nil
+            }
+            return Data(buffer[0..<count])
+        })
+        return RequestBodyStream(data: chunks, length: length)
+    }
+}

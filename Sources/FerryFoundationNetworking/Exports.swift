@@ -1,0 +1,40 @@
+// FerryFoundationNetworking: Apple's URLSession API on Ferry's engine (docs/FOUNDATION_NETWORKING.md).
+//
+// Foundation and FoundationNetworking come with this module, so code that imported them keeps every
+// other name. This module's own declarations shadow FoundationNetworking's (Swift prefers a module's
+// own names over those it imports), and the value types FoundationNetworking gets right are re-used
+// through typealiases: a scoped import such as `import struct FerryFoundationNetworking.URLRequest`
+// then names one type, never two.
+@_exported public import Foundation
+#if canImport(FoundationNetworking)
+@_exported public import FoundationNetworking
+
+/// A request: FoundationNetworking's value type, sent by Ferry.
+public typealias URLRequest = FoundationNetworking.URLRequest
+/// A response's metadata.
+public typealias URLResponse = FoundationNetworking.URLResponse
+/// An HTTP response's metadata: status and header fields.
+public typealias HTTPURLResponse = FoundationNetworking.HTTPURLResponse
+/// A cookie.
+public typealias HTTPCookie = FoundationNetworking.HTTPCookie
+/// A credential for an authentication challenge.
+public typealias URLCredential = FoundationNetworking.URLCredential
+/// The server, realm and scheme a credential is for.
+public typealias URLProtectionSpace = FoundationNetworking.URLProtectionSpace
+/// A server's request for credentials, handed to the delegate.
+public typealias URLAuthenticationChallenge = FoundationNetworking.URLAuthenticationChallenge
+/// What answers a challenge on behalf of its sender.
+public typealias URLAuthenticationChallengeSender = FoundationNetworking.URLAuthenticationChallengeSender
+/// A response with its body, as a cache keeps it.
+public typealias CachedURLResponse = FoundationNetworking.CachedURLResponse
+/// An HTTP cache object (only `URLCache.shared` or nil are used as a session's cache; see docs).
+public typealias URLCache = FoundationNetworking.URLCache
+/// A cookie store object (only `HTTPCookieStorage.shared` or nil are used as a session's store; see docs).
+public typealias HTTPCookieStorage = FoundationNetworking.HTTPCookieStorage
+/// A credential store object (only `URLCredentialStorage.shared` or nil are used; see docs).
+public typealias URLCredentialStorage = FoundationNetworking.URLCredentialStorage
+
+/// The key of a failed download's resume data in its error's `userInfo` (Apple's
+/// `NSURLSessionDownloadTaskResumeData`; FoundationNetworking's `URLSessionDownloadTaskResumeData`).
+public let NSURLSessionDownloadTaskResumeData = FoundationNetworking.URLSessionDownloadTaskResumeData
+#endif

@@ -1,0 +1,441 @@
+import Ferry
+public import Foundation
+#if canImport(FoundationNetworking)
+public import FoundationNetworking
+#endif
+import Synchronization
+
+/// Apple's `URLSession` on Ferry's engine: the same names, signatures and behaviour, so code written
+/// for URLSession runs on Ferry by importing this module. In-process sessions run on Ferry's transport;
+/// background sessions (`URLSessionConfiguration.background(withIdentifier:)`) run in ferryd.
+///
+/// Delegate calls and completion handlers run on ``delegateQueue``, one at a time, in order.
+open class URLSession: NSObject, @unchecked Sendable {
+    /// The shared session: default configuration, no delegate. It is never invalidated.
+    open class var shared: URLSession { sharedSession }
+    private static let sharedSession = URLSession(shared: ())
+
+    /// A copy of the configuration the session was made with.
+    open var configuration: URLSessionConfiguration { configurationCopy.copy() as! URLSessionConfiguration }
+    /// The delegate, held until the session is invalidated.
+    open var delegate: (any URLSessionDelegate)? { state.withLock { $0.delegate } }
+    /// Where delegate calls and completion handlers run: serially, in order.
+    public let delegateQueue: OperationQueue
+    /// A description for the application's own use.
+    open var sessionDescription: String? {
+        get { state.withLock { $0.sessionDescription } }
+        set { state.withLock { $0.sessionDescription = newValue } }
+    }
+
+    struct State {
+        var delegate: (any URLSessionDelegate)?
+        var sessionDescription: String?
+        /// Live tasks by their Ferry task.
+        var tasks: [ObjectIdentifier: URLSessionTask] = [:]
+        var nextRefusedIdentifier = 1 << 40
+    }
+
+    let configurationCopy: URLSessionConfiguration
+    let state: Mutex<State>
+    /// The engine's session; nil when the configuration was refused (`refusal` says why).
+    private(set) var ferry: Session!
+    let refusal: URLError?
+    let isShared: Bool
+    /// Turns Ferry's events into this session's delegate calls.
+    private(set) var bridge: DelegateBridge!
+
+    /// A session with `configuration` and no delegate.
+    public convenience init(configuration: URLSessionConfiguration) {
+        self.init(configuration: configuration, delegate: nil, delegateQueue: nil)
+    }
+
+    /// A session with `configuration`, whose `delegate` is called on `queue` (a new serial queue when
+    /// nil).
+    public init(configuration: URLSessionConfiguration, delegate: (any URLSessionDelegate)?, delegateQueue queue: OperationQueue?) {
+        self.configurationCopy = configuration.copy() as! URLSessionConfiguration
+        self.delegateQueue = queue ?? Self.serialQueue()
+        self.state = Mutex(State(delegate: delegate))
+        self.isShared = false
+        var refusal: URLError?
+        let ferryConfiguration: SessionConfiguration
+        switch configurationCopy.ferryConfiguration() {
+        case .success(let made): ferryConfiguration = made
+        case .failure(let error):
+            refusal = error
+            ferryConfiguration = .ephemeral
+        }
+        self.refusal = refusal
+        super.init()
+        bridge = DelegateBridge(session: self)
+        ferry = Session(configuration: ferryConfiguration, delegate: bridge)
+    }
+
+    private init(shared: Void) {
+        self.configurationCopy = .default
+        self.delegateQueue = Self.serialQueue()
+        self.state = Mutex(State())
+        self.isShared = true
+        self.refusal = nil
+        super.init()
+        bridge = DelegateBridge(session: self)
+        ferry = Session(configuration: .default, delegate: bridge)
+    }
+
+    private static func serialQueue() -> OperationQueue {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        queue.name = "FerryFoundationNetworking.URLSession.delegateQueue"
+        return queue
+    }
+
+    // MARK: Data tasks
+
+    /// A data task for `request` (its `httpBody` or `httpBodyStream`, if any, is sent).
+    open func dataTask(with request: URLRequest) -> URLSessionDataTask {
+        make(URLSessionDataTask.self, request, body: .fromRequest, completion: nil)
+    }
+
+    /// A data task for a GET of `url`.
+    open func dataTask(with url: URL) -> URLSessionDataTask {
+        dataTask(with: URLRequest(url: url))
+    }
+
+    /// A data task whose body and response go to `completionHandler` (on the delegate queue) instead of
+    /// the delegate's data methods.
+    open func dataTask(
+        with request: URLRequest,
+        completionHandler: @escaping @Sendable (Data?, URLResponse?, (any Error)?) -> Void
+    ) -> URLSessionDataTask {
+        make(URLSessionDataTask.self, request, body: .fromRequest, completion: .data(completionHandler))
+    }
+
+    /// A data task for a GET of `url`, with a completion handler.
+    open func dataTask(
+        with url: URL,
+        completionHandler: @escaping @Sendable (Data?, URLResponse?, (any Error)?) -> Void
+    ) -> URLSessionDataTask {
+        dataTask(with: URLRequest(url: url), completionHandler: completionHandler)
+    }
+
+    // MARK: Upload tasks
+
+    /// An upload of the file at `fileURL` (read as it is sent).
+    open func uploadTask(with request: URLRequest, fromFile fileURL: URL) -> URLSessionUploadTask {
+        make(URLSessionUploadTask.self, request, body: .file(fileURL), completion: nil)
+    }
+
+    /// An upload of `bodyData`.
+    open func uploadTask(with request: URLRequest, from bodyData: Data) -> URLSessionUploadTask {
+        make(URLSessionUploadTask.self, request, body: .data(bodyData), completion: nil)
+    }
+
+    /// An upload whose body comes from the delegate's `needNewBodyStream` (or the request's
+    /// `httpBodyStream`).
+    open func uploadTask(withStreamedRequest request: URLRequest) -> URLSessionUploadTask {
+        make(URLSessionUploadTask.self, request, body: .stream, completion: nil)
+    }
+
+    /// An upload of the file at `fileURL`, with a completion handler.
+    open func uploadTask(
+        with request: URLRequest,
+        fromFile fileURL: URL,
+        completionHandler: @escaping @Sendable (Data?, URLResponse?, (any Error)?) -> Void
+    ) -> URLSessionUploadTask {
+        make(URLSessionUploadTask.self, request, body: .file(fileURL), completion: .data(completionHandler))
+    }
+
+    /// An upload of `bodyData` (nil: none), with a completion handler.
+    open func uploadTask(
+        with request: URLRequest,
+        from bodyData: Data?,
+        completionHandler: @escaping @Sendable (Data?, URLResponse?, (any Error)?) -> Void
+    ) -> URLSessionUploadTask {
+        make(URLSessionUploadTask.self, request, body: .data(bodyData ?? Data()), completion: .data(completionHandler))
+    }
+
+    /// Continues a resumable upload from resume data (`URLSessionUploadTask.cancel(byProducingResumeData:)`).
+    open func uploadTask(withResumeData resumeData: Data) -> URLSessionUploadTask {
+        let ferryTask = ferry.uploadTask(withResumeData: resumeData)
+        return adopt(URLSessionUploadTask.self, ferryTask, original: ferryTask.originalRequest.map(FoundationBridge.urlRequest))
+    }
+
+    // MARK: Download tasks
+
+    /// A download of `request` to a temporary file handed to `didFinishDownloadingTo`.
+    open func downloadTask(with request: URLRequest) -> URLSessionDownloadTask {
+        make(URLSessionDownloadTask.self, request, body: .download, completion: nil)
+    }
+
+    /// A download of `url`.
+    open func downloadTask(with url: URL) -> URLSessionDownloadTask {
+        downloadTask(with: URLRequest(url: url))
+    }
+
+    /// A download that continues from resume data (from `cancel(byProducingResumeData:)` or a failed
+    /// download's `URLError.downloadTaskResumeData`), in this process or an earlier one.
+    open func downloadTask(withResumeData resumeData: Data) -> URLSessionDownloadTask {
+        make(URLSessionDownloadTask.self, nil, body: .resume(resumeData), completion: nil)
+    }
+
+    /// A download whose file goes to `completionHandler` (removed when it returns).
+    open func downloadTask(
+        with request: URLRequest,
+        completionHandler: @escaping @Sendable (URL?, URLResponse?, (any Error)?) -> Void
+    ) -> URLSessionDownloadTask {
+        make(URLSessionDownloadTask.self, request, body: .download, completion: .file(completionHandler))
+    }
+
+    /// A download of `url`, with a completion handler.
+    open func downloadTask(
+        with url: URL,
+        completionHandler: @escaping @Sendable (URL?, URLResponse?, (any Error)?) -> Void
+    ) -> URLSessionDownloadTask {
+        downloadTask(with: URLRequest(url: url), completionHandler: completionHandler)
+    }
+
+    /// A download from resume data, with a completion handler.
+    open func downloadTask(
+        withResumeData resumeData: Data,
+        completionHandler: @escaping @Sendable (URL?, URLResponse?, (any Error)?) -> Void
+    ) -> URLSessionDownloadTask {
+        make(URLSessionDownloadTask.self, nil, body: .resume(resumeData), completion: .file(completionHandler))
+    }
+
+    // MARK: Session
+
+    /// The tasks not yet completed.
+    open func getAllTasks(completionHandler: @escaping @Sendable ([URLSessionTask]) -> Void) {
+        Task {
+            let tasks = await self.allTasks
+            self.delegateQueue.addOperation { completionHandler(tasks) }
+        }
+    }
+
+    /// The tasks not yet completed, by kind.
+    open func getTasksWithCompletionHandler(
+        _ completionHandler: @escaping @Sendable ([URLSessionDataTask], [URLSessionUploadTask], [URLSessionDownloadTask]) -> Void
+    ) {
+        Task {
+            let (data, upload, download) = await self.tasks
+            self.delegateQueue.addOperation { completionHandler(data, upload, download) }
+        }
+    }
+
+    /// The tasks not yet completed (for a background session, ferryd's, made by any process).
+    open var allTasks: [URLSessionTask] {
+        get async {
+            let live = await ferry.allTasks
+            return live.map { bridge.wrapper(for: $0) }
+                .filter { $0.state != .completed }
+                .sorted { $0.taskIdentifier < $1.taskIdentifier }
+        }
+    }
+
+    /// The tasks not yet completed, by kind.
+    open var tasks: ([URLSessionDataTask], [URLSessionUploadTask], [URLSessionDownloadTask]) {
+        get async {
+            let all = await allTasks
+            return (
+                all.compactMap { $0 is URLSessionUploadTask ? nil : $0 as? URLSessionDataTask },
+                all.compactMap { $0 as? URLSessionUploadTask },
+                all.compactMap { $0 as? URLSessionDownloadTask }
+            )
+        }
+    }
+
+    /// Lets the tasks finish, then invalidates the session (`didBecomeInvalidWithError(nil)`). Does
+    /// nothing on ``shared``.
+    open func finishTasksAndInvalidate() {
+        guard !isShared else { return }
+        ferry.finishTasksAndInvalidate()
+    }
+
+    /// Cancels every task and invalidates the session. Does nothing on ``shared``.
+    open func invalidateAndCancel() {
+        guard !isShared else { return }
+        ferry.invalidateAndCancel()
+    }
+
+    /// Empties the session's cookies, credentials and cache, then calls `completionHandler` on the
+    /// delegate queue. (Open connections stay in the pool: docs/FOUNDATION_NETWORKING.md.)
+    open func reset(completionHandler: @escaping @Sendable () -> Void) {
+        ferry.cookies?.removeAll()
+        ferry.cache?.removeAllCachedResponses()
+        ferry.credentials?.removeAll()
+        delegateQueue.addOperation { completionHandler() }
+    }
+
+    /// Writes what the session keeps to disk. Ferry's stores write each change as it happens, so this
+    /// only calls `completionHandler` (on the delegate queue) once what is pending is written.
+    open func flush(completionHandler: @escaping @Sendable () -> Void) {
+        delegateQueue.addOperation { completionHandler() }
+    }
+
+    // MARK: Async
+
+    /// Loads `request` and returns its body and response. `delegate` gets this task's events.
+    open func data(for request: URLRequest, delegate: (any URLSessionTaskDelegate)? = nil) async throws -> (Data, URLResponse) {
+        let outcome = try await run(URLSessionDataTask.self, request, body: .fromRequest, delegate: delegate)
+        guard case .data(let data, let response) = outcome else { throw URLError(.unknown) }
+        return (data, FoundationBridge.response(response))
+    }
+
+    /// Loads `url` with a GET.
+    open func data(from url: URL, delegate: (any URLSessionTaskDelegate)? = nil) async throws -> (Data, URLResponse) {
+        try await data(for: URLRequest(url: url), delegate: delegate)
+    }
+
+    /// Uploads the file at `fileURL` and returns the response body.
+    open func upload(
+        for request: URLRequest,
+        fromFile fileURL: URL,
+        delegate: (any URLSessionTaskDelegate)? = nil
+    ) async throws -> (Data, URLResponse) {
+        let outcome = try await run(URLSessionUploadTask.self, request, body: .file(fileURL), delegate: delegate)
+        guard case .data(let data, let response) = outcome else { throw URLError(.unknown) }
+        return (data, FoundationBridge.response(response))
+    }
+
+    /// Uploads `bodyData` and returns the response body.
+    open func upload(
+        for request: URLRequest,
+        from bodyData: Data,
+        delegate: (any URLSessionTaskDelegate)? = nil
+    ) async throws -> (Data, URLResponse) {
+        let outcome = try await run(URLSessionUploadTask.self, request, body: .data(bodyData), delegate: delegate)
+        guard case .data(let data, let response) = outcome else { throw URLError(.unknown) }
+        return (data, FoundationBridge.response(response))
+    }
+
+    /// Downloads `request` to a file that is now the caller's to move or remove.
+    open func download(for request: URLRequest, delegate: (any URLSessionTaskDelegate)? = nil) async throws -> (URL, URLResponse) {
+        let outcome = try await run(URLSessionDownloadTask.self, request, body: .download, delegate: delegate)
+        guard case .file(let url, let response) = outcome else { throw URLError(.unknown) }
+        return (url, FoundationBridge.response(response))
+    }
+
+    /// Downloads `url`.
+    open func download(from url: URL, delegate: (any URLSessionTaskDelegate)? = nil) async throws -> (URL, URLResponse) {
+        try await download(for: URLRequest(url: url), delegate: delegate)
+    }
+
+    /// Continues a download from resume data.
+    open func download(resumeFrom resumeData: Data, delegate: (any URLSessionTaskDelegate)? = nil) async throws -> (URL, URLResponse) {
+        let outcome = try await run(URLSessionDownloadTask.self, nil, body: .resume(resumeData), delegate: delegate)
+        guard case .file(let url, let response) = outcome else { throw URLError(.unknown) }
+        return (url, FoundationBridge.response(response))
+    }
+
+    // MARK: Making tasks
+
+    /// Where a task's body comes from.
+    enum Body {
+        /// The request's `httpBody` or `httpBodyStream`, if any.
+        case fromRequest
+        case data(Data)
+        case file(URL)
+        case stream
+        case download
+        case resume(Data)
+    }
+
+    /// What a completion-handler task hands over.
+    enum Completion {
+        case data(@Sendable (Data?, URLResponse?, (any Error)?) -> Void)
+        case file(@Sendable (URL?, URLResponse?, (any Error)?) -> Void)
+        /// An async method waits: its continuation takes the outcome.
+        case async(@Sendable (Result<Session.BridgedOutcome, any Error>) -> Void)
+    }
+
+    func make<T: URLSessionTask>(_ kind: T.Type, _ request: URLRequest?, body: Body, completion: Completion?) -> T {
+        var work: Session.BridgedWork
+        var stream: InputStream?
+        switch body {
+        case .fromRequest:
+            if let data = request?.httpBody {
+                work = .upload(data)
+            } else if let bodyStream = request?.httpBodyStream {
+                work = .uploadStream
+                stream = bodyStream
+            } else {
+                work = .data
+            }
+        case .data(let data): work = .upload(data)
+        case .file(let file): work = .uploadFile(file)
+        case .stream:
+            work = .uploadStream
+            stream = request?.httpBodyStream
+        case .download: work = .download
+        case .resume(let data): work = .downloadResume(data)
+        }
+        var ferryRequest: Request?
+        var refusal = self.refusal
+        if let request, refusal == nil {
+            switch FoundationBridge.request(request) {
+            case .success(let made): ferryRequest = made
+            case .failure(let error): refusal = error
+            }
+        }
+        if case .downloadResume = work, refusal == nil { ferryRequest = Request(url: URL(string: "http://resume.invalid/")!) }
+        guard refusal == nil, let ferryRequest else {
+            let identifier = state.withLock { state in
+                defer { state.nextRefusedIdentifier += 1 }
+                return state.nextRefusedIdentifier
+            }
+            let task = T.make(owner: self, ferry: nil, original: request, refusal: refusal ?? URLError(.badURL), identifier: identifier)
+            if let completion { bridge.setCompletion(completion, for: task) }
+            bridge.created(task)
+            return task
+        }
+        // The handler needs the wrapper, made after the Ferry task: the slot takes it before the task can
+        // run (tasks are made suspended).
+        let slot = Mutex<URLSessionTask?>(nil)
+        var route: (@Sendable (Session.BridgedOutcome) -> Void)?
+        if completion != nil {
+            let bridge = self.bridge!
+            route = { outcome in
+                if let task = slot.withLock({ $0 }) { bridge.finish(task, with: outcome) }
+            }
+        }
+        let ferryTask = ferry.bridgedTask(ferryRequest, work, completion: route)
+        let original: URLRequest? =
+            if case .downloadResume = work { ferryTask.originalRequest.map(FoundationBridge.urlRequest) } else { request }
+        let task = adopt(kind, ferryTask, original: original)
+        task.setBodyStream(stream)
+        if let completion {
+            bridge.setCompletion(completion, for: task)
+            slot.withLock { $0 = task }
+            // Task-level events (redirects, challenges, progress, metrics) still reach the delegates.
+            ferryTask.delegate = bridge
+        }
+        return task
+    }
+
+    /// The wrapper of a Ferry task made by this session, registered so Ferry's events find it.
+    func adopt<T: URLSessionTask>(_ kind: T.Type, _ ferryTask: SessionTask, original: URLRequest?) -> T {
+        let task = T.make(owner: self, ferry: ferryTask, original: original, refusal: nil, identifier: ferryTask.taskIdentifier)
+        state.withLock { $0.tasks[ObjectIdentifier(ferryTask)] = task }
+        bridge.created(task)
+        return task
+    }
+
+    /// Runs a task for an async method: cancelling the caller cancels it.
+    func run<T: URLSessionTask>(
+        _ kind: T.Type,
+        _ request: URLRequest?,
+        body: Body,
+        delegate: (any URLSessionTaskDelegate)?
+    ) async throws -> Session.BridgedOutcome {
+        let box = Mutex<URLSessionTask?>(nil)
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let task = make(kind, request, body: body, completion: .async({ continuation.resume(with: $0) }))
+                task.delegate = delegate
+                box.withLock { $0 = task }
+                task.resume()
+            }
+        } onCancel: {
+            box.withLock { $0 }?.cancel()
+        }
+    }
+}

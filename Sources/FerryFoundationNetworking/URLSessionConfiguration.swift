@@ -1,0 +1,205 @@
+import Ferry
+public import Foundation
+#if canImport(FoundationNetworking)
+public import FoundationNetworking
+#endif
+
+/// A session's settings, as Apple's `URLSessionConfiguration`. A session copies its configuration when
+/// it is made; later changes to this object do not reach it.
+///
+/// Every property is honoured, or refused: a task of a session whose configuration asks for something
+/// Ferry does not do fails when resumed with `URLError.unsupportedURL` naming the property
+/// (docs/FOUNDATION_NETWORKING.md lists them).
+open class URLSessionConfiguration: NSObject, NSCopying, @unchecked Sendable {
+    enum Kind {
+        case `default`, ephemeral, background
+    }
+
+    let kind: Kind
+    /// Whether each storage property still holds its kind's own store (so Ferry's matching store is used).
+    private var storageIsDefault = (cookies: true, credentials: true, cache: true)
+
+    init(kind: Kind, identifier: String?) {
+        self.kind = kind
+        self.identifier = identifier
+        super.init()
+        let defaults = SessionConfiguration.default
+        timeoutIntervalForRequest = defaults.timeoutIntervalForRequest
+        timeoutIntervalForResource = defaults.timeoutIntervalForResource
+        httpMaximumConnectionsPerHost = defaults.httpMaximumConnectionsPerHost
+        waitsForConnectivity = kind == .background
+        switch kind {
+        case .default, .background:
+            httpCookieStorage = HTTPCookieStorage.shared
+            urlCredentialStorage = URLCredentialStorage.shared
+            urlCache = URLCache.shared
+        case .ephemeral:
+            // Ferry's private, in-memory stores stand for these (they are never written to disk).
+            httpCookieStorage = HTTPCookieStorage.shared
+            urlCredentialStorage = URLCredentialStorage.shared
+            urlCache = URLCache.shared
+        }
+        storageIsDefault = (true, true, true)
+    }
+
+    /// A configuration with a persistent cache, cookies and credentials.
+    open class var `default`: URLSessionConfiguration { URLSessionConfiguration(kind: .default, identifier: nil) }
+
+    /// A configuration that writes nothing to disk: cache, cookies and credentials stay in the session.
+    open class var ephemeral: URLSessionConfiguration { URLSessionConfiguration(kind: .ephemeral, identifier: nil) }
+
+    /// A configuration whose download tasks and uploads from a file run in ferryd, and go on while
+    /// this process is suspended, killed or crashed (docs/BACKGROUND.md). A session made again with the
+    /// same identifier re-attaches and receives the events that happened meanwhile.
+    open class func background(withIdentifier identifier: String) -> URLSessionConfiguration {
+        URLSessionConfiguration(kind: .background, identifier: identifier)
+    }
+
+    /// The background session's identifier; nil for other kinds.
+    public let identifier: String?
+    /// How requests use the cache, unless a request says otherwise.
+    open var requestCachePolicy: NSURLRequest.CachePolicy = .useProtocolCachePolicy
+    /// How long a request may wait for more data, in seconds.
+    open var timeoutIntervalForRequest: TimeInterval = 60
+    /// How long a whole transfer may take, in seconds.
+    open var timeoutIntervalForResource: TimeInterval = 604_800
+    /// A hint of the traffic's kind; Linux has no such classes and Ferry sends every kind alike.
+    open var networkServiceType: NSURLRequest.NetworkServiceType = .default
+    /// Whether requests may use a metered network (ferry's `NetworkPolicy`).
+    open var allowsCellularAccess = true
+    /// Whether requests may use an expensive (metered) network.
+    open var allowsExpensiveNetworkAccess = true
+    /// Whether requests may use a constrained (low data) network.
+    open var allowsConstrainedNetworkAccess = true
+    /// Whether a task waits for a network it may use instead of failing at once.
+    open var waitsForConnectivity = false
+    /// Whether ferryd may hold background tasks for good conditions (on mains power, unmetered).
+    open var isDiscretionary = false
+    /// Has no meaning on Linux: must stay nil.
+    open var sharedContainerIdentifier: String?
+    /// Whether ferryd runs this user's launch command for a background session's events
+    /// (`ferry launch-command`; docs/BACKGROUND.md), Linux's handleEventsForBackgroundURLSession.
+    open var sessionSendsLaunchEvents = true
+    /// An explicit proxy: `HTTPEnable`/`HTTPProxy`/`HTTPPort`, `HTTPSEnable`/`HTTPSProxy`/`HTTPSPort`,
+    /// `SOCKSEnable`/`SOCKSProxy`/`SOCKSPort`, `ExceptionsList`. HTTP and HTTPS must name the same proxy.
+    open var connectionProxyDictionary: [AnyHashable: Any]?
+    /// Ferry does not pipeline; true is refused.
+    open var httpShouldUsePipelining = false
+    /// Whether requests carry stored cookies and responses' cookies are stored.
+    open var httpShouldSetCookies = true
+    /// Which cookies are accepted.
+    open var httpCookieAcceptPolicy: HTTPCookie.AcceptPolicy = .onlyFromMainDocumentDomain
+    /// Fields added to every request that does not set them itself.
+    open var httpAdditionalHeaders: [AnyHashable: Any]?
+    /// Connections to one host at once.
+    open var httpMaximumConnectionsPerHost = 6
+    /// The cookie store: `HTTPCookieStorage.shared` (Ferry's per-user store; a private in-memory one
+    /// for ephemeral sessions) or nil (no cookies). Another object is refused.
+    open var httpCookieStorage: HTTPCookieStorage? { didSet { storageIsDefault.cookies = false } }
+    /// The credential store: `URLCredentialStorage.shared` (Ferry's) or nil. Another object is refused.
+    open var urlCredentialStorage: URLCredentialStorage? { didSet { storageIsDefault.credentials = false } }
+    /// The HTTP cache: `URLCache.shared` (Ferry's RFC 9111 cache; memory only for ephemeral sessions)
+    /// or nil. Another object is refused.
+    open var urlCache: URLCache? { didSet { storageIsDefault.cache = false } }
+    /// No meaning on Linux; kept as set.
+    open var shouldUseExtendedBackgroundIdleMode = false
+    /// URLProtocol subclasses: not yet run by FerryFoundationNetworking, so a non-empty list is refused.
+    open var protocolClasses: [AnyClass]? = []
+
+    open func copy(with zone: NSZone? = nil) -> Any {
+        let copy = URLSessionConfiguration(kind: kind, identifier: identifier)
+        copy.requestCachePolicy = requestCachePolicy
+        copy.timeoutIntervalForRequest = timeoutIntervalForRequest
+        copy.timeoutIntervalForResource = timeoutIntervalForResource
+        copy.networkServiceType = networkServiceType
+        copy.allowsCellularAccess = allowsCellularAccess
+        copy.allowsExpensiveNetworkAccess = allowsExpensiveNetworkAccess
+        copy.allowsConstrainedNetworkAccess = allowsConstrainedNetworkAccess
+        copy.waitsForConnectivity = waitsForConnectivity
+        copy.isDiscretionary = isDiscretionary
+        copy.sharedContainerIdentifier = sharedContainerIdentifier
+        copy.sessionSendsLaunchEvents = sessionSendsLaunchEvents
+        copy.connectionProxyDictionary = connectionProxyDictionary
+        copy.httpShouldUsePipelining = httpShouldUsePipelining
+        copy.httpShouldSetCookies = httpShouldSetCookies
+        copy.httpCookieAcceptPolicy = httpCookieAcceptPolicy
+        copy.httpAdditionalHeaders = httpAdditionalHeaders
+        copy.httpMaximumConnectionsPerHost = httpMaximumConnectionsPerHost
+        copy.httpCookieStorage = httpCookieStorage
+        copy.urlCredentialStorage = urlCredentialStorage
+        copy.urlCache = urlCache
+        copy.shouldUseExtendedBackgroundIdleMode = shouldUseExtendedBackgroundIdleMode
+        copy.protocolClasses = protocolClasses
+        copy.storageIsDefault = storageIsDefault
+        return copy
+    }
+
+    /// Ferry's configuration for this one, or why it cannot be honoured.
+    func ferryConfiguration() -> Result<SessionConfiguration, URLError> {
+        var ferry: SessionConfiguration
+        switch kind {
+        case .default: ferry = .default
+        case .ephemeral: ferry = .ephemeral
+        case .background: ferry = .background(identifier: identifier ?? "")
+        }
+        func refuse(_ what: String) -> Result<SessionConfiguration, URLError> {
+            .failure(URLError(.unsupportedURL, userInfo: [NSLocalizedDescriptionKey: "URLSessionConfiguration.\(what)"]))
+        }
+        ferry.requestCachePolicy = FoundationBridge.cachePolicy(requestCachePolicy)
+        ferry.timeoutIntervalForRequest = timeoutIntervalForRequest
+        ferry.timeoutIntervalForResource = timeoutIntervalForResource
+        ferry.allowsCellularAccess = allowsCellularAccess
+        ferry.allowsExpensiveNetworkAccess = allowsExpensiveNetworkAccess
+        ferry.allowsConstrainedNetworkAccess = allowsConstrainedNetworkAccess
+        ferry.waitsForConnectivity = waitsForConnectivity
+        ferry.isDiscretionary = isDiscretionary
+        ferry.sessionSendsLaunchEvents = sessionSendsLaunchEvents
+        ferry.httpShouldSetCookies = httpShouldSetCookies
+        switch httpCookieAcceptPolicy {
+        case .always: ferry.httpCookieAcceptPolicy = .always
+        case .never: ferry.httpCookieAcceptPolicy = .never
+        case .onlyFromMainDocumentDomain: ferry.httpCookieAcceptPolicy = .onlyFromMainDocumentDomain
+        @unknown default: return refuse("httpCookieAcceptPolicy (\(httpCookieAcceptPolicy.rawValue))")
+        }
+        ferry.httpMaximumConnectionsPerHost = httpMaximumConnectionsPerHost
+        if httpShouldUsePipelining { return refuse("httpShouldUsePipelining = true: Ferry does not pipeline requests") }
+        if sharedContainerIdentifier != nil { return refuse("sharedContainerIdentifier: Linux has no app containers") }
+        if let classes = protocolClasses, !classes.isEmpty {
+            return refuse("protocolClasses: URLProtocol subclasses are not run by FerryFoundationNetworking yet")
+        }
+        if let fields = httpAdditionalHeaders {
+            for (name, value) in fields {
+                guard let name = name as? String else { return refuse("httpAdditionalHeaders: a name that is not a String") }
+                ferry.httpAdditionalHeaders.add(name: name, value: "\(value)")
+            }
+        }
+        if !storageIsDefault.cookies {
+            switch httpCookieStorage {
+            case nil: ferry.httpCookieStorage = .none
+            case let storage? where storage === HTTPCookieStorage.shared: break
+            default: return refuse("httpCookieStorage: only HTTPCookieStorage.shared (Ferry's store) or nil")
+            }
+        }
+        if !storageIsDefault.credentials {
+            switch urlCredentialStorage {
+            case nil: ferry.urlCredentialStorage = .none
+            case let storage? where storage === URLCredentialStorage.shared: break
+            default: return refuse("urlCredentialStorage: only URLCredentialStorage.shared (Ferry's store) or nil")
+            }
+        }
+        if !storageIsDefault.cache {
+            switch urlCache {
+            case nil: ferry.urlCache = nil
+            case let cache? where cache === URLCache.shared: break
+            default: return refuse("urlCache: only URLCache.shared (Ferry's cache) or nil")
+            }
+        }
+        if let proxies = connectionProxyDictionary {
+            switch FoundationBridge.proxy(proxies) {
+            case .success(let proxy): ferry.proxy = proxy
+            case .failure(let why): return refuse("connectionProxyDictionary: \(why)")
+            }
+        }
+        return .success(ferry)
+    }
+}
