@@ -180,6 +180,24 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The sameness suite: one set of URLSession programs built against FoundationNetworking and
+        // against FerryFoundationNetworking (Tests/SamenessPrograms), compared by the tests.
+        .target(
+            name: "SamenessOnFoundation",
+            path: "Tests/SamenessOnFoundation",
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "SamenessOnFerry",
+            dependencies: ["FerryFoundationNetworking"],
+            path: "Tests/SamenessOnFerry",
+            swiftSettings: swiftSettings + [.define("FERRY")]
+        ),
+        .testTarget(
+            name: "FerryFoundationNetworkingTests",
+            dependencies: ["FerryFoundationNetworking", "SamenessOnFoundation", "SamenessOnFerry", "FerryTestServer"],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(name: "FerryCoreTests", dependencies: ["FerryCore"], swiftSettings: swiftSettings),
         .testTarget(name: "FerryStoreTests", dependencies: ["FerryStore"], swiftSettings: swiftSettings),
         .testTarget(

@@ -142,7 +142,7 @@ final class DelegateBridge: DataDelegate, DownloadDelegate, @unchecked Sendable 
             task.record(response: apple)
             response = task.response ?? apple
         case .failure(let error):
-            failure = override ?? FoundationBridge.error(error)
+            failure = override ?? FoundationBridge.error(error, url: task.currentRequest?.url)
             response = task.response
         }
         guard task.markCompleted(error: failure) else { return }
@@ -202,7 +202,7 @@ final class DelegateBridge: DataDelegate, DownloadDelegate, @unchecked Sendable 
         guard let owner else { return }
         if let delegate = owner.delegate {
             let carried = Carried(value: delegate)
-            await onQueue(owner) { carried.value.urlSession(owner, didBecomeInvalidWithError: error.map(FoundationBridge.error)) }
+            await onQueue(owner) { carried.value.urlSession(owner, didBecomeInvalidWithError: error.map { FoundationBridge.error($0) }) }
         }
         // Apple releases the delegate after its last message.
         owner.state.withLock { $0.delegate = nil }
@@ -320,7 +320,7 @@ final class DelegateBridge: DataDelegate, DownloadDelegate, @unchecked Sendable 
         guard !hasCompletion(wrapped) else { return }
         forget(wrapped)
         let override = wrapped.mutable.withLock { $0.overrideError }
-        let failure: URLError? = error.map { override ?? FoundationBridge.error($0) }
+        let failure: URLError? = error.map { override ?? FoundationBridge.error($0, url: wrapped.currentRequest?.url) }
         if wrapped.response == nil, let response = task.response { wrapped.record(response: FoundationBridge.response(response)) }
         wrapped.updateProgress()
         guard wrapped.markCompleted(error: failure) else { return }

@@ -149,10 +149,11 @@ enum FoundationBridge {
     /// Apple's error for Ferry's: the same code where URLError has it (Ferry's own codes become
     /// `.unknown`), Ferry's message as the description, the failing URL, the resume data, and Ferry's
     /// error under `NSUnderlyingErrorKey`.
-    static func error(_ error: FerryError) -> URLError {
+    static func error(_ error: FerryError, url: URL? = nil) -> URLError {
         let code = (error.code.rawValue < 0 ? URLError.Code(rawValue: error.code.rawValue) : nil) ?? .unknown
         var info: [String: Any] = [NSLocalizedDescriptionKey: error.message, NSUnderlyingErrorKey: error as NSError]
-        if let failing = error.failingURL {
+        // The engine's failing URL, else the task's (a cancellation names none): Apple sets both keys.
+        if let failing = error.failingURL ?? url?.absoluteString {
             // NSURLErrorFailingURLStringErrorKey's value (deprecated on Linux, still set by Apple).
             info["NSErrorFailingURLStringKey"] = failing
             if let url = URL(string: failing) { info[NSURLErrorFailingURLErrorKey] = url }

@@ -1,0 +1,133 @@
+import FerryTestServer
+import Foundation
+import SamenessOnFerry
+import SamenessOnFoundation
+import Synchronization
+import Testing
+
+/// Each URLSession program (Tests/SamenessPrograms) runs against FoundationNetworking and against
+/// FerryFoundationNetworking, on the same test server, and what each delivered must be the same.
+///
+/// Where FoundationNetworking is wrong (measured here; docs/FOUNDATION_NETWORKING.md lists each case),
+/// Ferry's transcript is checked against Apple's documented behaviour instead, and FoundationNetworking's
+/// is shown beside it. `SAMENESS_ONLY=words` runs the programs whose names contain them.
+@Suite(.timeLimit(.minutes(5))) struct SamenessTests {
+    /// Programs where FoundationNetworking departs from Apple's documentation: Ferry's expected transcript
+    /// and why. `runsOnFoundation` is false where FoundationNetworking never finishes the program.
+    struct Documented {
+        let ferry: [String]
+        let why: String
+        var runsOnFoundation = true
+    }
+
+    static let documented: [String: Documented] = [
+        "a response the delegate cancels ends with cancelled": Documented(
+            ferry: [
+                "didReceiveResponse status 200 path /bytes/300000 length 300000 expected 300000",
+                "didComplete error NSURLErrorDomain -999", "state 3",
+            ],
+            why: "Apple: .cancel is the same as cancel(); FoundationNetworking ignores the disposition and delivers the body"
+        ),
+        "an upload from data with a completion handler": Documented(
+            ferry: ["status 201 path /upload length 107 expected 107", "error nil", "length 12345", "method PUT", "sent 12345"],
+            why: "Apple: countOfBytesSent counts the body sent; FoundationNetworking leaves it 0"
+        ),
+        "task state, identifiers and byte counts": Documented(
+            ferry: ["before resume 1", "identifiers differ true", "original /bytes/2048", "after 3 received 2048 expected 2048"],
+            why: "Apple: countOfBytesReceived counts the body received; FoundationNetworking leaves it 0 for completion-handler tasks"
+        ),
+        "a data task's delegate calls, in order": Documented(
+            ferry: [
+                "didReceiveResponse status 200 path /bytes/300000 length 300000 expected 300000",
+                "didReceiveData total data 300000 bytes fnv 2fd031ed4a34e226", "didComplete error nil",
+                "status 200 path /bytes/300000 length 300000 expected 300000", "countOfBytesReceived 300000",
+            ],
+            why: "Apple: countOfBytesReceived counts the body received; FoundationNetworking reports 0 after completion"
+        ),
+        "a Basic challenge answered by the delegate": Documented(
+            ferry: [
+                "didReceiveChallenge NSURLAuthenticationMethodHTTPBasic realm ferry-testserver failures 0",
+                "didReceiveResponse status 200 path /basic-auth/ann/s3cret length 23 expected 23",
+                "didReceiveData total data 23 bytes fnv 99a6e4857fce94f1", "didComplete error nil",
+            ],
+            why: "Apple: the challenge comes instead of the 401; FoundationNetworking also delivers the 401's response and body to the delegate"
+        ),
+        "a Basic challenge without a delegate is the 401": Documented(
+            ferry: ["status 401 path /basic-auth/ann/s3cret length 27 expected 27", "error nil"],
+            why: "Apple: without credentials the 401 is the response; FoundationNetworking never completes the task",
+            runsOnFoundation: false
+        ),
+        "redirects are followed to the end": Documented(
+            ferry: ["status 200 path /bytes/100 length 100 expected 100", "error nil", "data 100 bytes fnv c6dafebc37ce22c0"],
+            why: "RFC 3986 §5.2: Location \"2?to=…\" from /redirect/3 is /redirect/2; FoundationNetworking resolves it to /2"
+        ),
+    ]
+
+    /// Every program, or those whose names contain `SAMENESS_ONLY`.
+    static var names: [String] {
+        let only = ProcessInfo.processInfo.environment["SAMENESS_ONLY"]
+        return SamenessOnFerry.SamenessPrograms.all.map(\.name).filter { only == nil || $0.contains(only!) }
+    }
+
+    @Test(arguments: names)
+    func bothDeliverTheSame(name: String) async throws {
+        let onFoundation = try #require(SamenessOnFoundation.SamenessPrograms.all.first { $0.name == name }).program
+        let onFerry = try #require(SamenessOnFerry.SamenessPrograms.all.first { $0.name == name }).program
+        let documented = Self.documented[name]
+        try await TestServer.withServer { server in
+            let origin = server.url("").trimmingCharacters(in: CharacterSet(charactersIn: "/"))
+            let clock = ContinuousClock()
+            let started = clock.now
+            var foundation = ["not run: FoundationNetworking never finishes this program"]
+            if documented?.runsOnFoundation ?? true {
+                foundation = await Bounded.run(.seconds(60)) { await onFoundation(origin) } ?? ["FoundationNetworking did not finish within 60 s"]
+            }
+            let between = clock.now
+            let ferry = await Bounded.run(.seconds(60)) { await onFerry(origin) } ?? ["Ferry did not finish within 60 s"]
+            print("sameness: \(name): FoundationNetworking \(between - started), Ferry \(clock.now - between)")
+            if let documented {
+                #expect(ferry == documented.ferry, "\(name): \(documented.why)\nFoundationNetworking: \(foundation)\nFerry: \(ferry)")
+            } else {
+                #expect(ferry == foundation, "\(name)\nFoundationNetworking: \(foundation)\nFerry: \(ferry)")
+            }
+        }
+    }
+}
+
+/// A program's transcript, or nil when it has not finished within a limit: a program that hangs is left
+/// behind (the bound only tells a hang from a wait).
+final class Bounded: Sendable {
+    private let state = Mutex<(value: [String]??, waiter: CheckedContinuation<[String]?, Never>?)>((nil, nil))
+
+    private func settle(_ value: [String]?) {
+        let waiter = state.withLock { state -> CheckedContinuation<[String]?, Never>? in
+            guard state.value == nil else { return nil }
+            state.value = .some(value)
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(returning: value)
+    }
+
+    private func value() async -> [String]? {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLock { state -> [String]?? in
+                if let value = state.value { return value }
+                state.waiter = continuation
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+
+    static func run(_ limit: Duration, _ body: @escaping @Sendable () async -> [String]) async -> [String]? {
+        let bounded = Bounded()
+        Task { bounded.settle(await body()) }
+        let timer = Task {
+            try? await Task.sleep(for: limit)
+            bounded.settle(nil)
+        }
+        defer { timer.cancel() }
+        return await bounded.value()
+    }
+}
