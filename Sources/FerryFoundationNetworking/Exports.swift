@@ -38,3 +38,13 @@ public typealias URLCredentialStorage = FoundationNetworking.URLCredentialStorag
 /// `NSURLSessionDownloadTaskResumeData`; FoundationNetworking's `URLSessionDownloadTaskResumeData`).
 public let NSURLSessionDownloadTaskResumeData = FoundationNetworking.URLSessionDownloadTaskResumeData
 #endif
+
+#if canImport(FoundationNetworking)
+extension URLError {
+    /// A failed or cancelled download's resume data, for `URLSession.downloadTask(withResumeData:)`
+    /// (Apple's; FoundationNetworking lacks it).
+    public var downloadTaskResumeData: Data? {
+        userInfo[NSURLSessionDownloadTaskResumeData] as? Data
+    }
+}
+#endif

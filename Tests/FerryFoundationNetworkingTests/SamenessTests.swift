@@ -61,6 +61,18 @@ import Testing
             ferry: ["status 200 path /bytes/100 length 100 expected 100", "error nil", "data 100 bytes fnv c6dafebc37ce22c0"],
             why: "RFC 3986 §5.2: Location \"2?to=…\" from /redirect/3 is /redirect/2; FoundationNetworking resolves it to /2"
         ),
+        "a download cancelled with resume data continues where it stopped": Documented(
+            ferry: [
+                "resume data given", "in one go: data 2000000 bytes fnv d622b592c132a7f1",
+                "didResumeAtOffset 500000 expected 2000000", "didFinishDownloading data 2000000 bytes fnv d622b592c132a7f1",
+                "didComplete error nil",
+            ],
+            why: "Apple: cancel(byProducingResumeData:) gives data that downloadTask(withResumeData:) continues from; FoundationNetworking always gives nil"
+        ),
+        "a failed download's error carries resume data": Documented(
+            ferry: ["error NSURLErrorDomain -1005", "resume data given", "data 1000000 bytes fnv 96855029e5d7364e", "error nil"],
+            why: "Apple: a dropped download fails with networkConnectionLost and NSURLSessionDownloadTaskResumeData; FoundationNetworking reports -1 (unknown) without resume data"
+        ),
     ]
 
     /// Every program, or those whose names contain `SAMENESS_ONLY`.

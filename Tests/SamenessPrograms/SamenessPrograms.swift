@@ -44,6 +44,8 @@ public enum SamenessPrograms {
         ("cookies set by a response are sent by the next request", cookiesGoBack),
         ("a request's own headers win over httpAdditionalHeaders", requestHeadersWin),
         ("a cancelled task's error carries the failing URL", cancelledErrorInfo),
+        ("a download cancelled with resume data continues where it stopped", resumeData),
+        ("a failed download's error carries resume data", failedDownloadResumeData),
     ]
 
     // MARK: Helpers
@@ -192,6 +194,13 @@ public enum SamenessPrograms {
             done.finish(())
         }
 
+        let written = Waiter<Void>()
+        var writtenEnough: Int64 = .max
+
+        func urlSession(_ session: URLSession, downloadTask: URLSessionDownloadTask, didResumeAtOffset fileOffset: Int64, expectedTotalBytes: Int64) {
+            note("didResumeAtOffset \(fileOffset) expected \(expectedTotalBytes)")
+        }
+
         func urlSession(_ session: URLSession, downloadTask: URLSessionDownloadTask, didFinishDownloadingTo location: URL) {
             note("didFinishDownloading \(SamenessPrograms.describe(try? Data(contentsOf: location)))")
         }
@@ -199,6 +208,7 @@ public enum SamenessPrograms {
         let reachedTotal = Mutex(false)
 
         func urlSession(_ session: URLSession, downloadTask: URLSessionDownloadTask, didWriteData bytesWritten: Int64, totalBytesWritten: Int64, totalBytesExpectedToWrite: Int64) {
+            if totalBytesWritten >= writtenEnough { written.finish(()) }
             // How many calls there are depends on the reads; that the total is reached does not.
             guard totalBytesWritten == totalBytesExpectedToWrite, !reachedTotal.withLock({ $0 }) else { return }
             reachedTotal.withLock { $0 = true }
@@ -481,6 +491,48 @@ public enum SamenessPrograms {
         let (data, _, error) = await dataTask(session, URLRequest(url: URL(string: "\(origin)/cookies")!))
         let text = data.map { String(decoding: $0, as: UTF8.self) } ?? "-"
         return [describe(error), "cookie sent \(text.contains("flavour=oat"))"]
+    }
+
+    static func resumeData(_ origin: String) async -> [String] {
+        // The server stalls after 500,000 bytes the first time only: the resumed request runs through.
+        let url = URL(string: "\(origin)/bytes/2000000?seed=3&stall_after=500000&stall_ms=600000&only_first=1&key=\(UUID().uuidString)")!
+        let first = Recorder()
+        first.writtenEnough = 500_000
+        let session = ephemeralSession(delegate: first)
+        defer { session.finishTasksAndInvalidate() }
+        let task = session.downloadTask(with: url)
+        task.resume()
+        await first.written.value()
+        let resumeData = Waiter<Data?>()
+        task.cancel(byProducingResumeData: { resumeData.finish($0) })
+        guard let data = await resumeData.value() else { return ["resume data nil"] }
+        let second = Recorder()
+        let again = ephemeralSession(delegate: second)
+        defer { again.finishTasksAndInvalidate() }
+        again.downloadTask(withResumeData: data).resume()
+        await second.done.value()
+        // The same bytes as a download in one go.
+        let (whole, _, _) = await dataTask(again, URLRequest(url: URL(string: "\(origin)/bytes/2000000?seed=3")!))
+        return ["resume data given", "in one go: \(describe(whole))"] + second.transcript.all.filter { !$0.hasPrefix("didWriteData") }
+    }
+
+    static func failedDownloadResumeData(_ origin: String) async -> [String] {
+        // The connection closes after 300,000 bytes the first time only.
+        let url = URL(string: "\(origin)/bytes/1000000?seed=2&close_after=300000&only_first=1&key=\(UUID().uuidString)")!
+        let session = ephemeralSession()
+        defer { session.finishTasksAndInvalidate() }
+        let failed = Waiter<(any Error)?>()
+        session.downloadTask(with: url) { _, _, error in failed.finish(error) }.resume()
+        let error = await failed.value()
+        // NSURLSessionDownloadTaskResumeData (FoundationNetworking names it URLSessionDownloadTaskResumeData).
+        guard let data = (error as NSError?)?.userInfo["NSURLSessionDownloadTaskResumeData"] as? Data else {
+            return [describe(error), "no resume data"]
+        }
+        let finished = Waiter<[String]>()
+        session.downloadTask(withResumeData: data) { location, response, error in
+            finished.finish([describe(location.flatMap { try? Data(contentsOf: $0) }), describe(error)])
+        }.resume()
+        return [describe(error), "resume data given"] + (await finished.value())
     }
 
     static func cancelledErrorInfo(_ origin: String) async -> [String] {
