@@ -1,4 +1,4 @@
-import Ferry
+package import Ferry
 public import Foundation
 #if canImport(FoundationNetworking)
 public import FoundationNetworking
@@ -51,7 +51,18 @@ open class URLSession: NSObject, @unchecked Sendable {
 
     /// A session with `configuration`, whose `delegate` is called on `queue` (a new serial queue when
     /// nil).
-    public init(configuration: URLSessionConfiguration, delegate: (any URLSessionDelegate)?, delegateQueue queue: OperationQueue?) {
+    public convenience init(configuration: URLSessionConfiguration, delegate: (any URLSessionDelegate)?, delegateQueue queue: OperationQueue?) {
+        self.init(configuration: configuration, delegate: delegate, delegateQueue: queue, daemon: nil)
+    }
+
+    /// A session whose background tasks go to `daemon` instead of this user's ferryd (tests, and
+    /// programs that run a daemon of their own).
+    package init(
+        configuration: URLSessionConfiguration,
+        delegate: (any URLSessionDelegate)?,
+        delegateQueue queue: OperationQueue?,
+        daemon: DaemonClient?
+    ) {
         self.configurationCopy = configuration.copy() as! URLSessionConfiguration
         self.delegateQueue = queue ?? Self.serialQueue()
         self.state = Mutex(State(delegate: delegate))
@@ -67,7 +78,11 @@ open class URLSession: NSObject, @unchecked Sendable {
         self.refusal = refusal
         super.init()
         bridge = DelegateBridge(session: self)
-        ferry = Session(configuration: ferryConfiguration, delegate: bridge)
+        if let daemon, configurationCopy.kind == .background, refusal == nil {
+            ferry = Session(configuration: ferryConfiguration, delegate: bridge, daemon: daemon)
+        } else {
+            ferry = Session(configuration: ferryConfiguration, delegate: bridge)
+        }
     }
 
     private init(shared: Void) {

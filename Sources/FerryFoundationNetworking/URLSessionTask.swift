@@ -91,8 +91,12 @@ open class URLSessionTask: NSObject, @unchecked Sendable {
     /// Why the task failed (a `URLError`); nil while running and on success.
     open var error: (any Error)? { mutable.withLock { $0.error } }
     /// A description for the application's own use.
+    /// A background task keeps it in ferryd: a process that re-attaches finds its tasks by it.
     open var taskDescription: String? {
-        get { mutable.withLock { $0.taskDescription } }
+        get {
+            if let ferry { return ferry.taskDescription }
+            return mutable.withLock { $0.taskDescription }
+        }
         set {
             mutable.withLock { $0.taskDescription = newValue }
             ferry?.taskDescription = newValue
