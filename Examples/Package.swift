@@ -31,10 +31,14 @@ let package = Package(
             name: "ReportDownloader",
             dependencies: [.product(name: "Ferry", package: "Ferry")]
         ),
+        .executableTarget(
+            name: "AppleStyleDownloader",
+            dependencies: [.product(name: "FerryFoundationNetworking", package: "Ferry")]
+        ),
         .testTarget(
             name: "ExamplesTests",
             dependencies: [
-                "BackgroundDownloader", "ResumableUploader", "WebSocketChat", "MetricsReader", "ReportDownloader",
+                "AppleStyleDownloader", "BackgroundDownloader", "ResumableUploader", "WebSocketChat", "MetricsReader", "ReportDownloader",
                 .product(name: "FerryTestServer", package: "Ferry"),
             ]
         ),

@@ -73,6 +73,13 @@ import Testing
             ferry: ["error NSURLErrorDomain -1005", "resume data given", "data 1000000 bytes fnv 96855029e5d7364e", "error nil"],
             why: "Apple: a dropped download fails with networkConnectionLost and NSURLSessionDownloadTaskResumeData; FoundationNetworking reports -1 (unknown) without resume data"
         ),
+        "a POST with httpBodyStream sends the stream": Documented(
+            ferry: [
+                "status 200 path /upload length 109 expected 109", "error nil", "length 200000",
+                "sha256 916e7efe53ca62a60eabe6c193989a7b71462508852dfd94218e93a048283ccd", "method POST",
+            ],
+            why: "Apple: the stream is the body; FoundationNetworking's request with a stream and a Content-Length gets a 400 from the server"
+        ),
     ]
 
     /// Every program, or those whose names contain `SAMENESS_ONLY`.

@@ -45,6 +45,7 @@ public enum SamenessPrograms {
         ("a request's own headers win over httpAdditionalHeaders", requestHeadersWin),
         ("a cancelled task's error carries the failing URL", cancelledErrorInfo),
         ("a download cancelled with resume data continues where it stopped", resumeData),
+        ("a POST with httpBodyStream sends the stream", postWithBodyStream),
         ("a failed download's error carries resume data", failedDownloadResumeData),
     ]
 
@@ -259,6 +260,18 @@ public enum SamenessPrograms {
         request.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
         let (data, response, error) = await dataTask(session, request)
         return [describe(response), describe(error), field("length", data), field("method", data), field("contentType", data)]
+    }
+
+    static func postWithBodyStream(_ origin: String) async -> [String] {
+        let session = ephemeralSession()
+        defer { session.finishTasksAndInvalidate() }
+        var request = URLRequest(url: URL(string: "\(origin)/upload")!)
+        request.httpMethod = "POST"
+        let body = Data((0..<200_000).map { UInt8($0 % 253) })
+        request.httpBodyStream = InputStream(data: body)
+        request.setValue("\(body.count)", forHTTPHeaderField: "Content-Length")
+        let (data, response, error) = await dataTask(session, request)
+        return [describe(response), describe(error), field("length", data), field("sha256", data), field("method", data)]
     }
 
     static func uploadFromData(_ origin: String) async -> [String] {

@@ -122,6 +122,86 @@ import Glibc
         }
     }
 
+    /// ferryd's pid, from `ferry daemon status` with `environment`.
+    static func daemonPid(_ environment: [String: String]) async throws -> Int32? {
+        guard let tools = daemonTools else { return nil }
+        let status = try ChildProcess.spawn(
+            tools.ferry,
+            arguments: ["daemon", "status"],
+            environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
+            output: .pipes
+        )
+        let run = try await finish(status)
+        guard let range = run.stdout.range(of: "pid ") else { return nil }
+        return Int32(run.stdout[range.upperBound...].prefix { $0.isNumber })
+    }
+
+    @Test(.enabled(if: daemonTools != nil, "ferryd is not built: run `swift build` in the repository first"))
+    func theAppleStyleDownloaderSurvivesItselfAndFerrydBeingKilled() async throws {
+        let directory = try Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let daemon = try #require(Self.isolatedDaemon(in: directory))
+        defer { daemon.stop() }
+        try await TestServer.withServer { server in
+            // 3 MB at 1 MB/s: still running when the program and ferryd are killed.
+            let url = server.url("/bytes/3000000?seed=7&throttle=1000000")
+            let destination = directory + "/file.bin"
+            let first = try Self.start("AppleStyleDownloader", [url, destination], environment: daemon.environment, in: directory)
+            let end = Date().addingTimeInterval(30)
+            while server.counters.bodyBytesSent(path: "/bytes/3000000") < 200_000 {
+                #expect(Date() < end, "the download never started")
+                if Date() > end { break }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            let ferryd = try #require(try await Self.daemonPid(daemon.environment))
+            kill(first.processIdentifier, SIGKILL)
+            kill(ferryd, SIGKILL)
+            let killed = try await Self.finish(first)
+            #expect(killed.stdout.contains("started task"), "\(killed.stdout)\(killed.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: destination))
+
+            // The same program, unchanged, run again: it starts ferryd, finds its task by description,
+            // and collects the file.
+            let second = try await Self.run("AppleStyleDownloader", [url, destination], environment: daemon.environment, in: directory)
+            #expect(second.status == 0, "\(second.stdout)\(second.stderr)")
+            #expect(second.stdout.hasPrefix("continuing task"), "\(second.stdout)")
+            #expect(second.stdout.contains("saved \(destination)"))
+            let saved = try Data(contentsOf: URL(fileURLWithPath: destination))
+            #expect(saved == Data(DeterministicBytes(seed: 7).bytes(offset: 0, count: 3_000_000)))
+        }
+    }
+
+    @Test(.enabled(if: daemonTools != nil, "ferryd is not built: run `swift build` in the repository first"))
+    func theAppleStyleDownloaderStopsWithResumeDataAndContinues() async throws {
+        let directory = try Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let daemon = try #require(Self.isolatedDaemon(in: directory))
+        defer { daemon.stop() }
+        try await TestServer.withServer { server in
+            let url = server.url("/bytes/3000000?seed=6&throttle=1000000")
+            let destination = directory + "/file.bin"
+            let first = try Self.start("AppleStyleDownloader", [url, destination], environment: daemon.environment, in: directory)
+            let end = Date().addingTimeInterval(30)
+            while server.counters.bodyBytesSent(path: "/bytes/3000000") < 200_000 {
+                #expect(Date() < end, "the download never started")
+                if Date() > end { break }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            kill(first.processIdentifier, SIGTERM)
+            let stopped = try await Self.finish(first)
+            #expect(stopped.stdout.contains("stopped; resume data kept"), "\(stopped.stdout)\(stopped.stderr)")
+            #expect(FileManager.default.fileExists(atPath: destination + ".resume"))
+
+            let second = try await Self.run("AppleStyleDownloader", [url, destination], environment: daemon.environment, in: directory)
+            #expect(second.status == 0, "\(second.stdout)\(second.stderr)")
+            #expect(second.stdout.hasPrefix("resumed task"), "\(second.stdout)")
+            let saved = try Data(contentsOf: URL(fileURLWithPath: destination))
+            #expect(saved == Data(DeterministicBytes(seed: 6).bytes(offset: 0, count: 3_000_000)))
+            // The second run asked for the rest only.
+            #expect(server.counters.bodyBytesSent(path: "/bytes/3000000") < 3_000_000 + 1_000_000)
+        }
+    }
+
     @Test(.enabled(if: daemonTools != nil, "ferryd is not built: run `swift build` in the repository first"))
     func theGuidesWorkedPortIsTheExampleAndItRuns() async throws {
         // The Ferry program the guide shows is this example's code, character for character.
