@@ -11,7 +11,9 @@ import Testing
 /// Where FoundationNetworking is wrong (measured here; docs/FOUNDATION_NETWORKING.md lists each case),
 /// Ferry's transcript is checked against Apple's documented behaviour instead, and FoundationNetworking's
 /// is shown beside it. `SAMENESS_ONLY=words` runs the programs whose names contain them.
-@Suite(.timeLimit(.minutes(5))) struct SamenessTests {
+// One program at a time: 31 sessions made at once (each reading the system trust roots, slow in a debug
+// build) took 20–35 s each beside the rest of the suite and starved its timing-sensitive tests.
+@Suite(.serialized, .timeLimit(.minutes(5))) struct SamenessTests {
     /// Programs where FoundationNetworking departs from Apple's documentation: Ferry's expected transcript
     /// and why. `runsOnFoundation` is false where FoundationNetworking never finishes the program.
     struct Documented {
