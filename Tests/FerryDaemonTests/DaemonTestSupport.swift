@@ -191,10 +191,11 @@ final class SchedulerFixture: Sendable {
     }
 }
 
-/// Waits (yielding, a few milliseconds at a time, 30 s at most: a full test run on two cores is slow
+/// Waits (yielding, a few milliseconds at a time, 90 s at most: a full test run on two cores is slow
 /// to schedule, and the limit only matters when the condition never holds) until `condition` holds.
+/// (30 s was not enough once: two loaded full runs starved a scheduler step for over 30 s at the start.)
 func eventually(_ what: String, _ condition: () async throws -> Bool) async throws {
-    let end = ContinuousClock.now + .seconds(30)
+    let end = ContinuousClock.now + .seconds(90)
     while ContinuousClock.now < end {
         if try await condition() { return }
         try await Task.sleep(for: .milliseconds(5))
