@@ -140,7 +140,7 @@ final class DelegateBridge: DataDelegate, DownloadDelegate, @unchecked Sendable 
         case .data(_, let made), .file(_, let made):
             let apple = FoundationBridge.response(made, protocolName: nil)
             task.record(response: apple)
-            response = task.response ?? apple
+            response = apple
         case .failure(let error):
             failure = override ?? FoundationBridge.error(error, url: task.currentRequest?.url)
             response = task.response

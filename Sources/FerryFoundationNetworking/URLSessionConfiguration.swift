@@ -28,17 +28,11 @@ open class URLSessionConfiguration: NSObject, NSCopying, @unchecked Sendable {
         timeoutIntervalForResource = defaults.timeoutIntervalForResource
         httpMaximumConnectionsPerHost = defaults.httpMaximumConnectionsPerHost
         waitsForConnectivity = kind == .background
-        switch kind {
-        case .default, .background:
-            httpCookieStorage = HTTPCookieStorage.shared
-            urlCredentialStorage = URLCredentialStorage.shared
-            urlCache = URLCache.shared
-        case .ephemeral:
-            // Ferry's private, in-memory stores stand for these (they are never written to disk).
-            httpCookieStorage = HTTPCookieStorage.shared
-            urlCredentialStorage = URLCredentialStorage.shared
-            urlCache = URLCache.shared
-        }
+        // Every kind starts with the shared objects; while they stay unchanged, Ferry's stores of the
+        // kind serve them (private and in memory for an ephemeral session, never written to disk).
+        httpCookieStorage = HTTPCookieStorage.shared
+        urlCredentialStorage = URLCredentialStorage.shared
+        urlCache = URLCache.shared
         storageIsDefault = (true, true, true)
     }
 

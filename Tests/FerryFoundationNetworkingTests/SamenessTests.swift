@@ -2,7 +2,6 @@ import FerryTestServer
 import Foundation
 import SamenessOnFerry
 import SamenessOnFoundation
-import Synchronization
 import Testing
 
 /// Each URLSession program (Tests/SamenessPrograms) runs against FoundationNetworking and against
@@ -117,38 +116,15 @@ import Testing
 
 /// A program's transcript, or nil when it has not finished within a limit: a program that hangs is left
 /// behind (the bound only tells a hang from a wait).
-final class Bounded: Sendable {
-    private let state = Mutex<(value: [String]??, waiter: CheckedContinuation<[String]?, Never>?)>((nil, nil))
-
-    private func settle(_ value: [String]?) {
-        let waiter = state.withLock { state -> CheckedContinuation<[String]?, Never>? in
-            guard state.value == nil else { return nil }
-            state.value = .some(value)
-            defer { state.waiter = nil }
-            return state.waiter
-        }
-        waiter?.resume(returning: value)
-    }
-
-    private func value() async -> [String]? {
-        await withCheckedContinuation { continuation in
-            let ready = state.withLock { state -> [String]?? in
-                if let value = state.value { return value }
-                state.waiter = continuation
-                return nil
-            }
-            if let ready { continuation.resume(returning: ready) }
-        }
-    }
-
+enum Bounded {
     static func run(_ limit: Duration, _ body: @escaping @Sendable () async -> [String]) async -> [String]? {
-        let bounded = Bounded()
-        Task { bounded.settle(await body()) }
+        let first = SamenessOnFerry.SamenessPrograms.Waiter<[String]?>()
+        Task { first.finish(await body()) }
         let timer = Task {
             try? await Task.sleep(for: limit)
-            bounded.settle(nil)
+            first.finish(nil)
         }
         defer { timer.cancel() }
-        return await bounded.value()
+        return await first.value()
     }
 }

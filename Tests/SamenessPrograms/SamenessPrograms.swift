@@ -58,10 +58,12 @@ public enum SamenessPrograms {
         var all: [String] { lines.withLock { $0 } }
     }
 
-    /// Waits for a completion handler's call.
-    final class Waiter<T: Sendable>: @unchecked Sendable {
+    /// Waits for a completion handler's call (the first: later ones are ignored).
+    public final class Waiter<T: Sendable>: @unchecked Sendable {
         private let state = Mutex<(value: T?, waiter: CheckedContinuation<T, Never>?)>((nil, nil))
-        func finish(_ value: T) {
+        public init() {}
+
+        public func finish(_ value: T) {
             let waiter = state.withLock { state -> CheckedContinuation<T, Never>? in
                 guard state.value == nil else { return nil }
                 state.value = value
@@ -70,7 +72,7 @@ public enum SamenessPrograms {
             }
             waiter?.resume(returning: value)
         }
-        func value() async -> T {
+        public func value() async -> T {
             await withCheckedContinuation { continuation in
                 let ready = state.withLock { state -> T? in
                     if let value = state.value { return value }

@@ -136,6 +136,16 @@ import Glibc
         return Int32(run.stdout[range.upperBound...].prefix { $0.isNumber })
     }
 
+    /// Waits until `server` has sent `bytes` of `path`'s body (30 s at most: then the download never started).
+    static func waitUntilSent(_ bytes: Int64, of path: String, by server: TestServer) async throws {
+        let end = Date().addingTimeInterval(30)
+        while server.counters.bodyBytesSent(path: path) < bytes {
+            #expect(Date() < end, "the download never started")
+            if Date() > end { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
     @Test(.enabled(if: daemonTools != nil, "ferryd is not built: run `swift build` in the repository first"))
     func theAppleStyleDownloaderSurvivesItselfAndFerrydBeingKilled() async throws {
         let directory = try Self.directory()
@@ -147,12 +157,7 @@ import Glibc
             let url = server.url("/bytes/3000000?seed=7&throttle=1000000")
             let destination = directory + "/file.bin"
             let first = try Self.start("AppleStyleDownloader", [url, destination], environment: daemon.environment, in: directory)
-            let end = Date().addingTimeInterval(30)
-            while server.counters.bodyBytesSent(path: "/bytes/3000000") < 200_000 {
-                #expect(Date() < end, "the download never started")
-                if Date() > end { break }
-                try await Task.sleep(for: .milliseconds(50))
-            }
+            try await Self.waitUntilSent(200_000, of: "/bytes/3000000", by: server)
             let ferryd = try #require(try await Self.daemonPid(daemon.environment))
             kill(first.processIdentifier, SIGKILL)
             kill(ferryd, SIGKILL)
@@ -181,12 +186,7 @@ import Glibc
             let url = server.url("/bytes/3000000?seed=6&throttle=1000000")
             let destination = directory + "/file.bin"
             let first = try Self.start("AppleStyleDownloader", [url, destination], environment: daemon.environment, in: directory)
-            let end = Date().addingTimeInterval(30)
-            while server.counters.bodyBytesSent(path: "/bytes/3000000") < 200_000 {
-                #expect(Date() < end, "the download never started")
-                if Date() > end { break }
-                try await Task.sleep(for: .milliseconds(50))
-            }
+            try await Self.waitUntilSent(200_000, of: "/bytes/3000000", by: server)
             kill(first.processIdentifier, SIGTERM)
             let stopped = try await Self.finish(first)
             #expect(stopped.stdout.contains("stopped; resume data kept"), "\(stopped.stdout)\(stopped.stderr)")
