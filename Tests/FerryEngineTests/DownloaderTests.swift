@@ -255,7 +255,11 @@ import Synchronization
             server.openGate("t1")
             #expect(error.code == .timedOut)
             let resumeData = try #require(error.resumeData)
-            let result = try await Downloader(transport: transport).download(
+            // The resume runs on a transport with the default idle timeout: the 3 s one is for the stall
+            // above, and a loaded full run once starved the healthy second attempt past it.
+            let healthy = try StandardTransport()
+            defer { Task { try await healthy.shutdown() } }
+            let result = try await Downloader(transport: healthy).download(
                 request(url),
                 resumingFrom: resumeData,
                 to: path,
