@@ -5,6 +5,11 @@ import FoundationNetworking
 #endif
 import Synchronization
 
+/// A value that crosses to the delegate queue and back (Apple's types there are not all Sendable).
+struct Carried<T>: @unchecked Sendable {
+    let value: T
+}
+
 /// Ferry's delegate for a ``URLSession``: each of Ferry's events becomes Apple's delegate call, made on
 /// the session's `delegateQueue`. Ferry delivers one event at a time and waits for this one to return,
 /// and this one waits until the call on the queue has returned (and its completion handler was
@@ -18,13 +23,8 @@ final class DelegateBridge: DataDelegate, DownloadDelegate, @unchecked Sendable 
 
     // MARK: The queue
 
-    /// A value that crosses to the delegate queue and back (Apple's types there are not all Sendable).
-    private struct Carried<T>: @unchecked Sendable {
-        let value: T
-    }
-
     /// Runs `body` on the delegate queue and waits until it has run.
-    private func onQueue(_ session: URLSession, _ body: @escaping () -> Void) async {
+    func onQueue(_ session: URLSession, _ body: @escaping () -> Void) async {
         let carried = Carried(value: body)
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             session.delegateQueue.addOperation {
@@ -36,7 +36,7 @@ final class DelegateBridge: DataDelegate, DownloadDelegate, @unchecked Sendable 
 
     /// Runs `body` on the delegate queue and waits for the answer it passes to its completion handler
     /// (the first one: a second call is ignored).
-    private func ask<T>(_ session: URLSession, _ body: @escaping (@escaping @Sendable (T) -> Void) -> Void) async -> T {
+    func ask<T>(_ session: URLSession, _ body: @escaping (@escaping @Sendable (T) -> Void) -> Void) async -> T {
         let carried = Carried(value: body)
         let answer = await withCheckedContinuation { (continuation: CheckedContinuation<Carried<T>, Never>) in
             let once = Mutex<CheckedContinuation<Carried<T>, Never>?>(continuation)
@@ -78,7 +78,7 @@ final class DelegateBridge: DataDelegate, DownloadDelegate, @unchecked Sendable 
         task.mutable.withLock { $0.completion = completion }
     }
 
-    private func hasCompletion(_ task: URLSessionTask) -> Bool {
+    func hasCompletion(_ task: URLSessionTask) -> Bool {
         task.mutable.withLock { $0.completion != nil }
     }
 
@@ -90,89 +90,105 @@ final class DelegateBridge: DataDelegate, DownloadDelegate, @unchecked Sendable 
     }
 
     /// The delegate that hears `task`'s events first: its own, else the session's.
-    private func delegate(of task: URLSessionTask) -> (any URLSessionTaskDelegate)? {
+    func delegate(of task: URLSessionTask) -> (any URLSessionTaskDelegate)? {
         task.delegate ?? (owner?.delegate as? any URLSessionTaskDelegate)
     }
 
-    private func dataDelegate(of task: URLSessionTask) -> (any URLSessionDataDelegate)? {
+    func dataDelegate(of task: URLSessionTask) -> (any URLSessionDataDelegate)? {
         if let own = task.delegate { return own as? any URLSessionDataDelegate }
         return owner?.delegate as? any URLSessionDataDelegate
     }
 
-    private func downloadDelegate(of task: URLSessionTask) -> (any URLSessionDownloadDelegate)? {
+    func downloadDelegate(of task: URLSessionTask) -> (any URLSessionDownloadDelegate)? {
         (task.delegate as? any URLSessionDownloadDelegate) ?? (owner?.delegate as? any URLSessionDownloadDelegate)
     }
 
     private func forget(_ task: URLSessionTask) {
-        guard let ferry = task.ferry else { return }
-        owner?.state.withLock { _ = $0.tasks.removeValue(forKey: ObjectIdentifier(ferry)) }
+        owner?.state.withLock { _ = $0.tasks.removeValue(forKey: task.key) }
     }
 
     // MARK: Completion
 
+    /// What a task that succeeded hands over, in Apple's types.
+    enum Delivered: @unchecked Sendable {
+        case data(Data, URLResponse)
+        /// A download's file: the receiver's to move (a completion handler's is removed when it returns).
+        case file(URL, URLResponse)
+    }
+
     /// A task that could not be made completes with `error`: through its completion handler, or the
     /// delegate's didCompleteWithError.
     func complete(_ task: URLSessionTask, error: URLError) {
-        guard let session = owner, task.markCompleted(error: error) else { return }
+        deliver(task, .failure(error))
+    }
+
+    /// The outcome of a completion-handler or async task run by the engine.
+    func finish(_ task: URLSessionTask, with outcome: Session.BridgedOutcome) {
+        let override = task.mutable.withLock { $0.overrideError }
+        switch outcome {
+        case .data(let data, let made):
+            deliver(task, .success(.data(data, FoundationBridge.response(made, protocolName: nil))))
+        case .file(let url, let made):
+            deliver(task, .success(.file(url, FoundationBridge.response(made, protocolName: nil))))
+        case .failure(let error):
+            deliver(task, .failure(override ?? FoundationBridge.error(error, url: task.currentRequest?.url)))
+        }
+    }
+
+    /// Hands a finished task's result over, once: to its completion handler (on the delegate queue), to
+    /// its async caller, or else to its delegate (`didFinishDownloadingTo` for a download's file, then
+    /// `didCompleteWithError`).
+    func deliver(_ task: URLSessionTask, _ result: Result<Delivered, any Error>) {
+        guard let session = owner else { return }
+        forget(task)
+        var response = task.response
+        var failure: (any Error)?
+        switch result {
+        case .success(.data(_, let made)), .success(.file(_, let made)): response = made
+        case .failure(let error): failure = error
+        }
+        if let response { task.record(response: response) }
+        guard task.markCompleted(error: failure) else { return }
+        task.updateProgress()
         let completion = task.mutable.withLock { $0.completion }
-        let carried = Carried(value: (task, error))
+        let carried = Carried(value: (response, failure, result))
         switch completion {
-        case .data(let handler)?: session.delegateQueue.addOperation { handler(nil, nil, carried.value.1) }
-        case .file(let handler)?: session.delegateQueue.addOperation { handler(nil, nil, carried.value.1) }
-        case .async(let resume)?: resume(.failure(error))
+        case .async(let resume)?:
+            resume(result)
+        case .data(let handler)?:
+            session.delegateQueue.addOperation {
+                let (response, failure, result) = carried.value
+                if case .success(.data(let data, _)) = result { return handler(data, response, nil) }
+                handler(nil, response, failure ?? URLError(.unknown))
+            }
+        case .file(let handler)?:
+            session.delegateQueue.addOperation {
+                let (response, failure, result) = carried.value
+                guard case .success(.file(let url, _)) = result else { return handler(nil, response, failure ?? URLError(.unknown)) }
+                handler(url, response, nil)
+                try? FileManager.default.removeItem(at: url)
+            }
         case nil:
+            if case .success(.file(let url, _)) = result, let delegate = downloadDelegate(of: task), let download = task as? URLSessionDownloadTask {
+                let pair = Carried(value: (delegate, download))
+                session.delegateQueue.addOperation {
+                    pair.value.0.urlSession(session, downloadTask: pair.value.1, didFinishDownloadingTo: url)
+                    try? FileManager.default.removeItem(at: url)
+                }
+            }
             guard let delegate = delegate(of: task) else { return }
-            let pair = Carried(value: (delegate, task, error))
+            let pair = Carried(value: (delegate, task, failure))
             session.delegateQueue.addOperation {
                 pair.value.0.urlSession(session, task: pair.value.1, didCompleteWithError: pair.value.2)
             }
         }
     }
 
-    /// The outcome of a completion-handler or async task.
-    func finish(_ task: URLSessionTask, with outcome: Session.BridgedOutcome) {
-        guard let session = owner else { return }
-        forget(task)
-        let override = task.mutable.withLock { $0.overrideError }
-        var response: URLResponse?
-        var failure: URLError?
-        switch outcome {
-        case .data(_, let made), .file(_, let made):
-            let apple = FoundationBridge.response(made, protocolName: nil)
-            task.record(response: apple)
-            response = apple
-        case .failure(let error):
-            failure = override ?? FoundationBridge.error(error, url: task.currentRequest?.url)
-            response = task.response
-        }
-        guard task.markCompleted(error: failure) else { return }
-        task.updateProgress()
-        let completion = task.mutable.withLock { $0.completion }
-        let carried = Carried(value: (response, failure))
-        switch (completion, outcome) {
-        case (.async(let resume)?, _):
-            if let failure { resume(.failure(failure)) } else { resume(.success(outcome)) }
-        case (.data(let handler)?, .data(let data, _)):
-            session.delegateQueue.addOperation { handler(data, carried.value.0, nil) }
-        case (.file(let handler)?, .file(let url, _)):
-            session.delegateQueue.addOperation {
-                handler(url, carried.value.0, nil)
-                try? FileManager.default.removeItem(at: url)
-            }
-        case (.data(let handler)?, _):
-            session.delegateQueue.addOperation { handler(nil, carried.value.0, carried.value.1 ?? URLError(.unknown)) }
-        case (.file(let handler)?, _):
-            session.delegateQueue.addOperation { handler(nil, carried.value.0, carried.value.1 ?? URLError(.unknown)) }
-        case (nil, _):
-            break
-        }
-    }
-
     /// A task whose `earliestBeginDate` came: the delegate may continue, change the request or cancel.
     func willBeginDelayedRequest(_ task: URLSessionTask) async {
-        guard let session = owner, let ferry = task.ferry else { return }
+        guard let session = owner else { return }
         guard let delegate = delegate(of: task), let request = task.currentRequest else {
-            ferry.resume()
+            task.begin()
             return
         }
         let carried = Carried(value: (delegate, task, request))
@@ -181,9 +197,13 @@ final class DelegateBridge: DataDelegate, DownloadDelegate, @unchecked Sendable 
         }
         switch answer.value.0 {
         case .continueLoading:
-            ferry.resume()
+            task.begin()
         case .cancel:
             task.cancel()
+        case .useNewRequest where task.loader != nil:
+            // A URLProtocol loads whatever request it is given (nil: the one it had).
+            if let replacement = answer.value.1 { task.record(currentRequest: replacement) }
+            task.begin()
         case .useNewRequest:
             // Ferry's task carries its request from its creation: a new one cannot replace it.
             task.mutable.withLock {
@@ -192,7 +212,7 @@ final class DelegateBridge: DataDelegate, DownloadDelegate, @unchecked Sendable 
                     userInfo: [NSLocalizedDescriptionKey: "willBeginDelayedRequest's useNewRequest is not supported by FerryFoundationNetworking; cancel the task and make a new one"]
                 )
             }
-            ferry.cancel()
+            task.ferry?.cancel()
         }
     }
 
@@ -289,12 +309,7 @@ final class DelegateBridge: DataDelegate, DownloadDelegate, @unchecked Sendable 
         let wrapped = wrapper(for: task)
         let length = wrapped.originalRequest?.value(forHTTPHeaderField: "Content-Length").flatMap { Int64($0) }
         if let first = wrapped.takeBodyStream() { return InputStreamBody.stream(first, length: length) }
-        guard let delegate = delegate(of: wrapped) else { return nil }
-        let carried = Carried(value: (delegate, wrapped))
-        let answer: Carried<InputStream?> = await ask(owner) { done in
-            carried.value.0.urlSession(owner, task: carried.value.1) { done(Carried(value: $0)) }
-        }
-        return answer.value.map { InputStreamBody.stream($0, length: length) }
+        return await needNewBodyStream(wrapped).map { InputStreamBody.stream($0, length: length) }
     }
 
     func session(_ session: Session, taskIsWaitingForConnectivity task: SessionTask, reason: NetworkPolicy.WaitReason) async {

@@ -162,6 +162,16 @@ enum FoundationBridge {
         return URLError(code, userInfo: info)
     }
 
+    /// A `URLError` of `code` with `message` and the failing URL under both of Apple's keys.
+    static func error(_ code: URLError.Code, _ message: String, url: URL?) -> URLError {
+        var info: [String: Any] = [NSLocalizedDescriptionKey: message]
+        if let url {
+            info["NSErrorFailingURLStringKey"] = url.absoluteString
+            info[NSURLErrorFailingURLErrorKey] = url
+        }
+        return URLError(code, userInfo: info)
+    }
+
     // MARK: Proxies
 
     /// Ferry's proxy for a `connectionProxyDictionary`, or why it cannot be honoured.

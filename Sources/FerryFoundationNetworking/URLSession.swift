@@ -32,7 +32,7 @@ open class URLSession: NSObject, @unchecked Sendable {
         var sessionDescription: String?
         /// Live tasks by their Ferry task.
         var tasks: [ObjectIdentifier: URLSessionTask] = [:]
-        var nextRefusedIdentifier = 1 << 40
+        var nextLocalIdentifier = 1 << 40
     }
 
     let configurationCopy: URLSessionConfiguration
@@ -240,7 +240,8 @@ open class URLSession: NSObject, @unchecked Sendable {
     open var allTasks: [URLSessionTask] {
         get async {
             let live = await ferry.allTasks
-            return live.map { bridge.wrapper(for: $0) }
+            let loaded = state.withLock { $0.tasks.values.filter { $0.loader != nil } }
+            return (live.map { bridge.wrapper(for: $0) } + loaded)
                 .filter { $0.state != .completed }
                 .sorted { $0.taskIdentifier < $1.taskIdentifier }
         }
@@ -292,7 +293,7 @@ open class URLSession: NSObject, @unchecked Sendable {
     open func data(for request: URLRequest, delegate: (any URLSessionTaskDelegate)? = nil) async throws -> (Data, URLResponse) {
         let outcome = try await run(URLSessionDataTask.self, request, body: .fromRequest, delegate: delegate)
         guard case .data(let data, let response) = outcome else { throw URLError(.unknown) }
-        return (data, FoundationBridge.response(response))
+        return (data, response)
     }
 
     /// Loads `url` with a GET.
@@ -308,7 +309,7 @@ open class URLSession: NSObject, @unchecked Sendable {
     ) async throws -> (Data, URLResponse) {
         let outcome = try await run(URLSessionUploadTask.self, request, body: .file(fileURL), delegate: delegate)
         guard case .data(let data, let response) = outcome else { throw URLError(.unknown) }
-        return (data, FoundationBridge.response(response))
+        return (data, response)
     }
 
     /// Uploads `bodyData` and returns the response body.
@@ -319,14 +320,14 @@ open class URLSession: NSObject, @unchecked Sendable {
     ) async throws -> (Data, URLResponse) {
         let outcome = try await run(URLSessionUploadTask.self, request, body: .data(bodyData), delegate: delegate)
         guard case .data(let data, let response) = outcome else { throw URLError(.unknown) }
-        return (data, FoundationBridge.response(response))
+        return (data, response)
     }
 
     /// Downloads `request` to a file that is now the caller's to move or remove.
     open func download(for request: URLRequest, delegate: (any URLSessionTaskDelegate)? = nil) async throws -> (URL, URLResponse) {
         let outcome = try await run(URLSessionDownloadTask.self, request, body: .download, delegate: delegate)
         guard case .file(let url, let response) = outcome else { throw URLError(.unknown) }
-        return (url, FoundationBridge.response(response))
+        return (url, response)
     }
 
     /// Downloads `url`.
@@ -338,7 +339,7 @@ open class URLSession: NSObject, @unchecked Sendable {
     open func download(resumeFrom resumeData: Data, delegate: (any URLSessionTaskDelegate)? = nil) async throws -> (URL, URLResponse) {
         let outcome = try await run(URLSessionDownloadTask.self, nil, body: .resume(resumeData), delegate: delegate)
         guard case .file(let url, let response) = outcome else { throw URLError(.unknown) }
-        return (url, FoundationBridge.response(response))
+        return (url, response)
     }
 
     // MARK: Making tasks
@@ -359,7 +360,7 @@ open class URLSession: NSObject, @unchecked Sendable {
         case data(@Sendable (Data?, URLResponse?, (any Error)?) -> Void)
         case file(@Sendable (URL?, URLResponse?, (any Error)?) -> Void)
         /// An async method waits: its continuation takes the outcome.
-        case async(@Sendable (Result<Session.BridgedOutcome, any Error>) -> Void)
+        case async(@Sendable (Result<DelegateBridge.Delivered, any Error>) -> Void)
     }
 
     func make<T: URLSessionTask>(_ kind: T.Type, _ request: URLRequest?, body: Body, completion: Completion?) -> T {
@@ -383,6 +384,12 @@ open class URLSession: NSObject, @unchecked Sendable {
         case .download: work = .download
         case .resume(let data): work = .downloadResume(data)
         }
+        // A URLProtocol class comes first: it may take schemes the engine does not.
+        if self.refusal == nil, let request, request.url != nil,
+            let loaded = loadedByProtocol(kind, request, body: body, stream: stream, completion: completion)
+        {
+            return loaded
+        }
         var ferryRequest: Request?
         var refusal = self.refusal
         if let request, refusal == nil {
@@ -393,10 +400,7 @@ open class URLSession: NSObject, @unchecked Sendable {
         }
         if case .downloadResume = work, refusal == nil { ferryRequest = Request(url: URL(string: "http://resume.invalid/")!) }
         guard refusal == nil, let ferryRequest else {
-            let identifier = state.withLock { state in
-                defer { state.nextRefusedIdentifier += 1 }
-                return state.nextRefusedIdentifier
-            }
+            let identifier = nextLocalIdentifier()
             let task = T.make(owner: self, ferry: nil, original: request, refusal: refusal ?? URLError(.badURL), identifier: identifier)
             if let completion { bridge.setCompletion(completion, for: task) }
             bridge.created(task)
@@ -426,6 +430,51 @@ open class URLSession: NSObject, @unchecked Sendable {
         return task
     }
 
+    private func nextLocalIdentifier() -> Int {
+        state.withLock { state in
+            defer { state.nextLocalIdentifier += 1 }
+            return state.nextLocalIdentifier
+        }
+    }
+
+    /// The `URLProtocol` classes this session consults, in order: the configuration's, then (for
+    /// ``shared`` only, as Apple's) the registered ones. Background sessions consult none.
+    var protocolClasses: [AnyClass] {
+        guard configurationCopy.kind != .background else { return [] }
+        let configured = configurationCopy.protocolClasses ?? []
+        return isShared ? configured + URLProtocol.registeredClasses : configured
+    }
+
+    /// A task loaded by the first protocol class that takes `request`; nil when none does (or there are
+    /// none: the engine loads it).
+    private func loadedByProtocol<T: URLSessionTask>(
+        _ kind: T.Type,
+        _ request: URLRequest,
+        body: Body,
+        stream: InputStream?,
+        completion: Completion?
+    ) -> T? {
+        let classes = protocolClasses
+        guard !classes.isEmpty else { return nil }
+        // canInit(with: task) needs the task: a wrapper no one sees unless a class takes it.
+        let task = T.make(owner: self, ferry: nil, original: request, refusal: nil, identifier: nextLocalIdentifier())
+        guard let chosen = URLProtocolLoader.choose(from: classes, task: task, request: request) else { return nil }
+        let loaderBody: URLProtocolLoader.Body =
+            switch body {
+            case .data(let data): .data(data)
+            case .file(let file): .file(file)
+            case .stream: .stream
+            case .fromRequest where request.httpBodyStream != nil: .stream
+            case .fromRequest, .download, .resume: .none
+            }
+        task.setBodyStream(stream)
+        task.loader = URLProtocolLoader(task: task, session: self, protocolClass: chosen, body: loaderBody)
+        if let completion { bridge.setCompletion(completion, for: task) }
+        state.withLock { $0.tasks[task.key] = task }
+        bridge.created(task)
+        return task
+    }
+
     /// The wrapper of a Ferry task made by this session, registered so Ferry's events find it.
     func adopt<T: URLSessionTask>(_ kind: T.Type, _ ferryTask: SessionTask, original: URLRequest?) -> T {
         let task = T.make(owner: self, ferry: ferryTask, original: original, refusal: nil, identifier: ferryTask.taskIdentifier)
@@ -440,7 +489,7 @@ open class URLSession: NSObject, @unchecked Sendable {
         _ request: URLRequest?,
         body: Body,
         delegate: (any URLSessionTaskDelegate)?
-    ) async throws -> Session.BridgedOutcome {
+    ) async throws -> DelegateBridge.Delivered {
         let box = Mutex<URLSessionTask?>(nil)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in

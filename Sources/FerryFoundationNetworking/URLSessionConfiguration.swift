@@ -97,7 +97,9 @@ open class URLSessionConfiguration: NSObject, NSCopying, @unchecked Sendable {
     open var urlCache: URLCache? { didSet { storageIsDefault.cache = false } }
     /// No meaning on Linux; kept as set.
     open var shouldUseExtendedBackgroundIdleMode = false
-    /// URLProtocol subclasses: not yet run by FerryFoundationNetworking, so a non-empty list is refused.
+    /// `URLProtocol` subclasses that load requests instead of the network, consulted in order (this
+    /// module's, or FoundationNetworking's). Empty by default: the built-in schemes need no class here.
+    /// A background session refuses any, as Apple's does.
     open var protocolClasses: [AnyClass]? = []
 
     open func copy(with zone: NSZone? = nil) -> Any {
@@ -158,8 +160,13 @@ open class URLSessionConfiguration: NSObject, NSCopying, @unchecked Sendable {
         ferry.httpMaximumConnectionsPerHost = httpMaximumConnectionsPerHost
         if httpShouldUsePipelining { return refuse("httpShouldUsePipelining = true: Ferry does not pipeline requests") }
         if sharedContainerIdentifier != nil { return refuse("sharedContainerIdentifier: Linux has no app containers") }
-        if let classes = protocolClasses, !classes.isEmpty {
-            return refuse("protocolClasses: URLProtocol subclasses are not run by FerryFoundationNetworking yet")
+        for protocolClass in protocolClasses ?? [] {
+            guard URLProtocolLoader.ProtocolClass(protocolClass) != nil else {
+                return refuse("protocolClasses: \(protocolClass) is not a subclass of URLProtocol")
+            }
+            if kind == .background {
+                return refuse("protocolClasses: background sessions run in ferryd and cannot use URLProtocol subclasses (as on Apple's platforms)")
+            }
         }
         if let fields = httpAdditionalHeaders {
             for (name, value) in fields {

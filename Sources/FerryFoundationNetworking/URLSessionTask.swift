@@ -41,6 +41,8 @@ open class URLSessionTask: NSObject, @unchecked Sendable {
         var completion: URLSession.Completion?
         /// The error to report instead of the engine's (a delayed request the delegate refused).
         var overrideError: URLError?
+        /// The loader of a task a `URLProtocol` loads (then ``ferry`` is nil).
+        var loader: URLProtocolLoader?
     }
 
     /// The Ferry task that runs the transfer (nil when the task was refused before it could exist).
@@ -82,6 +84,15 @@ open class URLSessionTask: NSObject, @unchecked Sendable {
                 URLSessionDataTask(owner: owner, ferry: ferry, original: original, refusal: refusal, identifier: identifier)
             }
         return made as! Self
+    }
+
+    /// The key of this task in its session's live tasks.
+    var key: ObjectIdentifier { ferry.map(ObjectIdentifier.init) ?? ObjectIdentifier(self) }
+
+    /// The loader, when a `URLProtocol` loads this task.
+    var loader: URLProtocolLoader? {
+        get { mutable.withLock { $0.loader } }
+        set { mutable.withLock { $0.loader = newValue } }
     }
 
     /// The request now being sent: the original, or the last redirect's.
@@ -128,17 +139,21 @@ open class URLSessionTask: NSObject, @unchecked Sendable {
         set { mutable.withLock { $0.countOfBytesClientExpectsToReceive = newValue } }
     }
     /// Body bytes sent.
-    open var countOfBytesSent: Int64 { ferry?.countOfBytesSent ?? 0 }
+    open var countOfBytesSent: Int64 { ferry?.countOfBytesSent ?? loader?.countOfBytesSent ?? 0 }
     /// Body bytes the request has (`NSURLSessionTransferSizeUnknown`, -1, when unknown).
-    open var countOfBytesExpectedToSend: Int64 { ferry?.countOfBytesExpectedToSend ?? 0 }
+    open var countOfBytesExpectedToSend: Int64 { ferry?.countOfBytesExpectedToSend ?? loader?.countOfBytesExpectedToSend ?? 0 }
     /// Body bytes received.
-    open var countOfBytesReceived: Int64 { ferry?.countOfBytesReceived ?? 0 }
+    open var countOfBytesReceived: Int64 { ferry?.countOfBytesReceived ?? loader?.countOfBytesReceived ?? 0 }
     /// Body bytes the response announced (-1 when unknown).
-    open var countOfBytesExpectedToReceive: Int64 { ferry?.countOfBytesExpectedToReceive ?? -1 }
+    open var countOfBytesExpectedToReceive: Int64 { ferry?.countOfBytesExpectedToReceive ?? loader?.countOfBytesExpectedToReceive ?? -1 }
 
     /// running, suspended, canceling or completed.
     open var state: State {
         if mutable.withLock({ $0.completed }) { return .completed }
+        if let loader {
+            if mutable.withLock({ $0.delayedStart != nil }) { return .running }
+            return State(rawValue: loader.taskState) ?? .running
+        }
         guard let ferry else { return refusalReported ? .completed : .suspended }
         switch ferry.state {
         case .suspended: return mutable.withLock { $0.delayedStart != nil } ? .running : .suspended
@@ -153,7 +168,7 @@ open class URLSessionTask: NSObject, @unchecked Sendable {
 
     /// Starts the task, or continues a suspended one.
     open func resume() {
-        guard let ferry else {
+        guard ferry != nil || loader != nil else {
             reportRefusal()
             return
         }
@@ -162,7 +177,7 @@ open class URLSessionTask: NSObject, @unchecked Sendable {
             return date
         }
         guard let wait else {
-            ferry.resume()
+            begin()
             return
         }
         // earliestBeginDate: the transfer waits in this process until then (a background session's
@@ -177,7 +192,13 @@ open class URLSessionTask: NSObject, @unchecked Sendable {
         mutable.withLock { $0.delayedStart = start }
     }
 
-    /// Pauses the task; ``resume()`` continues it.
+    /// Starts the transfer now: on the engine, or through the task's `URLProtocol`.
+    func begin() {
+        if let ferry { ferry.resume() } else { loader?.resume() }
+    }
+
+    /// Pauses the task; ``resume()`` continues it. (A `URLProtocol` is not told: Apple's protocols
+    /// have no suspend either.)
     open func suspend() {
         let delayed = mutable.withLock { state -> Task<Void, Never>? in
             defer { state.delayedStart = nil }
@@ -194,6 +215,7 @@ open class URLSessionTask: NSObject, @unchecked Sendable {
             return state.delayedStart
         }
         delayed?.cancel()
+        if let loader { return loader.cancel() }
         guard let ferry else {
             reportRefusal()
             return
@@ -237,11 +259,10 @@ open class URLSessionTask: NSObject, @unchecked Sendable {
     }
 
     func updateProgress() {
-        guard let ferry else { return }
+        guard ferry != nil || loader != nil else { return }
         let upload = self is URLSessionUploadTask
-        let total = upload ? ferry.countOfBytesExpectedToSend : ferry.countOfBytesExpectedToReceive
-        progress.totalUnitCount = total
-        progress.completedUnitCount = upload ? ferry.countOfBytesSent : ferry.countOfBytesReceived
+        progress.totalUnitCount = upload ? countOfBytesExpectedToSend : countOfBytesExpectedToReceive
+        progress.completedUnitCount = upload ? countOfBytesSent : countOfBytesReceived
     }
 
     /// The request body stream, taken once (the engine asks for it when the task starts).

@@ -81,6 +81,44 @@ import Testing
             ],
             why: "Apple: the stream is the body; FoundationNetworking's request with a stream and a Content-Length gets a 400 from the server"
         ),
+        "a URLProtocol's redirect is followed": Documented(
+            ferry: [
+                "willPerformHTTPRedirection 302 to /ok method GET", "didReceiveResponse status 200 path /ok length 10 expected 10",
+                "didReceiveData total data 10 bytes fnv 8ad29990d699260b", "didComplete error nil",
+                "status 200 path /ok length 10 expected 10", "current /ok", "start GET /redirect", "stop /redirect", "start GET /ok",
+            ],
+            why: "Apple: a protocol's redirect goes to willPerformHTTPRedirection, then the new request loads; FoundationNetworking stops the process (\"doesn't currently handle redirects directly\")",
+            runsOnFoundation: false
+        ),
+        "a URLProtocol's redirect the delegate refuses": Documented(
+            ferry: ["willPerformHTTPRedirection 302 to /ok method GET", "didComplete error nil", "status 302 path /redirect length - expected -1"],
+            why: "Apple: a refused redirect completes with the redirect's response; FoundationNetworking stops the process (\"doesn't currently handle redirects directly\")",
+            runsOnFoundation: false
+        ),
+        "a URLProtocol's delegate calls, in order": Documented(
+            ferry: [
+                "didReceiveResponse status 200 path /big length 300000 expected 300000",
+                "didReceiveData total data 300000 bytes fnv 68dd3658333348c3", "didComplete error nil",
+                "status 200 path /big length 300000 expected 300000", "received 300000", "start GET /big",
+            ],
+            why: "Apple: countOfBytesReceived counts the body received; FoundationNetworking reports 0 after completion"
+        ),
+        "a URLProtocol's body in pieces reaches the completion handler whole": Documented(
+            ferry: ["hello stub", "status 200 path /pieces length 10 expected 10", "error nil"],
+            why: "Apple: a completion handler gets the whole body; FoundationNetworking hands over only the protocol's last didLoad (\"stub\")"
+        ),
+        "a URLProtocol reads an upload's body": Documented(
+            ferry: ["read 5000", "status 200 path /body length 9 expected 9", "error nil"],
+            why: "Apple: the protocol reads an upload's body from its request's httpBodyStream; FoundationNetworking gives the protocol no body (\"read 0\")"
+        ),
+        "a URLProtocol answers a download": Documented(
+            ferry: ["data 300000 bytes fnv 68dd3658333348c3", "status 200 path /big length 300000 expected 300000", "error nil"],
+            why: "Apple: a download's completion handler gets the file of what the protocol loaded; FoundationNetworking gives no file (nil) without an error"
+        ),
+        "a registered URLProtocol serves the shared session": Documented(
+            ferry: ["hello stub", "status 200 path /ok length 10 expected 10", "error nil"],
+            why: "Apple: URLProtocol.registerClass makes a class known to URLSession.shared; FoundationNetworking's shared session did not consult it and looked the host up (-1003)"
+        ),
     ]
 
     /// Every program, or those whose names contain `SAMENESS_ONLY`.

@@ -15,7 +15,9 @@ import Synchronization
 public enum SamenessPrograms {
     public typealias Program = @Sendable (_ origin: String) async -> [String]
 
-    public static let all: [(name: String, program: Program)] = [
+    public static let all: [(name: String, program: Program)] = core + urlProtocolPrograms
+
+    static let core: [(name: String, program: Program)] = [
         ("a GET with a completion handler", getWithCompletionHandler),
         ("a 404 is a response, not an error", notFoundIsAResponse),
         ("a refused connection is cannotConnectToHost with the failing URL", refusedConnection),
