@@ -167,6 +167,14 @@ let package = Package(
             path: "Sources/ferry-bench",
             swiftSettings: swiftSettings
         ),
+        // The benchmark peer Benchmarks/Peers/Sources/urlsession-bench, the same source built against
+        // FerryFoundationNetworking instead of FoundationNetworking (only the import differs).
+        .executableTarget(
+            name: "urlsession-bench-ferry",
+            dependencies: ["FerryFoundationNetworking"],
+            path: "Benchmarks/URLSessionOnFerry",
+            swiftSettings: [.define("FERRY"), .swiftLanguageMode(.v5)]
+        ),
 
         // MARK: Tests (mirror Sources/)
         .testTarget(

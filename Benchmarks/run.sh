@@ -31,7 +31,7 @@ fi
 nginx=$(command -v nginx || echo /usr/sbin/nginx)
 
 echo "building (release)..." >&2
-for product in ferry ferryd ferry-bench; do swift build -c release --product "$product" >/dev/null; done
+for product in ferry ferryd ferry-bench urlsession-bench-ferry; do swift build -c release --product "$product" >/dev/null; done
 (cd Benchmarks/Peers && swift build -c release >/dev/null)
 bin=$root/.build/release
 peers=$root/Benchmarks/Peers/.build/release
@@ -128,6 +128,7 @@ for round in $(seq "$rounds"); do
         'measure disk.wget $MB wget -q -O "$work/out/w" "$big"; verify "$work/out/w" wget'
         'measure disk.ahc $MB "$peers/ahc-bench" download "$big" "$work/out/h"; verify "$work/out/h" ahc-bench'
         'measure disk.urlsession $MB "$peers/urlsession-bench" download "$big" "$work/out/u"; verify "$work/out/u" urlsession-bench'
+        'measure disk.ferry-urlsession $MB "$bin/urlsession-bench-ferry" download "$big" "$work/out/v"; verify "$work/out/v" urlsession-bench-ferry'
         'measure disk.ferryd $MB "$bin/ferry-bench" background-download "$big" "$work/out/d"; verify "$work/out/d" ferryd'
         # The disk's own durable write rate (the bound for ferryd, which must sync before handing over, D1).
         'measure disk.dd-durable $MB dd if="$work/www/big.bin" of="$work/out/dd" bs=1M conv=fdatasync status=none; verify "$work/out/dd" dd'
@@ -140,16 +141,19 @@ for round in $(seq "$rounds"); do
     measure null.curl $MB curl -s -o /dev/null "$big"
     measure null.ahc $MB "$peers/ahc-bench" discard "$big"; grep -q "bytes=1073741824" "$work/last.out"
     measure null.urlsession $MB "$peers/urlsession-bench" discard "$big"; grep -q "bytes=1073741824" "$work/last.out"
+    measure null.ferry-urlsession $MB "$bin/urlsession-bench-ferry" discard "$big"; grep -q "bytes=1073741824" "$work/last.out"
     # Small GETs, sequential and 16 in flight
     n=$small_count
     measure seq.ferry-lib "$n" "$bin/ferry-bench" gets "$small" "$n"
     measure seq.curl "$n" curl -s -K "$work/curl.list"
     measure seq.ahc "$n" "$peers/ahc-bench" gets "$small" "$n"
     measure seq.urlsession "$n" "$peers/urlsession-bench" gets "$small" "$n"
+    measure seq.ferry-urlsession "$n" "$bin/urlsession-bench-ferry" gets "$small" "$n"
     measure par.ferry-lib "$n" "$bin/ferry-bench" gets-parallel "$small" "$n" 16
     measure par.curl "$n" curl -s --parallel --parallel-max 16 -K "$work/curl.list"
     measure par.ahc "$n" "$peers/ahc-bench" gets-parallel "$small" "$n" 16
     measure par.urlsession "$n" "$peers/urlsession-bench" gets-parallel "$small" "$n" 16
+    measure par.ferry-urlsession "$n" "$bin/urlsession-bench-ferry" gets-parallel "$small" "$n" 16
     # What a process needs before any work: 20 runs of --version back to back (runs a second, and the
     # peak RSS of one).
     measure version.ferry-cli 20 sh -c 'for _ in $(seq 20); do "$0" --version >/dev/null; done' "$bin/ferry"
@@ -176,14 +180,19 @@ for round in $(seq "$rounds"); do
     FERRY_BENCH_HTTP=1.1 measure tlsnull.ferry-lib-h1 $MB "$bin/ferry-bench" discard "$sbig"
     grep -q "bytes=1073741824" "$work/last.out"
     measure tlsnull.curl $MB curl -s --cacert "$work/ca.pem" -o /dev/null "$sbig"
+    # URLSession's API on Ferry over https (FoundationNetworking cannot trust a private CA on Linux:
+    # libcurl reads no environment variable for it and there is no server-trust challenge).
+    measure tlsnull.ferry-urlsession $MB "$bin/urlsession-bench-ferry" discard "$sbig"; grep -q "bytes=1073741824" "$work/last.out"
     measure tlsnull.curl-h1 $MB curl -s --http1.1 --cacert "$work/ca.pem" -o /dev/null "$sbig"
     measure tlsseq.ferry-lib "$n" "$bin/ferry-bench" gets "$ssmall" "$n"
     FERRY_BENCH_HTTP=1.1 measure tlsseq.ferry-lib-h1 "$n" "$bin/ferry-bench" gets "$ssmall" "$n"
     measure tlsseq.curl "$n" curl -s --cacert "$work/ca.pem" -K "$work/curl-tls.list"
+    measure tlsseq.ferry-urlsession "$n" "$bin/urlsession-bench-ferry" gets "$ssmall" "$n"
     measure tlsseq.curl-h1 "$n" curl -s --http1.1 --cacert "$work/ca.pem" -K "$work/curl-tls.list"
     measure tlspar.ferry-lib "$n" "$bin/ferry-bench" gets-parallel "$ssmall" "$n" 16
     FERRY_BENCH_HTTP=1.1 measure tlspar.ferry-lib-h1 "$n" "$bin/ferry-bench" gets-parallel "$ssmall" "$n" 16
     measure tlspar.curl "$n" curl -s --cacert "$work/ca.pem" --parallel --parallel-max 16 -K "$work/curl-tls.list"
+    measure tlspar.ferry-urlsession "$n" "$bin/urlsession-bench-ferry" gets-parallel "$ssmall" "$n" 16
     measure tlspar.curl-h1 "$n" curl -s --http1.1 --cacert "$work/ca.pem" --parallel --parallel-max 16 -K "$work/curl-tls.list"
 done
 
@@ -211,17 +220,17 @@ def load(name):
     return statistics.median(rates), min(rates), max(rates), statistics.median(r[1] for r in rows), max(r[2] for r in rows)
 n = f"{small:,}"
 groups = [
-    ("1 GiB GET to disk (MB/s)", "disk", ["ferry-cli", "ferry-lib", "ferryd", "curl", "aria2", "wget", "ahc", "urlsession", "dd-durable"], "curl"),
-    ("1 GiB GET, body discarded (MB/s)", "null", ["ferry-lib", "curl", "ahc", "urlsession"], "curl"),
-    (f"{n} x 1 KiB GETs, sequential (req/s)", "seq", ["ferry-lib", "curl", "ahc", "urlsession"], "curl"),
-    (f"{n} x 1 KiB GETs, 16 in flight (req/s)", "par", ["ferry-lib", "curl", "ahc", "urlsession"], "curl"),
+    ("1 GiB GET to disk (MB/s)", "disk", ["ferry-cli", "ferry-lib", "ferryd", "curl", "aria2", "wget", "ahc", "urlsession", "ferry-urlsession", "dd-durable"], "curl"),
+    ("1 GiB GET, body discarded (MB/s)", "null", ["ferry-lib", "curl", "ahc", "urlsession", "ferry-urlsession"], "curl"),
+    (f"{n} x 1 KiB GETs, sequential (req/s)", "seq", ["ferry-lib", "curl", "ahc", "urlsession", "ferry-urlsession"], "curl"),
+    (f"{n} x 1 KiB GETs, 16 in flight (req/s)", "par", ["ferry-lib", "curl", "ahc", "urlsession", "ferry-urlsession"], "curl"),
     ("--version, 20 runs (runs/s)", "version", ["ferry-cli", "curl"], "curl"),
     ("https: 1 GiB GET to tmpfs (MB/s)", "tmpfs", ["ferry-cli", "ferry-cli-h1", "curl", "curl-h1"], "curl"),
     ("https: 1 GiB GET to disk (MB/s)", "tlsdisk", ["ferry-cli", "ferryd", "curl", "curl-h1"], "curl"),
-    ("https: 1 GiB GET, body discarded (MB/s)", "tlsnull", ["ferry-lib", "ferry-lib-h1", "curl", "curl-h1"], "curl"),
+    ("https: 1 GiB GET, body discarded (MB/s)", "tlsnull", ["ferry-lib", "ferry-lib-h1", "curl", "curl-h1", "ferry-urlsession"], "curl"),
     ("https: 1 GiB GET over 8 connections to disk (MB/s)", "tlsx8", ["ferry-cli", "aria2"], "aria2"),
-    (f"https: {n} x 1 KiB GETs, sequential (req/s)", "tlsseq", ["ferry-lib", "ferry-lib-h1", "curl", "curl-h1"], "curl"),
-    (f"https: {n} x 1 KiB GETs, 16 in flight (req/s)", "tlspar", ["ferry-lib", "ferry-lib-h1", "curl", "curl-h1"], "curl"),
+    (f"https: {n} x 1 KiB GETs, sequential (req/s)", "tlsseq", ["ferry-lib", "ferry-lib-h1", "curl", "curl-h1", "ferry-urlsession"], "curl"),
+    (f"https: {n} x 1 KiB GETs, 16 in flight (req/s)", "tlspar", ["ferry-lib", "ferry-lib-h1", "curl", "curl-h1", "ferry-urlsession"], "curl"),
 ]
 results = {}
 print(f"\nmedians of {rounds} interleaved rounds; nginx on 127.0.0.1\n")
@@ -233,6 +242,18 @@ for title, key, names, reference in groups:
         med, lo, hi, cpu, peak = load(f"{key}.{name}")
         results[f"{key}/{name}"] = {"median": med, "ratio": med / ref, "reference": reference, "cpu_s": cpu, "rss_mb": peak / 1024}
         print(f"| {title} | {name} | {med:,.0f} | {lo:,.0f}–{hi:,.0f} | {cpu:.2f} | {peak/1024:.1f} | {med/ref:.2f}× {reference} |")
+# URLSession's API (the same program, one import changed): on Ferry against FoundationNetworking, and
+# against Ferry's own Session API on the same work (goals: >= 3x FoundationNetworking on small requests,
+# within 10 % of Session).
+for key, label in [("seq", "sequential 1 KiB"), ("par", "16 in flight 1 KiB"), ("disk", "1 GiB to disk"), ("null", "1 GiB discarded"),
+                   ("tlsseq", "https sequential 1 KiB"), ("tlspar", "https 16 in flight 1 KiB"), ("tlsnull", "https 1 GiB discarded")]:
+    on_ferry = load(f"{key}.ferry-urlsession")[0]
+    versus = f"{on_ferry / load(f'{key}.ferry-lib')[0]:.2f}× Session"
+    if os.path.exists(os.path.join(work, f"{key}.urlsession")):
+        versus += f", {on_ferry / load(f'{key}.urlsession')[0]:.2f}× FoundationNetworking"
+        results[f"{key}/ferry-urlsession-vs-foundation"] = {"ratio": on_ferry / load(f"{key}.urlsession")[0]}
+    results[f"{key}/ferry-urlsession-vs-session"] = {"ratio": on_ferry / load(f"{key}.ferry-lib")[0]}
+    print(f"| URLSession API on Ferry, {label} | ferry-urlsession | {on_ferry:,.0f} | | | | {versus} |")
 lib = load("disk.ferry-lib")[0]; daemon = load("disk.ferryd")[0]
 print(f"| 1 GiB through ferryd vs in-process | ferryd | {daemon:,.0f} | | | | {daemon/lib:.2f}× ferry-lib |")
 durable = load("disk.dd-durable")[0]

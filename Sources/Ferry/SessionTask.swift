@@ -384,12 +384,14 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
         }
         switch route {
         case .handler(let handler):
-            handler(Self.outcome(error: error, result: result, response: response))
+            // Metrics first, then the outcome (S2.7's order, as for delegate completion): a bridge that
+            // forgets the task at its outcome must not hear of it again.
             if let metrics, let delegate {
                 await session.queue.perform { [self] in
                     await delegate.session(session, task: self, didFinishCollecting: metrics)
                 }
             }
+            handler(Self.outcome(error: error, result: result, response: response))
         case .delegates:
             await deliverCompletion(error: error, result: result, metrics: metrics)
         }

@@ -125,14 +125,28 @@ final class DelegateBridge: DataDelegate, DownloadDelegate, @unchecked Sendable 
     /// The outcome of a completion-handler or async task run by the engine.
     func finish(_ task: URLSessionTask, with outcome: Session.BridgedOutcome) {
         let override = task.mutable.withLock { $0.overrideError }
+        // Redirects followed without a delegate to hear of them: the request the task ended with.
+        if let current = task.ferry?.currentRequest, current.url != task.currentRequest?.url {
+            task.record(currentRequest: FoundationBridge.urlRequest(current))
+        }
         switch outcome {
         case .data(let data, let made):
-            deliver(task, .success(.data(data, FoundationBridge.response(made, protocolName: nil))))
+            deliver(task, .success(.data(data, appleResponse(made, recordedBy: task))))
         case .file(let url, let made):
-            deliver(task, .success(.file(url, FoundationBridge.response(made, protocolName: nil))))
+            deliver(task, .success(.file(url, appleResponse(made, recordedBy: task))))
         case .failure(let error):
             deliver(task, .failure(override ?? FoundationBridge.error(error, url: task.currentRequest?.url)))
         }
+    }
+
+    /// `made` as Apple's type: the one recorded when its head arrived, when that is this response
+    /// (building an `HTTPURLResponse` is the dearest step of a small request: FoundationNetworking
+    /// rewrites every field name).
+    private func appleResponse(_ made: Response, recordedBy task: URLSessionTask) -> URLResponse {
+        if let recorded = task.response as? HTTPURLResponse, recorded.statusCode == made.statusCode, recorded.url == made.url {
+            return recorded
+        }
+        return FoundationBridge.response(made, protocolName: nil)
     }
 
     /// Hands a finished task's result over, once: to its completion handler (on the delegate queue), to

@@ -43,6 +43,9 @@ open class URLSessionTask: NSObject, @unchecked Sendable {
         var overrideError: URLError?
         /// The loader of a task a `URLProtocol` loads (then ``ferry`` is nil).
         var loader: URLProtocolLoader?
+        /// A completion-handler task whose task-level events go through the bridge when a delegate
+        /// listens (or the bridge must give the body stream).
+        var bridgesTaskEvents = false
     }
 
     /// The Ferry task that runs the transfer (nil when the task was refused before it could exist).
@@ -52,8 +55,19 @@ open class URLSessionTask: NSObject, @unchecked Sendable {
     /// The session, held while the task lives (as Apple's task holds its session).
     let owner: URLSession
     let mutable: Mutex<Mutable>
-    /// The task's progress (Foundation's `Progress`): bytes received, or sent for uploads.
-    public let progress: Progress
+    /// The task's progress (Foundation's `Progress`): bytes received, or sent for uploads. Made on first
+    /// use: most tasks never ask, and a `Progress` costs a lock and a thread-local lookup to make.
+    open var progress: Progress {
+        let (made, fresh) = madeProgress.withLock { slot -> (Progress, Bool) in
+            if let made = slot?.value { return (made, false) }
+            let made = Progress(totalUnitCount: -1)
+            slot = Carried(value: made)
+            return (made, true)
+        }
+        if fresh { updateProgress() }
+        return made
+    }
+    private let madeProgress = Mutex<Carried<Progress>?>(nil)
 
     /// Unique within the session.
     public let taskIdentifier: Int
@@ -66,7 +80,6 @@ open class URLSessionTask: NSObject, @unchecked Sendable {
         self.refusal = refusal
         self.originalRequest = original
         self.taskIdentifier = identifier
-        self.progress = Progress(totalUnitCount: -1)
         var initial = Mutable()
         initial.currentRequest = original
         self.mutable = Mutex(initial)
@@ -194,7 +207,14 @@ open class URLSessionTask: NSObject, @unchecked Sendable {
 
     /// Starts the transfer now: on the engine, or through the task's `URLProtocol`.
     func begin() {
-        if let ferry { ferry.resume() } else { loader?.resume() }
+        guard let ferry else { return loader?.resume() ?? () }
+        let (bridges, stream) = mutable.withLock { ($0.bridgesTaskEvents, $0.bodyStream != nil) }
+        // Each event the bridge hears is a hop to the session's delegate queue: a completion-handler
+        // task with no delegate to tell skips them (half the cost of a small request, measured).
+        if bridges, ferry.delegate == nil, stream || delegate != nil || owner.delegate is any URLSessionTaskDelegate {
+            ferry.delegate = owner.bridge
+        }
+        ferry.resume()
     }
 
     /// Pauses the task; ``resume()`` continues it. (A `URLProtocol` is not told: Apple's protocols
@@ -259,7 +279,7 @@ open class URLSessionTask: NSObject, @unchecked Sendable {
     }
 
     func updateProgress() {
-        guard ferry != nil || loader != nil else { return }
+        guard ferry != nil || loader != nil, let progress = madeProgress.withLock({ $0?.value }) else { return }
         let upload = self is URLSessionUploadTask
         progress.totalUnitCount = upload ? countOfBytesExpectedToSend : countOfBytesExpectedToReceive
         progress.completedUnitCount = upload ? countOfBytesSent : countOfBytesReceived

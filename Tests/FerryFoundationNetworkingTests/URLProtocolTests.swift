@@ -176,3 +176,4 @@ import Testing
 
 /// A one-shot wait for a completion handler's value.
 typealias SamenessOnFerryWaiter = SamenessOnFerry.SamenessPrograms.Waiter<URLError?>
+

@@ -1,7 +1,10 @@
 // Foundation's URLSession (FoundationNetworking) on the benchmark work (modes as ferry-bench);
-// prints the same key=value line.
+// prints the same key=value line. The main package builds this same file against
+// FerryFoundationNetworking as `urlsession-bench-ferry` (Benchmarks/URLSessionOnFerry, -D FERRY).
 import Foundation
-#if canImport(FoundationNetworking)
+#if FERRY
+import FerryFoundationNetworking
+#elseif canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
 
@@ -13,6 +16,8 @@ func seconds(since start: ContinuousClock.Instant) -> Double {
 let arguments = Array(CommandLine.arguments.dropFirst())
 let configuration = URLSessionConfiguration.ephemeral
 configuration.httpMaximumConnectionsPerHost = 16
+// No HTTP cache: the rows compare requests that reach the server (as curl's and ferry-bench's do).
+configuration.urlCache = nil
 let session = URLSession(configuration: configuration)
 
 func check(_ response: URLResponse) throws {

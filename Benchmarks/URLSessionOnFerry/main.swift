@@ -1,0 +1,1 @@
+../Peers/Sources/urlsession-bench/main.swift
