@@ -14,7 +14,7 @@ struct Carried<T>: @unchecked Sendable {
 /// the session's `delegateQueue`. Ferry delivers one event at a time and waits for this one to return,
 /// and this one waits until the call on the queue has returned (and its completion handler was
 /// called), so the order Ferry guarantees is the order the delegate sees.
-final class DelegateBridge: DataDelegate, DownloadDelegate, @unchecked Sendable {
+final class DelegateBridge: DataDelegate, DownloadDelegate, WebSocketDelegate, @unchecked Sendable {
     private weak var owner: URLSession?
 
     init(session: URLSession) {
@@ -63,6 +63,7 @@ final class DelegateBridge: DataDelegate, DownloadDelegate, @unchecked Sendable 
         let original = task.originalRequest.map(FoundationBridge.urlRequest)
         let made: URLSessionTask =
             switch task {
+            case is WebSocketTask: URLSessionWebSocketTask(owner: session, ferry: task, original: original, refusal: nil, identifier: task.taskIdentifier)
             case is DownloadTask: URLSessionDownloadTask(owner: session, ferry: task, original: original, refusal: nil, identifier: task.taskIdentifier)
             case is UploadTask: URLSessionUploadTask(owner: session, ferry: task, original: original, refusal: nil, identifier: task.taskIdentifier)
             default: URLSessionDataTask(owner: session, ferry: task, original: original, refusal: nil, identifier: task.taskIdentifier)
@@ -501,5 +502,28 @@ enum InputStreamBody {
             return Data(buffer[0..<count])
         })
         return RequestBodyStream(data: chunks, length: length)
+    }
+}
+
+// MARK: WebSocketDelegate
+
+extension DelegateBridge {
+    func session(_ session: Session, webSocketTask: WebSocketTask, didOpenWithProtocol protocol: String?) async {
+        guard let wrapped = wrapper(for: webSocketTask) as? URLSessionWebSocketTask,
+            let delegate = delegate(of: wrapped) as? any URLSessionWebSocketDelegate
+        else { return }
+        let owner = wrapped.owner
+        let carried = Carried(value: (delegate, wrapped))
+        await onQueue(owner) { carried.value.0.urlSession(owner, webSocketTask: carried.value.1, didOpenWithProtocol: `protocol`) }
+    }
+
+    func session(_ session: Session, webSocketTask: WebSocketTask, didCloseWith closeCode: WebSocketCloseCode, reason: Data?) async {
+        guard let wrapped = wrapper(for: webSocketTask) as? URLSessionWebSocketTask,
+            let delegate = delegate(of: wrapped) as? any URLSessionWebSocketDelegate
+        else { return }
+        let owner = wrapped.owner
+        let code = URLSessionWebSocketTask.CloseCode(rawValue: Int(closeCode.rawValue)) ?? .invalid
+        let carried = Carried(value: (delegate, wrapped))
+        await onQueue(owner) { carried.value.0.urlSession(owner, webSocketTask: carried.value.1, didCloseWith: code, reason: reason) }
     }
 }

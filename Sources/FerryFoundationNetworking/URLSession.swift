@@ -216,6 +216,23 @@ open class URLSession: NSObject, @unchecked Sendable {
         make(URLSessionDownloadTask.self, nil, body: .resume(resumeData), completion: .file(completionHandler))
     }
 
+    // MARK: WebSocket tasks
+
+    /// A WebSocket task for `url` (ws:// or wss://).
+    open func webSocketTask(with url: URL) -> URLSessionWebSocketTask {
+        webSocketTask(with: URLRequest(url: url))
+    }
+
+    /// A WebSocket task for `url`, offering `protocols` (Sec-WebSocket-Protocol).
+    open func webSocketTask(with url: URL, protocols: [String]) -> URLSessionWebSocketTask {
+        makeWebSocketTask(URLRequest(url: url), protocols: protocols)
+    }
+
+    /// A WebSocket task for `request`: its URL, header fields and timeout apply to the handshake.
+    open func webSocketTask(with request: URLRequest) -> URLSessionWebSocketTask {
+        makeWebSocketTask(request, protocols: [])
+    }
+
     // MARK: Session
 
     /// The tasks not yet completed.
@@ -400,11 +417,7 @@ open class URLSession: NSObject, @unchecked Sendable {
         }
         if case .downloadResume = work, refusal == nil { ferryRequest = Request(url: URL(string: "http://resume.invalid/")!) }
         guard refusal == nil, let ferryRequest else {
-            let identifier = nextLocalIdentifier()
-            let task = T.make(owner: self, ferry: nil, original: request, refusal: refusal ?? URLError(.badURL), identifier: identifier)
-            if let completion { bridge.setCompletion(completion, for: task) }
-            bridge.created(task)
-            return task
+            return refused(kind, request, refusal ?? URLError(.badURL), completion: completion)
         }
         // The handler needs the wrapper, made after the Ferry task: the slot takes it before the task can
         // run (tasks are made suspended).
@@ -435,6 +448,25 @@ open class URLSession: NSObject, @unchecked Sendable {
             task.mutable.withLock { $0.bridgesTaskEvents = true }
         }
         return task
+    }
+
+    /// A task that cannot run: it completes with `refusal` when resumed, as Apple's does.
+    private func refused<T: URLSessionTask>(_ kind: T.Type, _ request: URLRequest?, _ refusal: URLError, completion: Completion?) -> T {
+        let task = T.make(owner: self, ferry: nil, original: request, refusal: refusal, identifier: nextLocalIdentifier())
+        if let completion { bridge.setCompletion(completion, for: task) }
+        bridge.created(task)
+        return task
+    }
+
+    /// A WebSocket task on Ferry's WebSocket client.
+    func makeWebSocketTask(_ request: URLRequest, protocols: [String]) -> URLSessionWebSocketTask {
+        if let refusal { return refused(URLSessionWebSocketTask.self, request, refusal, completion: nil) }
+        switch FoundationBridge.request(request) {
+        case .failure(let error):
+            return refused(URLSessionWebSocketTask.self, request, error, completion: nil)
+        case .success(let made):
+            return adopt(URLSessionWebSocketTask.self, ferry.webSocketTask(with: made, protocols: protocols), original: request)
+        }
     }
 
     private func nextLocalIdentifier() -> Int {

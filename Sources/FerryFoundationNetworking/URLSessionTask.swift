@@ -89,7 +89,9 @@ open class URLSessionTask: NSObject, @unchecked Sendable {
     /// A wrapper of this class's kind (the factories are generic over the kind).
     static func make(owner: URLSession, ferry: SessionTask?, original: URLRequest?, refusal: URLError?, identifier: Int) -> Self {
         let made: URLSessionTask =
-            if self == URLSessionDownloadTask.self {
+            if self == URLSessionWebSocketTask.self {
+                URLSessionWebSocketTask(owner: owner, ferry: ferry, original: original, refusal: refusal, identifier: identifier)
+            } else if self == URLSessionDownloadTask.self {
                 URLSessionDownloadTask(owner: owner, ferry: ferry, original: original, refusal: refusal, identifier: identifier)
             } else if self == URLSessionUploadTask.self {
                 URLSessionUploadTask(owner: owner, ferry: ferry, original: original, refusal: refusal, identifier: identifier)

@@ -152,6 +152,68 @@ import Testing
     }
 }
 
+/// The WebSocket programs, against the Python `websockets` peer (skipped with the reason when it is
+/// missing). FoundationNetworking's WebSocket client is libcurl's.
+@Suite(.serialized, .timeLimit(.minutes(5)), .enabled(if: WebSocketPeer.unavailable == nil, "\(WebSocketPeer.unavailable ?? "")"))
+struct WebSocketSamenessTests {
+    /// Every WebSocket program departs: this toolchain's FoundationNetworking has libcurl without
+    /// WebSocket support, so its tasks fail with unsupportedURL (-1002). Ferry's transcripts are checked
+    /// against Apple's documentation.
+    static let lacks = "FoundationNetworking's libcurl has no WebSocket support here: -1002 unsupportedURL"
+    static let documented: [String: SamenessTests.Documented] = [
+        "a WebSocket echoes text and binary": SamenessTests.Documented(
+            ferry: ["send text error nil", "string hello error nil", "send data error nil", "data 3000 bytes error nil"],
+            why: "Apple: text comes back as text, binary as binary; \(lacks)"
+        ),
+        "a WebSocket's delegate hears it open and complete": SamenessTests.Documented(
+            ferry: ["didOpen protocol none", "didClose 1001", "didComplete error nil", "closeCode 1001"],
+            why: "Apple: didOpenWithProtocol, didCloseWith the code sent, didComplete without an error; FoundationNetworking never opens it and never completes",
+            runsOnFoundation: false
+        ),
+        "a WebSocket the server closes gives its code and reason": SamenessTests.Documented(
+            ferry: ["no message", "failed true", "closeCode 1008", "reason policy"],
+            why: "Apple: closeCode and closeReason are the server's; \(lacks)"
+        ),
+        "a WebSocket ping gets its pong": SamenessTests.Documented(
+            ferry: ["pong error nil"],
+            why: "Apple: the pong handler gets nil; FoundationNetworking reports -1005"
+        ),
+        "a WebSocket's subprotocol is the one the server chose": SamenessTests.Documented(
+            ferry: ["string chat", "error nil"],
+            why: "Apple: the offered protocol is sent and the server chooses it; \(lacks)"
+        ),
+        "a WebSocket the server refuses fails the task": SamenessTests.Documented(
+            ferry: ["no message", "failed true", "didComplete error NSURLErrorDomain -1011"],
+            why: "Apple: a refused handshake is badServerResponse (-1011); \(lacks)"
+        ),
+    ]
+
+    static var names: [String] {
+        let only = ProcessInfo.processInfo.environment["SAMENESS_ONLY"]
+        return SamenessOnFerry.SamenessPrograms.webSocketPrograms.map(\.name).filter { only == nil || $0.contains(only!) }
+    }
+
+    @Test(arguments: names)
+    func bothDeliverTheSame(name: String) async throws {
+        let onFoundation = try #require(SamenessOnFoundation.SamenessPrograms.webSocketPrograms.first { $0.name == name }).program
+        let onFerry = try #require(SamenessOnFerry.SamenessPrograms.webSocketPrograms.first { $0.name == name }).program
+        let documented = Self.documented[name]
+        let peer = try await WebSocketPeer.start()
+        defer { peer.stop() }
+        let origin = "ws://127.0.0.1:\(peer.port)"
+        var foundation = ["not run: FoundationNetworking never finishes this program"]
+        if documented?.runsOnFoundation ?? true {
+            foundation = await Bounded.run(.seconds(60)) { await onFoundation(origin) } ?? ["FoundationNetworking did not finish within 60 s"]
+        }
+        let ferry = await Bounded.run(.seconds(60)) { await onFerry(origin) } ?? ["Ferry did not finish within 60 s"]
+        if let documented {
+            #expect(ferry == documented.ferry, "\(name): \(documented.why)\nFoundationNetworking: \(foundation)\nFerry: \(ferry)")
+        } else {
+            #expect(ferry == foundation, "\(name)\nFoundationNetworking: \(foundation)\nFerry: \(ferry)")
+        }
+    }
+}
+
 /// A program's transcript, or nil when it has not finished within a limit: a program that hangs is left
 /// behind (the bound only tells a hang from a wait).
 enum Bounded {
