@@ -7,7 +7,7 @@ import Synchronization
 
 /// One transfer of a ``URLSession``, as Apple's `URLSessionTask`. Tasks are made suspended: call
 /// ``resume()``.
-open class URLSessionTask: NSObject, @unchecked Sendable {
+open class URLSessionTask: NSObject, NSCopying, @unchecked Sendable {
     /// A task's place in its life.
     public enum State: Int, Sendable {
         case running = 0
@@ -255,6 +255,9 @@ open class URLSessionTask: NSObject, @unchecked Sendable {
         guard first, let refusal else { return }
         owner.bridge.complete(self, error: refusal)
     }
+
+    /// The task itself: a task is one transfer, so a copy is the same task (as Apple's).
+    open func copy(with zone: NSZone? = nil) -> Any { self }
 
     override open var description: String {
         "<\(type(of: self)) \(taskIdentifier) \(originalRequest?.url?.absoluteString ?? "-")>"

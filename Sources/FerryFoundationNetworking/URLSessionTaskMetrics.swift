@@ -13,6 +13,24 @@ open class URLSessionTaskMetrics: NSObject, @unchecked Sendable {
     /// Redirects followed.
     public let redirectCount: Int
 
+    /// How a response was obtained.
+    public enum ResourceFetchType: Int, Sendable {
+        case unknown = 0
+        case networkLoad = 1
+        case serverPush = 2
+        case localCache = 3
+    }
+
+    /// How the host's name was resolved. Ferry asks the system's resolver, which does not say, so a
+    /// transaction reads `.unknown`.
+    public enum DomainResolutionProtocol: Int, Sendable {
+        case unknown = 0
+        case udp = 1
+        case tcp = 2
+        case tls = 3
+        case https = 4
+    }
+
     init(_ metrics: TaskMetrics) {
         transactionMetrics = metrics.transactionMetrics.map(URLSessionTaskTransactionMetrics.init)
         taskInterval = metrics.taskInterval
@@ -21,15 +39,11 @@ open class URLSessionTaskMetrics: NSObject, @unchecked Sendable {
 }
 
 /// One request's timing and connection (Apple's `URLSessionTaskTransactionMetrics`).
+///
+/// What Ferry does not measure reads as Apple's "unknown": header byte counts 0, the cipher suite nil,
+/// `domainResolutionProtocol` `.unknown`; `isCellular`, `isExpensive`, `isConstrained` and `isMultipath`
+/// are false (docs/FOUNDATION_NETWORKING.md).
 open class URLSessionTaskTransactionMetrics: NSObject, @unchecked Sendable {
-    /// How the response was obtained.
-    public enum ResourceFetchType: Int, Sendable {
-        case unknown = 0
-        case networkLoad = 1
-        case serverPush = 2
-        case localCache = 3
-    }
-
     public let request: URLRequest
     public let response: URLResponse?
     public let fetchStartDate: Date?
@@ -47,15 +61,39 @@ open class URLSessionTaskTransactionMetrics: NSObject, @unchecked Sendable {
     public let networkProtocolName: String?
     public let isProxyConnection: Bool
     public let isReusedConnection: Bool
-    public let resourceFetchType: ResourceFetchType
+    public let resourceFetchType: URLSessionTaskMetrics.ResourceFetchType
     public let countOfRequestBodyBytesSent: Int64
+    /// The same as ``countOfRequestBodyBytesSent``: Ferry does not encode request bodies.
+    public var countOfRequestBodyBytesBeforeEncoding: Int64 { countOfRequestBodyBytesSent }
+    /// Not measured by Ferry: 0.
+    public let countOfRequestHeaderBytesSent: Int64 = 0
     public let countOfResponseBodyBytesReceived: Int64
-    /// The remote address as `host:port`.
+    /// The body bytes received (Ferry does not count the decoded size apart).
+    public var countOfResponseBodyBytesAfterDecoding: Int64 { countOfResponseBodyBytesReceived }
+    /// Not measured by Ferry: 0.
+    public let countOfResponseHeaderBytesReceived: Int64 = 0
+    /// The remote IP address.
     public let remoteAddress: String?
-    /// The local address as `host:port`.
+    /// The remote port.
+    public let remotePort: Int?
+    /// The local IP address.
     public let localAddress: String?
-    /// The TLS version, e.g. `TLSv1.3`.
-    public let negotiatedTLSProtocolVersion: String?
+    /// The local port.
+    public let localPort: Int?
+    /// The TLS version, for https.
+    public let negotiatedTLSProtocolVersion: tls_protocol_version_t?
+    /// Not recorded by Ferry: nil.
+    public let negotiatedTLSCipherSuite: tls_ciphersuite_t? = nil
+    /// Linux has no cellular interfaces Ferry tells apart: false.
+    public let isCellular = false
+    /// Whether the network was metered: not told per transaction; false.
+    public let isExpensive = false
+    /// Whether the network was in low-data mode: false.
+    public let isConstrained = false
+    /// Ferry does not use Multipath TCP: false.
+    public let isMultipath = false
+    /// See ``URLSessionTaskMetrics/DomainResolutionProtocol``: `.unknown`.
+    public let domainResolutionProtocol = URLSessionTaskMetrics.DomainResolutionProtocol.unknown
 
     init(_ metrics: TransactionMetrics) {
         request = FoundationBridge.urlRequest(metrics.request)
@@ -81,8 +119,25 @@ open class URLSessionTaskTransactionMetrics: NSObject, @unchecked Sendable {
             }
         countOfRequestBodyBytesSent = metrics.countOfRequestBodyBytesSent
         countOfResponseBodyBytesReceived = metrics.countOfResponseBodyBytesReceived
-        remoteAddress = metrics.remoteAddress
-        localAddress = metrics.localAddress
-        negotiatedTLSProtocolVersion = metrics.negotiatedTLSProtocolVersion
+        (remoteAddress, remotePort) = Self.split(metrics.remoteAddress)
+        (localAddress, localPort) = Self.split(metrics.localAddress)
+        negotiatedTLSProtocolVersion =
+            switch metrics.negotiatedTLSProtocolVersion {
+            case "TLSv1.3": .TLSv13
+            case "TLSv1.2": .TLSv12
+            case "TLSv1.1": .TLSv11
+            case "TLSv1", "TLSv1.0": .TLSv10
+            default: nil
+            }
+    }
+
+    /// `host:port` (`[v6]:port`) as Apple's two fields.
+    static func split(_ address: String?) -> (String?, Int?) {
+        guard let address, let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]) else {
+            return (address, nil)
+        }
+        var host = String(address[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        return (host, port)
     }
 }
