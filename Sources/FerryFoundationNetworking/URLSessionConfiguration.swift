@@ -97,6 +97,10 @@ open class URLSessionConfiguration: NSObject, NSCopying, @unchecked Sendable {
     open var urlCache: URLCache? { didSet { storageIsDefault.cache = false } }
     /// No meaning on Linux; kept as set.
     open var shouldUseExtendedBackgroundIdleMode = false
+    /// The lowest TLS version offered (TLS 1.2 by default). DTLS versions are refused.
+    open var tlsMinimumSupportedProtocolVersion: tls_protocol_version_t = .TLSv12
+    /// The highest TLS version offered (TLS 1.3 by default). DTLS versions are refused.
+    open var tlsMaximumSupportedProtocolVersion: tls_protocol_version_t = .TLSv13
     /// `URLProtocol` subclasses that load requests instead of the network, consulted in order (this
     /// module's, or FoundationNetworking's). Empty by default: the built-in schemes need no class here.
     /// A background session refuses any, as Apple's does.
@@ -126,6 +130,8 @@ open class URLSessionConfiguration: NSObject, NSCopying, @unchecked Sendable {
         copy.urlCache = urlCache
         copy.shouldUseExtendedBackgroundIdleMode = shouldUseExtendedBackgroundIdleMode
         copy.protocolClasses = protocolClasses
+        copy.tlsMinimumSupportedProtocolVersion = tlsMinimumSupportedProtocolVersion
+        copy.tlsMaximumSupportedProtocolVersion = tlsMaximumSupportedProtocolVersion
         copy.storageIsDefault = storageIsDefault
         return copy
     }
@@ -158,6 +164,23 @@ open class URLSessionConfiguration: NSObject, NSCopying, @unchecked Sendable {
         @unknown default: return refuse("httpCookieAcceptPolicy (\(httpCookieAcceptPolicy.rawValue))")
         }
         ferry.httpMaximumConnectionsPerHost = httpMaximumConnectionsPerHost
+        func version(_ apple: tls_protocol_version_t) -> SessionConfiguration.TLSVersion? {
+            switch apple {
+            case .TLSv10: .tlsv10
+            case .TLSv11: .tlsv11
+            case .TLSv12: .tlsv12
+            case .TLSv13: .tlsv13
+            default: nil
+            }
+        }
+        guard let lowest = version(tlsMinimumSupportedProtocolVersion), let highest = version(tlsMaximumSupportedProtocolVersion) else {
+            return refuse("tlsMinimum/MaximumSupportedProtocolVersion: DTLS is not a version Ferry speaks over TCP")
+        }
+        guard lowest <= highest else {
+            return refuse("tlsMinimumSupportedProtocolVersion is above tlsMaximumSupportedProtocolVersion")
+        }
+        ferry.tlsMinimumSupportedProtocolVersion = lowest
+        ferry.tlsMaximumSupportedProtocolVersion = highest
         if httpShouldUsePipelining { return refuse("httpShouldUsePipelining = true: Ferry does not pipeline requests") }
         if sharedContainerIdentifier != nil { return refuse("sharedContainerIdentifier: Linux has no app containers") }
         for protocolClass in protocolClasses ?? [] {

@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""Every member of Apple's URLSession API, and what FerryFoundationNetworking does with it.
+
+    contrib/urlsession-members.py          rewrites the table in MovingFromURLSession.md
+    contrib/urlsession-members.py check    exits 1 when the table there is not this one
+
+Apple's members are FoundationNetworking's public declarations (this toolchain's, read with
+swift-symbolgraph-extract) plus the Apple members FoundationNetworking lacks (APPLE_ONLY below). Each is
+looked up in FerryFoundationNetworking's own symbol graph (from the debug build: run
+`swift build --build-tests` first). A member present there is "supported" unless NOTES says how it
+differs; a member absent is "missing" unless NOTES says why it is refused.
+"""
+import collections
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ARTICLE = os.path.join(ROOT, "Sources/Ferry/Ferry.docc/MovingFromURLSession.md")
+BEGIN, END = "<!-- members:begin -->", "<!-- members:end -->"
+
+TYPES = [
+    "URLSession", "URLSessionConfiguration", "URLSessionTask", "URLSessionDataTask", "URLSessionUploadTask",
+    "URLSessionDownloadTask", "URLSessionStreamTask", "URLSessionWebSocketTask", "URLSessionDelegate",
+    "URLSessionTaskDelegate", "URLSessionDataDelegate", "URLSessionDownloadDelegate", "URLSessionStreamDelegate",
+    "URLSessionWebSocketDelegate", "URLProtocol", "URLProtocolClient", "URLSessionTaskMetrics",
+    "URLSessionTaskTransactionMetrics",
+]
+SUPERCLASSES = {
+    "URLSessionDataTask": ["URLSessionTask"], "URLSessionUploadTask": ["URLSessionDataTask", "URLSessionTask"],
+    "URLSessionDownloadTask": ["URLSessionTask"], "URLSessionStreamTask": ["URLSessionTask"],
+    "URLSessionWebSocketTask": ["URLSessionTask"],
+}
+
+# Apple's members that FoundationNetworking does not declare.
+APPLE_ONLY = {
+    "URLSession": [
+        "bytes(for:delegate:)", "bytes(from:delegate:)", "download(resumeFrom:delegate:)",
+        "streamTask(withHostName:port:)", "uploadTask(withResumeData:)", "allTasks", "tasks",
+        "ResponseDisposition.becomeDownload", "ResponseDisposition.becomeStream",
+    ],
+    "URLSessionConfiguration": [
+        "background(withIdentifier:)", "allowsExpensiveNetworkAccess", "allowsConstrainedNetworkAccess",
+        "waitsForConnectivity", "sessionSendsLaunchEvents", "tlsMinimumSupportedProtocolVersion",
+        "tlsMaximumSupportedProtocolVersion", "multipathServiceType", "requiresDNSSECValidation",
+    ],
+    "URLSessionTask": ["earliestBeginDate", "prefersIncrementalDelivery"],
+    "URLSessionUploadTask": ["cancel(byProducingResumeData:)"],
+    "URLSessionDownloadTask": ["cancelByProducingResumeData()"],
+    "URLSessionStreamTask": [
+        "readData(ofMinLength:maxLength:timeout:completionHandler:)", "write(_:timeout:completionHandler:)",
+        "captureStreams()", "closeWrite()", "closeRead()", "startSecureConnection()", "stopSecureConnection()",
+    ],
+    "URLSessionDelegate": ["urlSessionDidFinishEvents(forBackgroundURLSession:)"],
+    "URLSessionTaskDelegate": [
+        "urlSession(_:didCreateTask:)", "urlSession(_:taskIsWaitingForConnectivity:)",
+        "urlSession(_:task:didReceiveInformationalResponse:)",
+    ],
+    "URLSessionDataDelegate": ["urlSession(_:dataTask:didBecome:)"],
+}
+
+# How a supported member differs, or why a missing one is refused. Keys: "Type.member".
+NOTES = {
+    "URLSession.reset(completionHandler:)": ("differs", "empties cookies, credentials and the cache; open connections stay pooled"),
+    "URLSession.flush(completionHandler:)": ("differs", "only calls the handler: Ferry's stores write each change as it happens"),
+    "URLSession.bytes(for:delegate:)": ("missing", "not yet; Ferry's `Session.bytes(for:)` has it"),
+    "URLSession.bytes(from:delegate:)": ("missing", "not yet; Ferry's `Session.bytes(for:)` has it"),
+    "URLSession.streamTask(withHostName:port:)": ("missing", "not yet; Ferry's `Session.streamTask` has it"),
+    "URLSession.ResponseDisposition.becomeStream": ("differs", "cancels the task (not yet bridged; Ferry's `Session` has it)"),
+    "URLSession.webSocketTask(with:)": ("supported", "ws:// and wss://, permessage-deflate; FoundationNetworking here has no WebSocket support"),
+    "URLSession.shared": ("supported", "also consults classes given to `URLProtocol.registerClass`, as Apple's"),
+    "URLSessionConfiguration.protocolClasses": ("supported", "this module's `URLProtocol` subclasses or FoundationNetworking's; refused on background sessions, as Apple's"),
+    "URLSessionConfiguration.httpCookieStorage": ("differs", "`.shared` (Ferry's store) or nil; another object is refused"),
+    "URLSessionConfiguration.urlCredentialStorage": ("differs", "`.shared` (Ferry's store) or nil; another object is refused"),
+    "URLSessionConfiguration.urlCache": ("differs", "`.shared` (Ferry's RFC 9111 cache) or nil; another object is refused"),
+    "URLSessionConfiguration.httpShouldUsePipelining": ("differs", "true is refused: Ferry does not pipeline"),
+    "URLSessionConfiguration.sharedContainerIdentifier": ("differs", "refused when set: Linux has no app containers"),
+    "URLSessionConfiguration.connectionProxyDictionary": ("differs", "one proxy per session: different HTTP and HTTPS proxies are refused"),
+    "URLSessionConfiguration.networkServiceType": ("differs", "kept; Linux has no service classes to give it"),
+    "URLSessionConfiguration.shouldUseExtendedBackgroundIdleMode": ("differs", "kept; no meaning on Linux"),
+    "URLSessionConfiguration.tlsMinimumSupportedProtocolVersion": ("missing", "not yet; Ferry's `SessionConfiguration.tls` has versions"),
+    "URLSessionConfiguration.tlsMaximumSupportedProtocolVersion": ("missing", "not yet; Ferry's `SessionConfiguration.tls` has versions"),
+    "URLSessionConfiguration.multipathServiceType": ("missing", "Ferry does not use Multipath TCP"),
+    "URLSessionConfiguration.requiresDNSSECValidation": ("missing", "the system resolver decides; not offered"),
+    "URLSessionTask.init()": ("missing", "deprecated by Apple: tasks come from a session"),
+    "URLSessionTask.earliestBeginDate": ("differs", "waits in this process, also for a background session (ferryd does not hold the date yet)"),
+    "URLSessionTask.countOfBytesClientExpectsToReceive": ("differs", "kept as a hint; Ferry's scheduler does not use it"),
+    "URLSessionTask.countOfBytesClientExpectsToSend": ("differs", "kept as a hint; Ferry's scheduler does not use it"),
+    "URLSessionTask.prefersIncrementalDelivery": ("missing", "not yet: data arrives as the connection reads it"),
+    "URLSessionUploadTask.cancel(byProducingResumeData:)": ("supported", "for resumable uploads (Ferry's tus and draft resumable uploads)"),
+    "URLSessionStreamTask.readData(ofMinLength:maxLength:timeout:completionHandler:)": ("missing", "`URLSessionStreamTask` is not bridged yet; Ferry's `StreamTask` has it"),
+    "URLSessionStreamTask.write(_:timeout:completionHandler:)": ("missing", "`URLSessionStreamTask` is not bridged yet"),
+    "URLSessionStreamTask.captureStreams()": ("missing", "`URLSessionStreamTask` is not bridged yet"),
+    "URLSessionStreamTask.closeWrite()": ("missing", "`URLSessionStreamTask` is not bridged yet"),
+    "URLSessionStreamTask.closeRead()": ("missing", "`URLSessionStreamTask` is not bridged yet"),
+    "URLSessionStreamTask.startSecureConnection()": ("missing", "`URLSessionStreamTask` is not bridged yet"),
+    "URLSessionStreamTask.stopSecureConnection()": ("missing", "`URLSessionStreamTask` is not bridged yet"),
+    "URLSessionStreamDelegate.urlSession(_:betterRouteDiscoveredFor:)": ("missing", "`URLSessionStreamTask` is not bridged yet"),
+    "URLSessionStreamDelegate.urlSession(_:readClosedFor:)": ("missing", "`URLSessionStreamTask` is not bridged yet"),
+    "URLSessionStreamDelegate.urlSession(_:streamTask:didBecome:outputStream:)": ("missing", "`URLSessionStreamTask` is not bridged yet"),
+    "URLSessionStreamDelegate.urlSession(_:writeClosedFor:)": ("missing", "`URLSessionStreamTask` is not bridged yet"),
+    "URLSessionDelegate.urlSession(_:didReceive:completionHandler:)": ("differs", "never asked: Ferry evaluates server trust itself, and Linux has no `SecTrust`"),
+    "URLSessionTaskDelegate.urlSession(_:task:didReceiveInformationalResponse:)": ("missing", "not yet: Ferry reads 1xx answers but does not hand them over"),
+    "URLSessionTaskDelegate.urlSession(_:task:willBeginDelayedRequest:completionHandler:)": ("differs", "`.useNewRequest` fails a network task (it works for a URLProtocol task)"),
+    "URLSessionDataDelegate.urlSession(_:dataTask:didBecome:)": ("differs", "the download form; the stream form is not bridged yet"),
+    "URLSessionWebSocketTask.closeCode": ("differs", "an application's code (4000–4999) reads `.invalid`, as Apple's enum has no case for it"),
+    "URLProtocol.property(forKey:in:)": ("differs", "FoundationNetworking's store: a property set on an `NSMutableURLRequest` does not survive its bridge to `URLRequest`"),
+    "URLProtocol.setProperty(_:forKey:in:)": ("differs", "FoundationNetworking's store (see `property(forKey:in:)`)"),
+    "URLProtocol.removeProperty(forKey:in:)": ("differs", "FoundationNetworking's store (see `property(forKey:in:)`)"),
+    "URLProtocol.cachedResponse": ("differs", "always nil: protocols are not handed the session's cached response"),
+    "URLSessionTaskTransactionMetrics.countOfRequestHeaderBytesSent": ("differs", "0: not measured"),
+    "URLSessionTaskTransactionMetrics.countOfResponseHeaderBytesReceived": ("differs", "0: not measured"),
+    "URLSessionTaskTransactionMetrics.countOfResponseBodyBytesAfterDecoding": ("differs", "the bytes received: the decoded size is not counted apart"),
+    "URLSessionTaskTransactionMetrics.negotiatedTLSCipherSuite": ("differs", "nil: not recorded"),
+    "URLSessionTaskTransactionMetrics.domainResolutionProtocol": ("differs", "`.unknown`: the system resolver does not say"),
+    "URLSessionTaskTransactionMetrics.isCellular": ("differs", "false"),
+    "URLSessionTaskTransactionMetrics.isExpensive": ("differs", "false"),
+    "URLSessionTaskTransactionMetrics.isConstrained": ("differs", "false"),
+    "URLSessionTaskTransactionMetrics.isMultipath": ("differs", "false: Ferry does not use Multipath TCP"),
+    "URLSessionTaskTransactionMetrics.remotePort": ("supported", "an `Int?` as Apple's (FoundationNetworking declares a `String?`)"),
+    "URLSessionTaskTransactionMetrics.localPort": ("supported", "an `Int?` as Apple's (FoundationNetworking declares a `String?`)"),
+}
+
+# Members that are Swift's or NSObject's plumbing rather than API a program calls.
+PLUMBING = ("!=(_:_:)", "hash(into:)", "hashValue", "init(rawValue:)", "copy()")
+
+
+def symbols(module, include_dirs):
+    out = tempfile.mkdtemp()
+    command = ["swift-symbolgraph-extract", "-module-name", module, "-target", "x86_64-unknown-linux-gnu",
+               "-output-dir", out, "-minimum-access-level", "public"]
+    for directory in include_dirs:
+        command += ["-I", directory]
+    for modulemap in glob.glob(os.path.join(ROOT, ".build/debug/*.build/module.modulemap")):
+        command += ["-Xcc", f"-fmodule-map-file={modulemap}"]
+    subprocess.run(command, check=True, capture_output=True)
+    members = collections.defaultdict(set)
+    for path in glob.glob(os.path.join(out, f"{module}*.symbols.json")):
+        for symbol in json.load(open(path))["symbols"]:
+            parts = symbol["pathComponents"]
+            unavailable = any(a.get("isUnconditionallyUnavailable") or a.get("isUnconditionallyDeprecated")
+                              for a in symbol.get("availability", []))
+            if len(parts) >= 2 and parts[0] in TYPES and not unavailable:
+                members[parts[0]].add(".".join(parts[1:]))
+    return members
+
+
+def table():
+    includes = [os.path.join(ROOT, ".build/debug/Modules")]
+    includes += [d for d in glob.glob(os.path.join(ROOT, ".build/checkouts/*/Sources/*/include"))]
+    apple = symbols("FoundationNetworking", [])
+    ours = symbols("FerryFoundationNetworking", includes)
+    for type_name, names in APPLE_ONLY.items():
+        apple[type_name].update(names)
+    rows, counts = [], collections.Counter()
+    for type_name in TYPES:
+        for member in sorted(apple[type_name]):
+            if member.endswith(PLUMBING):
+                continue
+            owners = [type_name] + SUPERCLASSES.get(type_name, [])
+            present = any(member in ours[owner] for owner in owners)
+            status, note = NOTES.get(f"{type_name}.{member}", ("supported" if present else "missing", ""))
+            if not present and status != "missing":
+                status, note = "missing", note or "not declared"
+            counts[status] += 1
+            rows.append(f"| `{type_name}.{member}` | {status} | {note} |")
+    summary = (f"{sum(counts.values())} members: {counts['supported']} supported, {counts['differs']} differ, "
+               f"{counts['missing']} missing or refused (counted by contrib/urlsession-members.py).")
+    return "\n".join([BEGIN, summary, "", "| member | status | how, or why |", "| --- | --- | --- |"] + rows + [END])
+
+
+def main():
+    made = table()
+    text = open(ARTICLE).read()
+    start, end = text.index(BEGIN), text.index(END) + len(END)
+    if len(sys.argv) > 1 and sys.argv[1] == "check":
+        if text[start:end] != made:
+            sys.exit("MovingFromURLSession.md's member table is out of date: run contrib/urlsession-members.py")
+        return
+    open(ARTICLE, "w").write(text[:start] + made + text[end:])
+    print(made.splitlines()[1])
+
+
+if __name__ == "__main__":
+    main()
