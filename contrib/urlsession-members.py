@@ -54,12 +54,15 @@ APPLE_ONLY = {
         "readData(ofMinLength:maxLength:timeout:completionHandler:)", "write(_:timeout:completionHandler:)",
         "captureStreams()", "closeWrite()", "closeRead()", "startSecureConnection()", "stopSecureConnection()",
     ],
-    "URLSessionDelegate": ["urlSessionDidFinishEvents(forBackgroundURLSession:)"],
+    "URLSessionDelegate": ["urlSessionDidFinishEvents(forBackgroundURLSession:)", "urlSession(_:didReceive:)"],
     "URLSessionTaskDelegate": [
         "urlSession(_:didCreateTask:)", "urlSession(_:taskIsWaitingForConnectivity:)",
         "urlSession(_:task:didReceiveInformationalResponse:)",
+        # The async forms.
+        "urlSession(_:task:willBeginDelayedRequest:)", "urlSession(_:task:willPerformHTTPRedirection:newRequest:)",
+        "urlSession(_:task:didReceive:)", "urlSession(_:needNewBodyStreamForTask:)",
     ],
-    "URLSessionDataDelegate": ["urlSession(_:dataTask:didBecome:)"],
+    "URLSessionDataDelegate": ["urlSession(_:dataTask:didBecome:)", "urlSession(_:dataTask:willCacheResponse:)"],
 }
 
 # How a supported member differs, or why a missing one is refused. Keys: "Type.member".
@@ -103,6 +106,7 @@ NOTES = {
     "URLSessionStreamDelegate.urlSession(_:streamTask:didBecome:outputStream:)": ("missing", "`URLSessionStreamTask` is not bridged yet"),
     "URLSessionStreamDelegate.urlSession(_:writeClosedFor:)": ("missing", "`URLSessionStreamTask` is not bridged yet"),
     "URLSessionDelegate.urlSession(_:didReceive:completionHandler:)": ("differs", "never asked: Ferry evaluates server trust itself, and Linux has no `SecTrust`"),
+    "URLSessionDelegate.urlSession(_:didReceive:)": ("differs", "the async form; never asked, as the completion-handler form"),
     "URLSessionTaskDelegate.urlSession(_:task:didReceiveInformationalResponse:)": ("missing", "not yet: Ferry reads 1xx answers but does not hand them over"),
     "URLSessionTaskDelegate.urlSession(_:task:willBeginDelayedRequest:completionHandler:)": ("differs", "`.useNewRequest` fails a network task (it works for a URLProtocol task)"),
     "URLSessionDataDelegate.urlSession(_:dataTask:didBecome:)": ("differs", "the download form; the stream form is not bridged yet"),

@@ -10,10 +10,7 @@ extension DelegateBridge {
     func protocolResponse(_ task: URLSessionTask, _ response: URLResponse) async -> URLSession.ResponseDisposition {
         guard !hasCompletion(task), let delegate = dataDelegate(of: task), let dataTask = task as? URLSessionDataTask else { return .allow }
         let owner = task.owner
-        let carried = Carried(value: (delegate, dataTask, response))
-        return await ask(owner) { done in
-            carried.value.0.urlSession(owner, dataTask: carried.value.1, didReceive: carried.value.2, completionHandler: done)
-        }
+        return await delegate.urlSession(owner, dataTask: dataTask, didReceive: response)
     }
 
     /// Some of a data task's body, for its delegate.
@@ -39,13 +36,7 @@ extension DelegateBridge {
     func protocolRedirect(_ task: URLSessionTask, _ response: URLResponse, _ request: URLRequest) async -> URLRequest? {
         guard let delegate = delegate(of: task), let http = response as? HTTPURLResponse else { return request }
         let owner = task.owner
-        let carried = Carried(value: (delegate, task, http, request))
-        let answer: Carried<URLRequest?> = await ask(owner) { done in
-            carried.value.0.urlSession(owner, task: carried.value.1, willPerformHTTPRedirection: carried.value.2, newRequest: carried.value.3) {
-                done(Carried(value: $0))
-            }
-        }
-        return answer.value
+        return await delegate.urlSession(owner, task: task, willPerformHTTPRedirection: http, newRequest: request)
     }
 
     /// A challenge from the protocol: the delegate's answer goes to the challenge's sender, as Apple's
@@ -55,11 +46,7 @@ extension DelegateBridge {
         var credential: URLCredential?
         if let delegate = delegate(of: task) {
             let owner = task.owner
-            let carried = Carried(value: (delegate, task, challenge))
-            let answer: Carried<(URLSession.AuthChallengeDisposition, URLCredential?)> = await ask(owner) { done in
-                carried.value.0.urlSession(owner, task: carried.value.1, didReceive: carried.value.2) { done(Carried(value: ($0, $1))) }
-            }
-            (disposition, credential) = answer.value
+            (disposition, credential) = await delegate.urlSession(owner, task: task, didReceive: challenge)
         }
         guard let sender = challenge.sender else { return }
         switch disposition {
@@ -76,10 +63,6 @@ extension DelegateBridge {
     func needNewBodyStream(_ task: URLSessionTask) async -> InputStream? {
         guard let delegate = delegate(of: task) else { return nil }
         let owner = task.owner
-        let carried = Carried(value: (delegate, task))
-        let answer: Carried<InputStream?> = await ask(owner) { done in
-            carried.value.0.urlSession(owner, task: carried.value.1) { done(Carried(value: $0)) }
-        }
-        return answer.value
+        return await delegate.urlSession(owner, needNewBodyStreamForTask: task)
     }
 }

@@ -34,24 +34,6 @@ final class DelegateBridge: DataDelegate, DownloadDelegate, WebSocketDelegate, @
         }
     }
 
-    /// Runs `body` on the delegate queue and waits for the answer it passes to its completion handler
-    /// (the first one: a second call is ignored).
-    func ask<T>(_ session: URLSession, _ body: @escaping (@escaping @Sendable (T) -> Void) -> Void) async -> T {
-        let carried = Carried(value: body)
-        let answer = await withCheckedContinuation { (continuation: CheckedContinuation<Carried<T>, Never>) in
-            let once = Mutex<CheckedContinuation<Carried<T>, Never>?>(continuation)
-            session.delegateQueue.addOperation {
-                carried.value { value in
-                    once.withLock { pending in
-                        pending?.resume(returning: Carried(value: value))
-                        pending = nil
-                    }
-                }
-            }
-        }
-        return answer.value
-    }
-
     // MARK: Tasks
 
     /// The wrapper of `task`: the one this session made, or a new one for a task made elsewhere (a
@@ -206,10 +188,7 @@ final class DelegateBridge: DataDelegate, DownloadDelegate, WebSocketDelegate, @
             task.begin()
             return
         }
-        let carried = Carried(value: (delegate, task, request))
-        let answer: Carried<(URLSession.DelayedRequestDisposition, URLRequest?)> = await ask(session) { done in
-            carried.value.0.urlSession(session, task: carried.value.1, willBeginDelayedRequest: carried.value.2) { done(Carried(value: ($0, $1))) }
-        }
+        let answer = Carried(value: await delegate.urlSession(session, task: task, willBeginDelayedRequest: request))
         switch answer.value.0 {
         case .continueLoading:
             task.begin()
@@ -262,12 +241,14 @@ final class DelegateBridge: DataDelegate, DownloadDelegate, WebSocketDelegate, @
             wrapped.record(currentRequest: FoundationBridge.urlRequest(newRequest))
             return newRequest
         }
-        let carried = Carried(value: (delegate, wrapped, FoundationBridge.response(response), FoundationBridge.urlRequest(newRequest)))
-        let answer: Carried<URLRequest?> = await ask(owner) { done in
-            carried.value.0.urlSession(owner, task: carried.value.1, willPerformHTTPRedirection: carried.value.2, newRequest: carried.value.3) {
-                done(Carried(value: $0))
-            }
-        }
+        let answer = Carried(
+            value: await delegate.urlSession(
+                owner,
+                task: wrapped,
+                willPerformHTTPRedirection: FoundationBridge.response(response),
+                newRequest: FoundationBridge.urlRequest(newRequest)
+            )
+        )
         guard let changed = answer.value else { return nil }
         wrapped.record(currentRequest: changed)
         return FoundationBridge.request(changed, over: newRequest)
@@ -288,10 +269,7 @@ final class DelegateBridge: DataDelegate, DownloadDelegate, WebSocketDelegate, @
             error: nil,
             sender: ChallengeSender()
         )
-        let carried = Carried(value: (delegate, wrapped, apple))
-        let answer: Carried<(URLSession.AuthChallengeDisposition, URLCredential?)> = await ask(owner) { done in
-            carried.value.0.urlSession(owner, task: carried.value.1, didReceive: carried.value.2) { done(Carried(value: ($0, $1))) }
-        }
+        let answer = Carried(value: await delegate.urlSession(owner, task: wrapped, didReceive: apple))
         switch answer.value {
         case (.useCredential, let credential?):
             guard let user = credential.user, let password = credential.password else { return .rejectProtectionSpace }
@@ -369,10 +347,7 @@ final class DelegateBridge: DataDelegate, DownloadDelegate, WebSocketDelegate, @
         guard !hasCompletion(wrapped), let delegate = dataDelegate(of: wrapped), let dataWrapped = wrapped as? URLSessionDataTask else {
             return .allow
         }
-        let carried = Carried(value: (delegate, dataWrapped, apple))
-        let answer: URLSession.ResponseDisposition = await ask(owner) { done in
-            carried.value.0.urlSession(owner, dataTask: carried.value.1, didReceive: carried.value.2, completionHandler: done)
-        }
+        let answer = await delegate.urlSession(owner, dataTask: dataWrapped, didReceive: apple)
         switch answer {
         case .allow: return .allow
         case .cancel: return .cancel
@@ -413,10 +388,7 @@ final class DelegateBridge: DataDelegate, DownloadDelegate, WebSocketDelegate, @
         guard !hasCompletion(wrapped), let delegate = dataDelegate(of: wrapped), let dataWrapped = wrapped as? URLSessionDataTask else {
             return proposed
         }
-        let carried = Carried(value: (delegate, dataWrapped, FoundationBridge.cachedResponse(proposed)))
-        let answer: Carried<CachedURLResponse?> = await ask(owner) { done in
-            carried.value.0.urlSession(owner, dataTask: carried.value.1, willCacheResponse: carried.value.2) { done(Carried(value: $0)) }
-        }
+        let answer = Carried(value: await delegate.urlSession(owner, dataTask: dataWrapped, willCacheResponse: FoundationBridge.cachedResponse(proposed)))
         return answer.value.map { FoundationBridge.cachedResponse($0, over: proposed) }
     }
 

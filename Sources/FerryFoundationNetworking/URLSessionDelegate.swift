@@ -56,6 +56,10 @@ public protocol URLSessionDelegate: NSObjectProtocol, Sendable {
     /// A background session delivered every event that waited for this process
     /// (handleEventsForBackgroundURLSession's end).
     func urlSessionDidFinishEvents(forBackgroundURLSession session: URLSession)
+
+    /// The async form of the connection-level challenge: implement one form or the other. The default
+    /// calls the completion-handler form on the delegate queue and waits for its answer.
+    func urlSession(_ session: URLSession, didReceive challenge: URLAuthenticationChallenge) async -> (URLSession.AuthChallengeDisposition, URLCredential?)
 }
 
 extension URLSessionDelegate {
@@ -125,6 +129,34 @@ public protocol URLSessionTaskDelegate: URLSessionDelegate {
 
     /// The last message of a task: error nil on success, else a `URLError`.
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?)
+
+    // The async forms (Apple's): implement one form or the other. Each default calls the
+    // completion-handler form on the delegate queue and waits for its answer.
+
+    /// The async form of `willBeginDelayedRequest`.
+    func urlSession(
+        _ session: URLSession,
+        task: URLSessionTask,
+        willBeginDelayedRequest request: URLRequest
+    ) async -> (URLSession.DelayedRequestDisposition, URLRequest?)
+
+    /// The async form of `willPerformHTTPRedirection`: the request to send, or nil to stop at the 3xx.
+    func urlSession(
+        _ session: URLSession,
+        task: URLSessionTask,
+        willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest
+    ) async -> URLRequest?
+
+    /// The async form of a task's challenge.
+    func urlSession(
+        _ session: URLSession,
+        task: URLSessionTask,
+        didReceive challenge: URLAuthenticationChallenge
+    ) async -> (URLSession.AuthChallengeDisposition, URLCredential?)
+
+    /// The async form of `needNewBodyStream`.
+    func urlSession(_ session: URLSession, needNewBodyStreamForTask task: URLSessionTask) async -> InputStream?
 }
 
 extension URLSessionTaskDelegate {
@@ -146,7 +178,11 @@ extension URLSessionTaskDelegate {
         completionHandler: @escaping @Sendable (URLSession.DelayedRequestDisposition, URLRequest?) -> Void
     ) {
         guard let other = fallback(session, task) else { return completionHandler(.continueLoading, nil) }
-        other.urlSession(session, task: task, willBeginDelayedRequest: request, completionHandler: completionHandler)
+        let carried = Carried(value: (other, task, request))
+        Task {
+            let answer = Carried(value: await carried.value.0.urlSession(session, task: carried.value.1, willBeginDelayedRequest: carried.value.2))
+            completionHandler(answer.value.0, answer.value.1)
+        }
     }
 
     public func urlSession(_ session: URLSession, taskIsWaitingForConnectivity task: URLSessionTask) {
@@ -161,7 +197,11 @@ extension URLSessionTaskDelegate {
         completionHandler: @escaping @Sendable (URLRequest?) -> Void
     ) {
         guard let other = fallback(session, task) else { return completionHandler(request) }
-        other.urlSession(session, task: task, willPerformHTTPRedirection: response, newRequest: request, completionHandler: completionHandler)
+        let carried = Carried(value: (other, task, response, request))
+        Task {
+            let answer = await carried.value.0.urlSession(session, task: carried.value.1, willPerformHTTPRedirection: carried.value.2, newRequest: carried.value.3)
+            completionHandler(answer)
+        }
     }
 
     public func urlSession(
@@ -171,12 +211,17 @@ extension URLSessionTaskDelegate {
         completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
     ) {
         guard let other = fallback(session, task) else { return completionHandler(.performDefaultHandling, nil) }
-        other.urlSession(session, task: task, didReceive: challenge, completionHandler: completionHandler)
+        let carried = Carried(value: (other, task, challenge))
+        Task {
+            let answer = Carried(value: await carried.value.0.urlSession(session, task: carried.value.1, didReceive: carried.value.2))
+            completionHandler(answer.value.0, answer.value.1)
+        }
     }
 
     public func urlSession(_ session: URLSession, task: URLSessionTask, needNewBodyStream completionHandler: @escaping @Sendable (InputStream?) -> Void) {
         guard let other = fallback(session, task) else { return completionHandler(nil) }
-        other.urlSession(session, task: task, needNewBodyStream: completionHandler)
+        let carried = Carried(value: (other, task))
+        Task { completionHandler(await carried.value.0.urlSession(session, needNewBodyStreamForTask: carried.value.1)) }
     }
 
     public func urlSession(
@@ -229,6 +274,16 @@ public protocol URLSessionDataDelegate: URLSessionTaskDelegate {
         willCacheResponse proposedResponse: CachedURLResponse,
         completionHandler: @escaping @Sendable (CachedURLResponse?) -> Void
     )
+
+    /// The async form of the response's disposition.
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse) async -> URLSession.ResponseDisposition
+
+    /// The async form of `willCacheResponse`.
+    func urlSession(
+        _ session: URLSession,
+        dataTask: URLSessionDataTask,
+        willCacheResponse proposedResponse: CachedURLResponse
+    ) async -> CachedURLResponse?
 }
 
 extension URLSessionDataDelegate {
@@ -244,7 +299,8 @@ extension URLSessionDataDelegate {
         completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
     ) {
         guard let other = dataFallback(session, dataTask) else { return completionHandler(.allow) }
-        other.urlSession(session, dataTask: dataTask, didReceive: response, completionHandler: completionHandler)
+        let carried = Carried(value: (other, dataTask, response))
+        Task { completionHandler(await carried.value.0.urlSession(session, dataTask: carried.value.1, didReceive: carried.value.2)) }
     }
 
     public func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didBecome downloadTask: URLSessionDownloadTask) {
@@ -262,7 +318,8 @@ extension URLSessionDataDelegate {
         completionHandler: @escaping @Sendable (CachedURLResponse?) -> Void
     ) {
         guard let other = dataFallback(session, dataTask) else { return completionHandler(proposedResponse) }
-        other.urlSession(session, dataTask: dataTask, willCacheResponse: proposedResponse, completionHandler: completionHandler)
+        let carried = Carried(value: (other, dataTask, proposedResponse))
+        Task { completionHandler(await carried.value.0.urlSession(session, dataTask: carried.value.1, willCacheResponse: carried.value.2)) }
     }
 }
 
