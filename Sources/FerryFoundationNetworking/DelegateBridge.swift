@@ -45,6 +45,7 @@ final class DelegateBridge: DataDelegate, DownloadDelegate, WebSocketDelegate, @
         let original = task.originalRequest.map(FoundationBridge.urlRequest)
         let made: URLSessionTask =
             switch task {
+            case is StreamTask: URLSessionStreamTask(owner: session, ferry: task, original: original, refusal: nil, identifier: task.taskIdentifier)
             case is WebSocketTask: URLSessionWebSocketTask(owner: session, ferry: task, original: original, refusal: nil, identifier: task.taskIdentifier)
             case is DownloadTask: URLSessionDownloadTask(owner: session, ferry: task, original: original, refusal: nil, identifier: task.taskIdentifier)
             case is UploadTask: URLSessionUploadTask(owner: session, ferry: task, original: original, refusal: nil, identifier: task.taskIdentifier)
@@ -352,7 +353,7 @@ final class DelegateBridge: DataDelegate, DownloadDelegate, WebSocketDelegate, @
         case .allow: return .allow
         case .cancel: return .cancel
         case .becomeDownload: return .becomeDownload
-        case .becomeStream: return .cancel
+        case .becomeStream: return .becomeStream
         }
     }
 
@@ -368,6 +369,20 @@ final class DelegateBridge: DataDelegate, DownloadDelegate, WebSocketDelegate, @
             let downloadWrapped = download as? URLSessionDownloadTask
         else { return }
         let carried = Carried(value: (delegate, dataWrapped, downloadWrapped))
+        await onQueue(owner) { carried.value.0.urlSession(owner, dataTask: carried.value.1, didBecome: carried.value.2) }
+    }
+
+    func session(_ session: Session, dataTask: DataTask, didBecome streamTask: StreamTask) async {
+        guard let owner else { return }
+        let wrapped = wrapper(for: dataTask)
+        forget(wrapped)
+        _ = wrapped.markCompleted(error: nil)
+        let stream = wrapper(for: streamTask)
+        stream.delegate = wrapped.delegate
+        guard let delegate = dataDelegate(of: wrapped), let dataWrapped = wrapped as? URLSessionDataTask,
+            let streamWrapped = stream as? URLSessionStreamTask
+        else { return }
+        let carried = Carried(value: (delegate, dataWrapped, streamWrapped))
         await onQueue(owner) { carried.value.0.urlSession(owner, dataTask: carried.value.1, didBecome: carried.value.2) }
     }
 

@@ -233,6 +233,14 @@ open class URLSession: NSObject, @unchecked Sendable {
         makeWebSocketTask(request, protocols: [])
     }
 
+    // MARK: Stream tasks
+
+    /// A TCP connection to `hostname`:`port`, through the session's proxy when one applies.
+    open func streamTask(withHostName hostname: String, port: Int) -> URLSessionStreamTask {
+        if let refusal { return refused(URLSessionStreamTask.self, nil, refusal, completion: nil) }
+        return adopt(URLSessionStreamTask.self, ferry.streamTask(withHostName: hostname, port: port), original: nil)
+    }
+
     // MARK: Session
 
     /// The tasks not yet completed.

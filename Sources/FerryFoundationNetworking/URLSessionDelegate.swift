@@ -24,7 +24,7 @@ extension URLSession {
         case allow = 1
         /// Write the body to a file: the task becomes a download task.
         case becomeDownload = 2
-        /// Not supported by FerryFoundationNetworking yet (Ferry's `Session` has it); cancels the task.
+        /// The connection becomes a stream task (`didBecome streamTask`), after the response's head.
         case becomeStream = 3
     }
 
@@ -284,6 +284,10 @@ public protocol URLSessionDataDelegate: URLSessionTaskDelegate {
         dataTask: URLSessionDataTask,
         willCacheResponse proposedResponse: CachedURLResponse
     ) async -> CachedURLResponse?
+
+    /// The data task became `streamTask` (``URLSession/ResponseDisposition/becomeStream``): the
+    /// connection, after the response's head, is the stream task's.
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didBecome streamTask: URLSessionStreamTask)
 }
 
 extension URLSessionDataDelegate {
@@ -305,6 +309,10 @@ extension URLSessionDataDelegate {
 
     public func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didBecome downloadTask: URLSessionDownloadTask) {
         dataFallback(session, dataTask)?.urlSession(session, dataTask: dataTask, didBecome: downloadTask)
+    }
+
+    public func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didBecome streamTask: URLSessionStreamTask) {
+        dataFallback(session, dataTask)?.urlSession(session, dataTask: dataTask, didBecome: streamTask)
     }
 
     public func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {

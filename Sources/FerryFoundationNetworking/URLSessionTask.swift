@@ -89,7 +89,9 @@ open class URLSessionTask: NSObject, NSCopying, @unchecked Sendable {
     /// A wrapper of this class's kind (the factories are generic over the kind).
     static func make(owner: URLSession, ferry: SessionTask?, original: URLRequest?, refusal: URLError?, identifier: Int) -> Self {
         let made: URLSessionTask =
-            if self == URLSessionWebSocketTask.self {
+            if self == URLSessionStreamTask.self {
+                URLSessionStreamTask(owner: owner, ferry: ferry, original: original, refusal: refusal, identifier: identifier)
+            } else if self == URLSessionWebSocketTask.self {
                 URLSessionWebSocketTask(owner: owner, ferry: ferry, original: original, refusal: refusal, identifier: identifier)
             } else if self == URLSessionDownloadTask.self {
                 URLSessionDownloadTask(owner: owner, ferry: ferry, original: original, refusal: refusal, identifier: identifier)

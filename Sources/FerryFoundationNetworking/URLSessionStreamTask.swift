@@ -1,0 +1,187 @@
+import Ferry
+public import Foundation
+#if canImport(FoundationNetworking)
+public import FoundationNetworking
+#endif
+import Synchronization
+
+/// A TCP connection to a host and port (Apple's `URLSessionStreamTask`) on Ferry's stream task: through
+/// the session's proxy when one applies, with TLS added by ``startSecureConnection()``.
+///
+/// Reads run in the order they were asked for, and so do writes (with ``closeWrite()`` and
+/// ``startSecureConnection()`` after the writes asked for before them), as Apple's queue them.
+/// Completion handlers run on the session's delegate queue.
+open class URLSessionStreamTask: URLSessionTask, @unchecked Sendable {
+    private var stream: StreamTask? { ferry as? StreamTask }
+
+    /// The last read and the last write asked for: each new one waits for its predecessor.
+    private let chains = Mutex<(read: Task<Void, Never>?, write: Task<Void, Never>?)>((nil, nil))
+    private let readClosed = Mutex(false)
+
+    private enum Side { case read, write }
+
+    /// Runs `work` after the previous work of `side` has finished.
+    private func enqueue(_ side: Side, _ work: @escaping @Sendable () async -> Void) {
+        chains.withLock { chains in
+            let previous = side == .read ? chains.read : chains.write
+            let next = Task {
+                await previous?.value
+                await work()
+            }
+            if side == .read { chains.read = next } else { chains.write = next }
+        }
+    }
+
+    private func onQueue(_ body: @escaping @Sendable () -> Void) {
+        owner.delegateQueue.addOperation(body)
+    }
+
+    private func converted(_ error: any Error) -> any Error {
+        (error as? FerryError).map { FoundationBridge.error($0, url: currentRequest?.url) } ?? error
+    }
+
+    // MARK: Reading and writing
+
+    /// Reads between `minBytes` and `maxBytes` bytes, waiting at most `timeout` seconds (0: no limit);
+    /// `completionHandler` gets the data, whether the stream has ended, or the error.
+    open func readData(
+        ofMinLength minBytes: Int,
+        maxLength maxBytes: Int,
+        timeout: TimeInterval,
+        completionHandler: @escaping @Sendable (Data?, Bool, (any Error)?) -> Void
+    ) {
+        guard let stream else { return onQueue { completionHandler(nil, true, URLError(.badURL)) } }
+        enqueue(.read) { [self] in
+            do {
+                let (data, atEOF) = try await stream.readData(ofMinLength: minBytes, maxLength: maxBytes, timeout: timeout)
+                onQueue { completionHandler(data, atEOF, nil) }
+                if atEOF { await readSideClosed() }
+            } catch {
+                let failure = converted(error)
+                onQueue { completionHandler(nil, false, failure) }
+            }
+        }
+    }
+
+    /// Reads between `minBytes` and `maxBytes` bytes (after the reads asked for before).
+    open func readData(ofMinLength minBytes: Int, maxLength maxBytes: Int, timeout: TimeInterval) async throws -> (Data?, Bool) {
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Carried<(Data?, Bool, (any Error)?)>, Never>) in
+            guard let stream else { return continuation.resume(returning: Carried(value: (nil, true, URLError(.badURL)))) }
+            enqueue(.read) { [self] in
+                do {
+                    let (data, atEOF) = try await stream.readData(ofMinLength: minBytes, maxLength: maxBytes, timeout: timeout)
+                    continuation.resume(returning: Carried(value: (data, atEOF, nil)))
+                    if atEOF { await readSideClosed() }
+                } catch {
+                    continuation.resume(returning: Carried(value: (nil, false, converted(error))))
+                }
+            }
+        }
+        if let error = result.value.2 { throw error }
+        return (result.value.0, result.value.1)
+    }
+
+    /// Writes `data`, waiting at most `timeout` seconds (0: no limit); `completionHandler` gets nil once
+    /// it is written, or the error.
+    open func write(_ data: Data, timeout: TimeInterval, completionHandler: @escaping @Sendable ((any Error)?) -> Void) {
+        guard let stream else { return onQueue { completionHandler(URLError(.badURL)) } }
+        enqueue(.write) { [self] in
+            do {
+                try await stream.write(data, timeout: timeout)
+                onQueue { completionHandler(nil) }
+            } catch {
+                let failure = converted(error)
+                onQueue { completionHandler(failure) }
+            }
+        }
+    }
+
+    /// Writes `data` (after the writes asked for before).
+    open func write(_ data: Data, timeout: TimeInterval) async throws {
+        let error = await withCheckedContinuation { (continuation: CheckedContinuation<Carried<(any Error)?>, Never>) in
+            guard let stream else { return continuation.resume(returning: Carried(value: URLError(.badURL))) }
+            enqueue(.write) { [self] in
+                do {
+                    try await stream.write(data, timeout: timeout)
+                    continuation.resume(returning: Carried(value: nil))
+                } catch {
+                    continuation.resume(returning: Carried(value: converted(error)))
+                }
+            }
+        }
+        if let failure = error.value { throw failure }
+    }
+
+    /// Ends writing once the writes asked for before are written; the delegate hears `writeClosedFor`.
+    open func closeWrite() {
+        guard let stream else { return }
+        enqueue(.write) { [self] in
+            await stream.closeWrite()
+            if let delegate = delegate(as: (any URLSessionStreamDelegate).self) {
+                let carried = Carried(value: (delegate, self))
+                let session = owner
+                onQueue { carried.value.0.urlSession(session, writeClosedFor: carried.value.1) }
+            }
+        }
+    }
+
+    /// Stops reading once the reads asked for before are done; the delegate hears `readClosedFor`.
+    open func closeRead() {
+        guard let stream else { return }
+        enqueue(.read) { [self] in
+            await stream.closeRead()
+            await readSideClosed()
+        }
+    }
+
+    /// Adds TLS once the writes asked for before are written, checked with the session's trust settings.
+    /// A failed handshake fails the task.
+    open func startSecureConnection() {
+        guard let stream else { return }
+        enqueue(.write) { [self] in
+            do {
+                try await stream.startSecureConnection()
+            } catch {
+                stream.cancel()
+            }
+        }
+    }
+
+    // MARK: Delegate
+
+    private func delegate<D>(as kind: D.Type) -> D? {
+        (delegate as? D) ?? (owner.delegate as? D)
+    }
+
+    /// The read side is closed (the end of the stream, or closeRead): told once.
+    private func readSideClosed() async {
+        let first = readClosed.withLock { closed in
+            defer { closed = true }
+            return !closed
+        }
+        guard first, let delegate = delegate(as: (any URLSessionStreamDelegate).self) else { return }
+        let carried = Carried(value: (delegate, self))
+        let session = owner
+        onQueue { carried.value.0.urlSession(session, readClosedFor: carried.value.1) }
+    }
+}
+
+/// A stream task's events (Apple's `URLSessionStreamDelegate`).
+public protocol URLSessionStreamDelegate: URLSessionTaskDelegate {
+    /// The read side closed: the server ended the stream, or ``URLSessionStreamTask/closeRead()``.
+    func urlSession(_ session: URLSession, readClosedFor streamTask: URLSessionStreamTask)
+    /// The write side closed (``URLSessionStreamTask/closeWrite()``).
+    func urlSession(_ session: URLSession, writeClosedFor streamTask: URLSessionStreamTask)
+    /// A better route to the host exists. Ferry learns of no routes: never called.
+    func urlSession(_ session: URLSession, betterRouteDiscoveredFor streamTask: URLSessionStreamTask)
+    /// The task's connection as a pair of Foundation streams, after `captureStreams()`: Ferry does not
+    /// offer that pair yet, so this is never called.
+    func urlSession(_ session: URLSession, streamTask: URLSessionStreamTask, didBecome inputStream: InputStream, outputStream: OutputStream)
+}
+
+extension URLSessionStreamDelegate {
+    public func urlSession(_ session: URLSession, readClosedFor streamTask: URLSessionStreamTask) {}
+    public func urlSession(_ session: URLSession, writeClosedFor streamTask: URLSessionStreamTask) {}
+    public func urlSession(_ session: URLSession, betterRouteDiscoveredFor streamTask: URLSessionStreamTask) {}
+    public func urlSession(_ session: URLSession, streamTask: URLSessionStreamTask, didBecome inputStream: InputStream, outputStream: OutputStream) {}
+}
