@@ -200,13 +200,13 @@ extension SamenessPrograms {
         let task = session.dataTask(with: URL(string: "http://stub.invalid/hang")!) { waiter.finish(($0, $1, $2)) }
         task.resume()
         await started.value()
+        // (The state right after cancel() is not compared: FoundationNetworking's is 2 or 3 by a race.)
         task.cancel()
-        let stateAfterCancel = task.state.rawValue
         let (data, response, error) = await waiter.value()
         let failing = ((error as NSError?)?.userInfo[NSURLErrorFailingURLErrorKey] as? URL)?.absoluteString ?? "-"
         // stopLoading runs on the protocol's own thread: wait for it.
         await stopped.value()
-        return [describe(data), describe(response), describe(error), "failing URL \(failing)", "state after cancel \(stateAfterCancel)"] + StubProtocol.drain()
+        return [describe(data), describe(response), describe(error), "failing URL \(failing)"] + StubProtocol.drain()
     }
 
     static func protocolFallsThrough(_ origin: String) async -> [String] {
