@@ -100,7 +100,7 @@ let package = Package(
         // Apple's URLSession API on Ferry's engine (docs/FOUNDATION_NETWORKING.md).
         .target(
             name: "FerryFoundationNetworking",
-            dependencies: ["Ferry"],
+            dependencies: ["Ferry", "FerryEngine", "FerryCore"],
             swiftSettings: swiftSettings
         ),
         .target(

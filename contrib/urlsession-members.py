@@ -27,7 +27,7 @@ TYPES = [
     "URLSessionDownloadTask", "URLSessionStreamTask", "URLSessionWebSocketTask", "URLSessionDelegate",
     "URLSessionTaskDelegate", "URLSessionDataDelegate", "URLSessionDownloadDelegate", "URLSessionStreamDelegate",
     "URLSessionWebSocketDelegate", "URLProtocol", "URLProtocolClient", "URLSessionTaskMetrics",
-    "URLSessionTaskTransactionMetrics",
+    "URLSessionTaskTransactionMetrics", "HTTPCookieStorage",
 ]
 SUPERCLASSES = {
     "URLSessionDataTask": ["URLSessionTask"], "URLSessionUploadTask": ["URLSessionDataTask", "URLSessionTask"],
@@ -63,6 +63,7 @@ APPLE_ONLY = {
         "urlSession(_:task:didReceive:)", "urlSession(_:needNewBodyStreamForTask:)",
     ],
     "URLSessionDataDelegate": ["urlSession(_:dataTask:didBecome:)", "urlSession(_:dataTask:willCacheResponse:)"],
+    "HTTPCookieStorage": ["storeCookies(_:for:)", "getCookiesFor(_:completionHandler:)"],
 }
 
 # How a supported member differs, or why a missing one is refused. Keys: "Type.member".
@@ -103,6 +104,8 @@ NOTES = {
     "URLSessionStreamDelegate.urlSession(_:betterRouteDiscoveredFor:)": ("differs", "never called: Ferry learns of no routes"),
     "URLSessionStreamDelegate.urlSession(_:streamTask:didBecome:outputStream:)": ("differs", "never called: `captureStreams()` is not offered"),
     "URLSession.ResponseDisposition.becomeStream": ("supported", "then `urlSession(_:dataTask:didBecome:)` with the stream task"),
+    "HTTPCookieStorage.sharedCookieStorage(forGroupContainerIdentifier:)": ("differs", "the shared store: Linux has no app groups"),
+    "HTTPCookieStorage.shared": ("supported", "Ferry's per-user store, the one default sessions and ferryd use"),
     "URLSessionWebSocketTask.closeCode": ("differs", "an application's code (4000–4999) reads `.invalid`, as Apple's enum has no case for it"),
     "URLProtocol.property(forKey:in:)": ("differs", "FoundationNetworking's store: a property set on an `NSMutableURLRequest` does not survive its bridge to `URLRequest`"),
     "URLProtocol.setProperty(_:forKey:in:)": ("differs", "FoundationNetworking's store (see `property(forKey:in:)`)"),
@@ -122,7 +125,7 @@ NOTES = {
 }
 
 # Members that are Swift's or NSObject's plumbing rather than API a program calls.
-PLUMBING = ("!=(_:_:)", "hash(into:)", "hashValue", "init(rawValue:)", "copy()")
+PLUMBING = ("!=(_:_:)", "hash(into:)", "hashValue", "init(rawValue:)", "copy()", "description")
 
 
 def symbols(module, include_dirs):
@@ -131,9 +134,13 @@ def symbols(module, include_dirs):
                "-output-dir", out, "-minimum-access-level", "public"]
     for directory in include_dirs:
         command += ["-I", directory]
-    for modulemap in glob.glob(os.path.join(ROOT, ".build/debug/*.build/module.modulemap")):
+    for modulemap in glob.glob(os.path.join(ROOT, ".build/debug/*.build/module.modulemap")) + glob.glob(
+        os.path.join(ROOT, "Sources/C*/module.modulemap")
+    ):
         command += ["-Xcc", f"-fmodule-map-file={modulemap}"]
-    subprocess.run(command, check=True, capture_output=True)
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"swift-symbolgraph-extract failed for {module}:\n{done.stderr[-3000:]}")
     members = collections.defaultdict(set)
     for path in glob.glob(os.path.join(out, f"{module}*.symbols.json")):
         for symbol in json.load(open(path))["symbols"]:

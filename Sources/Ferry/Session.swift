@@ -81,6 +81,13 @@ public final class Session: Sendable {
         self.init(configuration: configuration, delegate: delegate, isShared: false, daemon: daemon, logger: nil)
     }
 
+    /// A session whose cookies are `cookies` (an in-process session only) instead of the store its
+    /// configuration names: FerryFoundationNetworking's storage objects, which sessions made from one
+    /// configuration share, as Apple's do.
+    package convenience init(configuration: SessionConfiguration, delegate: (any SessionDelegate)?, cookies: CookieStore) {
+        self.init(configuration: configuration, delegate: delegate, isShared: false, daemon: nil, logger: nil, cookies: cookies)
+    }
+
     /// A session sending through `transport` (a custom transport, or one that trusts a test server's
     /// certificate) instead of one made from the configuration.
     public init(
@@ -113,7 +120,8 @@ public final class Session: Sendable {
         delegate: (any SessionDelegate)?,
         isShared: Bool,
         daemon: DaemonClient?,
-        logger: Logger?
+        logger: Logger?,
+        cookies givenCookies: CookieStore? = nil
     ) {
         self.configuration = configuration
         self.isShared = isShared
@@ -162,7 +170,7 @@ public final class Session: Sendable {
         self.transport = SessionTransport(
             base,
             maximumConnectionsPerHost: configuration.httpMaximumConnectionsPerHost,
-            cookies: Self.cookieStore(for: configuration),
+            cookies: configuration.httpShouldSetCookies ? givenCookies ?? Self.cookieStore(for: configuration) : nil,
             cache: Self.responseCache(for: configuration),
             logger: self.logger,
             protocolHandlers: configuration.protocolHandlers

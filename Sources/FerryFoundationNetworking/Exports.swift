@@ -29,8 +29,6 @@ public typealias URLAuthenticationChallengeSender = FoundationNetworking.URLAuth
 public typealias CachedURLResponse = FoundationNetworking.CachedURLResponse
 /// An HTTP cache object (only `URLCache.shared` or nil are used as a session's cache; see docs).
 public typealias URLCache = FoundationNetworking.URLCache
-/// A cookie store object (only `HTTPCookieStorage.shared` or nil are used as a session's store; see docs).
-public typealias HTTPCookieStorage = FoundationNetworking.HTTPCookieStorage
 /// A credential store object (only `URLCredentialStorage.shared` or nil are used; see docs).
 public typealias URLCredentialStorage = FoundationNetworking.URLCredentialStorage
 

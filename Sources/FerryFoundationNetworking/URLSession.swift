@@ -80,6 +80,11 @@ open class URLSession: NSObject, @unchecked Sendable {
         bridge = DelegateBridge(session: self)
         if let daemon, configurationCopy.kind == .background, refusal == nil {
             ferry = Session(configuration: ferryConfiguration, delegate: bridge, daemon: daemon)
+        } else if refusal == nil, let storage = configurationCopy.httpCookieStorage, storage !== HTTPCookieStorage.shared {
+            // The configuration's own store (an ephemeral one's), shared with the other sessions made
+            // from it; it takes cookies as this configuration says.
+            storage.store.acceptPolicy = ferryConfiguration.cookieJarAcceptPolicy
+            ferry = Session(configuration: ferryConfiguration, delegate: bridge, cookies: storage.store)
         } else {
             ferry = Session(configuration: ferryConfiguration, delegate: bridge)
         }

@@ -17,7 +17,7 @@ open class URLSessionConfiguration: NSObject, NSCopying, @unchecked Sendable {
 
     let kind: Kind
     /// Whether each storage property still holds its kind's own store (so Ferry's matching store is used).
-    private var storageIsDefault = (cookies: true, credentials: true, cache: true)
+    private var storageIsDefault = (credentials: true, cache: true)
 
     init(kind: Kind, identifier: String?) {
         self.kind = kind
@@ -30,10 +30,11 @@ open class URLSessionConfiguration: NSObject, NSCopying, @unchecked Sendable {
         waitsForConnectivity = kind == .background
         // Every kind starts with the shared objects; while they stay unchanged, Ferry's stores of the
         // kind serve them (private and in memory for an ephemeral session, never written to disk).
-        httpCookieStorage = HTTPCookieStorage.shared
+        // An ephemeral configuration's cookies live in a store of its own, shared by its copies.
+        httpCookieStorage = kind == .ephemeral ? HTTPCookieStorage(store: CookieStore()) : HTTPCookieStorage.shared
         urlCredentialStorage = URLCredentialStorage.shared
         urlCache = URLCache.shared
-        storageIsDefault = (true, true, true)
+        storageIsDefault = (true, true)
     }
 
     /// A configuration with a persistent cache, cookies and credentials.
@@ -87,9 +88,10 @@ open class URLSessionConfiguration: NSObject, NSCopying, @unchecked Sendable {
     open var httpAdditionalHeaders: [AnyHashable: Any]?
     /// Connections to one host at once.
     open var httpMaximumConnectionsPerHost = 6
-    /// The cookie store: `HTTPCookieStorage.shared` (Ferry's per-user store; a private in-memory one
-    /// for ephemeral sessions) or nil (no cookies). Another object is refused.
-    open var httpCookieStorage: HTTPCookieStorage? { didSet { storageIsDefault.cookies = false } }
+    /// The cookie store: ``HTTPCookieStorage/shared`` (Ferry's per-user store) for default and
+    /// background configurations, a store of its own in memory for an ephemeral one (shared by the
+    /// sessions made from it and its copies), or nil (no cookies).
+    open var httpCookieStorage: HTTPCookieStorage?
     /// The credential store: `URLCredentialStorage.shared` (Ferry's) or nil. Another object is refused.
     open var urlCredentialStorage: URLCredentialStorage? { didSet { storageIsDefault.credentials = false } }
     /// The HTTP cache: `URLCache.shared` (Ferry's RFC 9111 cache; memory only for ephemeral sessions)
@@ -197,12 +199,15 @@ open class URLSessionConfiguration: NSObject, NSCopying, @unchecked Sendable {
                 ferry.httpAdditionalHeaders.add(name: name, value: "\(value)")
             }
         }
-        if !storageIsDefault.cookies {
-            switch httpCookieStorage {
-            case nil: ferry.httpCookieStorage = .none
-            case let storage? where storage === HTTPCookieStorage.shared: break
-            default: return refuse("httpCookieStorage: only HTTPCookieStorage.shared (Ferry's store) or nil")
+        switch httpCookieStorage {
+        case nil: ferry.httpCookieStorage = .none
+        case let storage? where storage === HTTPCookieStorage.shared: ferry.httpCookieStorage = .shared
+        case .some:
+            // A store of its own (an ephemeral configuration's): the session is given that store.
+            guard kind != .background else {
+                return refuse("httpCookieStorage: a background session's cookies are ferryd's (HTTPCookieStorage.shared) or none")
             }
+            ferry.httpCookieStorage = .sessionPrivate
         }
         if !storageIsDefault.credentials {
             switch urlCredentialStorage {

@@ -49,6 +49,8 @@ public enum SamenessPrograms {
         ("a download cancelled with resume data continues where it stopped", resumeData),
         ("a POST with httpBodyStream sends the stream", postWithBodyStream),
         ("a failed download's error carries resume data", failedDownloadResumeData),
+        ("an ephemeral session's cookie storage shows and sends its cookies", cookieStorageOfASession),
+        ("sessions made from one ephemeral configuration share its cookies", cookieStorageShared),
     ]
 
     // MARK: Helpers
@@ -508,6 +510,41 @@ public enum SamenessPrograms {
         let (data, _, error) = await dataTask(session, URLRequest(url: URL(string: "\(origin)/cookies")!))
         let text = data.map { String(decoding: $0, as: UTF8.self) } ?? "-"
         return [describe(error), "cookie sent \(text.contains("flavour=oat"))"]
+    }
+
+    public static func cookieStorageOfASession(_ origin: String) async -> [String] {
+        let session = ephemeralSession()
+        defer { session.finishTasksAndInvalidate() }
+        _ = await dataTask(session, URLRequest(url: URL(string: "\(origin)/cookies/set?flavour=oat")!))
+        let url = URL(string: "\(origin)/cookies")!
+        guard let storage = session.configuration.httpCookieStorage else { return ["no storage"] }
+        let seen = (storage.cookies(for: url) ?? []).map { "\($0.name)=\($0.value) path \($0.path)" }
+        // A cookie the application stores is sent too.
+        let added = HTTPCookie(properties: [.name: "added", .value: "1", .domain: "127.0.0.1", .path: "/"])!
+        storage.setCookie(added)
+        let (data, _, error) = await dataTask(session, URLRequest(url: url))
+        let text = data.map { String(decoding: $0, as: UTF8.self) } ?? "-"
+        storage.deleteCookie(added)
+        let after = (storage.cookies ?? []).map(\.name).sorted()
+        return ["stored \(seen)", describe(error), "sent flavour \(text.contains("flavour")) added \(text.contains("added"))", "after delete \(after)"]
+    }
+
+    public static func cookieStorageShared(_ origin: String) async -> [String] {
+        let configuration = URLSessionConfiguration.ephemeral
+        let first = URLSession(configuration: configuration)
+        let second = URLSession(configuration: configuration)
+        let other = ephemeralSession()
+        defer {
+            first.finishTasksAndInvalidate()
+            second.finishTasksAndInvalidate()
+            other.finishTasksAndInvalidate()
+        }
+        _ = await dataTask(first, URLRequest(url: URL(string: "\(origin)/cookies/set?shared=yes")!))
+        let url = URLRequest(url: URL(string: "\(origin)/cookies")!)
+        let (fromSecond, _, _) = await dataTask(second, url)
+        let (fromOther, _, _) = await dataTask(other, url)
+        func sent(_ data: Data?) -> Bool { data.map { String(decoding: $0, as: UTF8.self).contains("shared") } ?? false }
+        return ["second sends it \(sent(fromSecond))", "another ephemeral configuration's session sends it \(sent(fromOther))"]
     }
 
     static func resumeData(_ origin: String) async -> [String] {
