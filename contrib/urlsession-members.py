@@ -27,7 +27,7 @@ TYPES = [
     "URLSessionDownloadTask", "URLSessionStreamTask", "URLSessionWebSocketTask", "URLSessionDelegate",
     "URLSessionTaskDelegate", "URLSessionDataDelegate", "URLSessionDownloadDelegate", "URLSessionStreamDelegate",
     "URLSessionWebSocketDelegate", "URLProtocol", "URLProtocolClient", "URLSessionTaskMetrics",
-    "URLSessionTaskTransactionMetrics", "HTTPCookieStorage",
+    "URLSessionTaskTransactionMetrics", "HTTPCookieStorage", "URLCache",
 ]
 SUPERCLASSES = {
     "URLSessionDataTask": ["URLSessionTask"], "URLSessionUploadTask": ["URLSessionDataTask", "URLSessionTask"],
@@ -64,6 +64,7 @@ APPLE_ONLY = {
     ],
     "URLSessionDataDelegate": ["urlSession(_:dataTask:didBecome:)", "urlSession(_:dataTask:willCacheResponse:)"],
     "HTTPCookieStorage": ["storeCookies(_:for:)", "getCookiesFor(_:completionHandler:)"],
+    "URLCache": ["init(memoryCapacity:diskCapacity:directory:)"],
 }
 
 # How a supported member differs, or why a missing one is refused. Keys: "Type.member".
@@ -106,6 +107,11 @@ NOTES = {
     "URLSession.ResponseDisposition.becomeStream": ("supported", "then `urlSession(_:dataTask:didBecome:)` with the stream task"),
     "HTTPCookieStorage.sharedCookieStorage(forGroupContainerIdentifier:)": ("differs", "the shared store: Linux has no app groups"),
     "HTTPCookieStorage.shared": ("supported", "Ferry's per-user store, the one default sessions and ferryd use"),
+    "URLCache.removeCachedResponses(since:)": ("differs", "removes every stored response: Ferry's cache keeps no index by date"),
+    "URLCache.memoryCapacity": ("differs", "setting it makes a new cache of that size for sessions made afterwards"),
+    "URLCache.diskCapacity": ("differs", "setting it makes a new cache of that size for sessions made afterwards"),
+    "URLCache.init(memoryCapacity:diskCapacity:diskPath:)": ("supported", "a relative path is a directory under `$XDG_CACHE_HOME/ferry/`"),
+    "URLCache.shared": ("differs", "read-only: the per-user cache default sessions use (a configuration takes another object)"),
     "URLSessionWebSocketTask.closeCode": ("differs", "an application's code (4000–4999) reads `.invalid`, as Apple's enum has no case for it"),
     "URLProtocol.property(forKey:in:)": ("differs", "FoundationNetworking's store: a property set on an `NSMutableURLRequest` does not survive its bridge to `URLRequest`"),
     "URLProtocol.setProperty(_:forKey:in:)": ("differs", "FoundationNetworking's store (see `property(forKey:in:)`)"),

@@ -81,11 +81,16 @@ public final class Session: Sendable {
         self.init(configuration: configuration, delegate: delegate, isShared: false, daemon: daemon, logger: nil)
     }
 
-    /// A session whose cookies are `cookies` (an in-process session only) instead of the store its
-    /// configuration names: FerryFoundationNetworking's storage objects, which sessions made from one
-    /// configuration share, as Apple's do.
-    package convenience init(configuration: SessionConfiguration, delegate: (any SessionDelegate)?, cookies: CookieStore) {
-        self.init(configuration: configuration, delegate: delegate, isShared: false, daemon: nil, logger: nil, cookies: cookies)
+    /// A session whose cookies and cache are `cookies` and `cache` (an in-process session only; nil: the
+    /// ones its configuration names): FerryFoundationNetworking's storage objects, which sessions made
+    /// from one configuration share, as Apple's do.
+    package convenience init(
+        configuration: SessionConfiguration,
+        delegate: (any SessionDelegate)?,
+        cookies: CookieStore?,
+        cache: ResponseCache?
+    ) {
+        self.init(configuration: configuration, delegate: delegate, isShared: false, daemon: nil, logger: nil, cookies: cookies, cache: cache)
     }
 
     /// A session sending through `transport` (a custom transport, or one that trusts a test server's
@@ -121,7 +126,8 @@ public final class Session: Sendable {
         isShared: Bool,
         daemon: DaemonClient?,
         logger: Logger?,
-        cookies givenCookies: CookieStore? = nil
+        cookies givenCookies: CookieStore? = nil,
+        cache givenCache: ResponseCache? = nil
     ) {
         self.configuration = configuration
         self.isShared = isShared
@@ -171,7 +177,7 @@ public final class Session: Sendable {
             base,
             maximumConnectionsPerHost: configuration.httpMaximumConnectionsPerHost,
             cookies: configuration.httpShouldSetCookies ? givenCookies ?? Self.cookieStore(for: configuration) : nil,
-            cache: Self.responseCache(for: configuration),
+            cache: configuration.urlCache == nil || configuration.identifier != nil ? nil : givenCache ?? Self.responseCache(for: configuration),
             logger: self.logger,
             protocolHandlers: configuration.protocolHandlers
         )

@@ -27,8 +27,6 @@ public typealias URLAuthenticationChallenge = FoundationNetworking.URLAuthentica
 public typealias URLAuthenticationChallengeSender = FoundationNetworking.URLAuthenticationChallengeSender
 /// A response with its body, as a cache keeps it.
 public typealias CachedURLResponse = FoundationNetworking.CachedURLResponse
-/// An HTTP cache object (only `URLCache.shared` or nil are used as a session's cache; see docs).
-public typealias URLCache = FoundationNetworking.URLCache
 /// A credential store object (only `URLCredentialStorage.shared` or nil are used; see docs).
 public typealias URLCredentialStorage = FoundationNetworking.URLCredentialStorage
 

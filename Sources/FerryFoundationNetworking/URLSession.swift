@@ -1,4 +1,5 @@
 package import Ferry
+import FerryEngine
 public import Foundation
 #if canImport(FoundationNetworking)
 public import FoundationNetworking
@@ -80,11 +81,15 @@ open class URLSession: NSObject, @unchecked Sendable {
         bridge = DelegateBridge(session: self)
         if let daemon, configurationCopy.kind == .background, refusal == nil {
             ferry = Session(configuration: ferryConfiguration, delegate: bridge, daemon: daemon)
-        } else if refusal == nil, let storage = configurationCopy.httpCookieStorage, storage !== HTTPCookieStorage.shared {
-            // The configuration's own store (an ephemeral one's), shared with the other sessions made
-            // from it; it takes cookies as this configuration says.
-            storage.store.acceptPolicy = ferryConfiguration.cookieJarAcceptPolicy
-            ferry = Session(configuration: ferryConfiguration, delegate: bridge, cookies: storage.store)
+        } else if refusal == nil, configurationCopy.kind != .background {
+            // The configuration's own stores (an ephemeral one's cookies, a URLCache object), shared
+            // with the other sessions made from it.
+            var cookies: CookieStore?
+            if let storage = configurationCopy.httpCookieStorage, storage !== HTTPCookieStorage.shared {
+                storage.store.acceptPolicy = ferryConfiguration.cookieJarAcceptPolicy
+                cookies = storage.store
+            }
+            ferry = Session(configuration: ferryConfiguration, delegate: bridge, cookies: cookies, cache: configurationCopy.urlCache?.cache)
         } else {
             ferry = Session(configuration: ferryConfiguration, delegate: bridge)
         }

@@ -1,4 +1,5 @@
 import Ferry
+import FerryEngine
 public import Foundation
 #if canImport(FoundationNetworking)
 public import FoundationNetworking
@@ -16,8 +17,8 @@ open class URLSessionConfiguration: NSObject, NSCopying, @unchecked Sendable {
     }
 
     let kind: Kind
-    /// Whether each storage property still holds its kind's own store (so Ferry's matching store is used).
-    private var storageIsDefault = (credentials: true, cache: true)
+    /// Whether `urlCredentialStorage` still holds its kind's own store (so Ferry's matching store is used).
+    private var credentialsAreDefault = true
 
     init(kind: Kind, identifier: String?) {
         self.kind = kind
@@ -33,8 +34,9 @@ open class URLSessionConfiguration: NSObject, NSCopying, @unchecked Sendable {
         // An ephemeral configuration's cookies live in a store of its own, shared by its copies.
         httpCookieStorage = kind == .ephemeral ? HTTPCookieStorage(store: CookieStore()) : HTTPCookieStorage.shared
         urlCredentialStorage = URLCredentialStorage.shared
-        urlCache = URLCache.shared
-        storageIsDefault = (true, true)
+        // An ephemeral configuration's cache lives in memory, of its own, shared by its copies.
+        urlCache = kind == .ephemeral ? URLCache(cache: ResponseCache(memoryCapacity: 512 * 1024, diskCapacity: 0, directory: nil)) : URLCache.shared
+        credentialsAreDefault = true
     }
 
     /// A configuration with a persistent cache, cookies and credentials.
@@ -93,10 +95,11 @@ open class URLSessionConfiguration: NSObject, NSCopying, @unchecked Sendable {
     /// sessions made from it and its copies), or nil (no cookies).
     open var httpCookieStorage: HTTPCookieStorage?
     /// The credential store: `URLCredentialStorage.shared` (Ferry's) or nil. Another object is refused.
-    open var urlCredentialStorage: URLCredentialStorage? { didSet { storageIsDefault.credentials = false } }
-    /// The HTTP cache: `URLCache.shared` (Ferry's RFC 9111 cache; memory only for ephemeral sessions)
-    /// or nil. Another object is refused.
-    open var urlCache: URLCache? { didSet { storageIsDefault.cache = false } }
+    open var urlCredentialStorage: URLCredentialStorage? { didSet { credentialsAreDefault = false } }
+    /// The HTTP cache: ``URLCache/shared`` (Ferry's per-user RFC 9111 cache) for default configurations,
+    /// one of its own in memory for an ephemeral one, a `URLCache(memoryCapacity:diskCapacity:diskPath:)`
+    /// of the application's, or nil (no cache).
+    open var urlCache: URLCache?
     /// No meaning on Linux; kept as set.
     open var shouldUseExtendedBackgroundIdleMode = false
     /// The lowest TLS version offered (TLS 1.2 by default). DTLS versions are refused.
@@ -134,7 +137,7 @@ open class URLSessionConfiguration: NSObject, NSCopying, @unchecked Sendable {
         copy.protocolClasses = protocolClasses
         copy.tlsMinimumSupportedProtocolVersion = tlsMinimumSupportedProtocolVersion
         copy.tlsMaximumSupportedProtocolVersion = tlsMaximumSupportedProtocolVersion
-        copy.storageIsDefault = storageIsDefault
+        copy.credentialsAreDefault = credentialsAreDefault
         return copy
     }
 
@@ -209,19 +212,18 @@ open class URLSessionConfiguration: NSObject, NSCopying, @unchecked Sendable {
             }
             ferry.httpCookieStorage = .sessionPrivate
         }
-        if !storageIsDefault.credentials {
+        if !credentialsAreDefault {
             switch urlCredentialStorage {
             case nil: ferry.urlCredentialStorage = .none
             case let storage? where storage === URLCredentialStorage.shared: break
             default: return refuse("urlCredentialStorage: only URLCredentialStorage.shared (Ferry's store) or nil")
             }
         }
-        if !storageIsDefault.cache {
-            switch urlCache {
-            case nil: ferry.urlCache = nil
-            case let cache? where cache === URLCache.shared: break
-            default: return refuse("urlCache: only URLCache.shared (Ferry's cache) or nil")
-            }
+        // A URLCache object is a view of a Ferry cache, which the session is given (URLSession.init).
+        if let cache = urlCache {
+            ferry.urlCache = .init(memoryCapacity: cache.memoryCapacity, diskCapacity: cache.diskCapacity, directory: cache.cache.directory)
+        } else {
+            ferry.urlCache = nil
         }
         if let proxies = connectionProxyDictionary {
             switch FoundationBridge.proxy(proxies) {

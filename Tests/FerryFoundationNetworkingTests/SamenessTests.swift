@@ -81,6 +81,10 @@ import Testing
             ],
             why: "Apple: the stream is the body; FoundationNetworking's request with a stream and a Content-Length gets a 400 from the server"
         ),
+        "a cancelled running task ends with cancelled": Documented(
+            ferry: ["didReceiveResponse status 200 path /bytes/100000 length 100000 expected 100000", "didComplete error NSURLErrorDomain -999", "state 3"],
+            why: "Apple: once didCompleteWithError has been called the task is completed (3); FoundationNetworking reports 2 (canceling) or 3, by a race"
+        ),
         "a URLProtocol's redirect is followed": Documented(
             ferry: [
                 "willPerformHTTPRedirection 302 to /ok method GET", "didReceiveResponse status 200 path /ok length 10 expected 10",
