@@ -130,6 +130,10 @@ NOTES = {
     "URLSessionTaskTransactionMetrics.localPort": ("supported", "an `Int?` as Apple's (FoundationNetworking declares a `String?`)"),
 }
 
+# Nested types this module takes from FoundationNetworking through a typealias: their members are
+# FoundationNetworking's own (a symbol graph lists a typealias, not its members).
+ALIASED = ("URLCache.StoragePolicy",)
+
 # Members that are Swift's or NSObject's plumbing rather than API a program calls.
 PLUMBING = ("!=(_:_:)", "hash(into:)", "hashValue", "init(rawValue:)", "copy()", "description")
 
@@ -171,7 +175,9 @@ def table():
             if member.endswith(PLUMBING):
                 continue
             owners = [type_name] + SUPERCLASSES.get(type_name, [])
-            present = any(member in ours[owner] for owner in owners)
+            present = any(member in ours[owner] for owner in owners) or any(
+                f"{type_name}.{member}".startswith(alias + ".") for alias in ALIASED
+            )
             status, note = NOTES.get(f"{type_name}.{member}", ("supported" if present else "missing", ""))
             if not present and status != "missing":
                 status, note = "missing", note or "not declared"
