@@ -27,7 +27,7 @@ TYPES = [
     "URLSessionDownloadTask", "URLSessionStreamTask", "URLSessionWebSocketTask", "URLSessionDelegate",
     "URLSessionTaskDelegate", "URLSessionDataDelegate", "URLSessionDownloadDelegate", "URLSessionStreamDelegate",
     "URLSessionWebSocketDelegate", "URLProtocol", "URLProtocolClient", "URLSessionTaskMetrics",
-    "URLSessionTaskTransactionMetrics", "HTTPCookieStorage", "URLCache",
+    "URLSessionTaskTransactionMetrics", "HTTPCookieStorage", "URLCache", "URLCredentialStorage",
 ]
 SUPERCLASSES = {
     "URLSessionDataTask": ["URLSessionTask"], "URLSessionUploadTask": ["URLSessionDataTask", "URLSessionTask"],
@@ -112,6 +112,10 @@ NOTES = {
     "URLCache.diskCapacity": ("differs", "setting it makes a new cache of that size for sessions made afterwards"),
     "URLCache.init(memoryCapacity:diskCapacity:diskPath:)": ("supported", "a relative path is a directory under `$XDG_CACHE_HOME/ferry/`"),
     "URLCache.shared": ("differs", "read-only: the per-user cache default sessions use (a configuration takes another object)"),
+    "URLCredentialStorage.init()": ("missing", "stores come from `.shared` or an ephemeral configuration: a free-standing one would reach no session"),
+    "URLCredentialStorage.set(_:for:)": ("differs", "one credential per protection space: another user's replaces it"),
+    "URLCredentialStorage.credentials(for:)": ("differs", "at most one user (one credential per space)"),
+    "URLCredentialStorage.remove(_:for:options:)": ("differs", "the options (iCloud synchronisation) have no meaning on Linux"),
     "URLSessionWebSocketTask.closeCode": ("differs", "an application's code (4000–4999) reads `.invalid`, as Apple's enum has no case for it"),
     "URLProtocol.property(forKey:in:)": ("differs", "FoundationNetworking's store: a property set on an `NSMutableURLRequest` does not survive its bridge to `URLRequest`"),
     "URLProtocol.setProperty(_:forKey:in:)": ("differs", "FoundationNetworking's store (see `property(forKey:in:)`)"),

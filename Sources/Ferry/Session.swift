@@ -81,16 +81,26 @@ public final class Session: Sendable {
         self.init(configuration: configuration, delegate: delegate, isShared: false, daemon: daemon, logger: nil)
     }
 
-    /// A session whose cookies and cache are `cookies` and `cache` (an in-process session only; nil: the
-    /// ones its configuration names): FerryFoundationNetworking's storage objects, which sessions made
+    /// A session whose cookies, cache and credentials are these stores (an in-process session only; nil:
+    /// the ones its configuration names): FerryFoundationNetworking's storage objects, which sessions made
     /// from one configuration share, as Apple's do.
     package convenience init(
         configuration: SessionConfiguration,
         delegate: (any SessionDelegate)?,
         cookies: CookieStore?,
-        cache: ResponseCache?
+        cache: ResponseCache?,
+        credentials: CredentialStore?
     ) {
-        self.init(configuration: configuration, delegate: delegate, isShared: false, daemon: nil, logger: nil, cookies: cookies, cache: cache)
+        self.init(
+            configuration: configuration,
+            delegate: delegate,
+            isShared: false,
+            daemon: nil,
+            logger: nil,
+            cookies: cookies,
+            cache: cache,
+            credentials: credentials
+        )
     }
 
     /// A session sending through `transport` (a custom transport, or one that trusts a test server's
@@ -127,7 +137,8 @@ public final class Session: Sendable {
         daemon: DaemonClient?,
         logger: Logger?,
         cookies givenCookies: CookieStore? = nil,
-        cache givenCache: ResponseCache? = nil
+        cache givenCache: ResponseCache? = nil,
+        credentials givenCredentials: CredentialStore? = nil
     ) {
         self.configuration = configuration
         self.isShared = isShared
@@ -137,7 +148,8 @@ public final class Session: Sendable {
         // The delegate's server-trust answers; the relay holds the session weakly (no cycle through the
         // transport it owns).
         let trust = ServerTrustRelay()
-        let credentials = Self.credentialStore(for: configuration)
+        let credentials =
+            configuration.urlCredentialStorage == .none ? nil : givenCredentials ?? Self.credentialStore(for: configuration)
         do {
             var options = TransportOptions(configuration)
             if delegate != nil {

@@ -86,6 +86,14 @@ public final class CredentialStore: Sendable {
         }?.credential
     }
 
+    /// Every stored credential with its space: the session's, then the file's (FerryFoundationNetworking's
+    /// `URLCredentialStorage.allCredentials`).
+    public var all: [(space: ProtectionSpace, credential: Credential)] {
+        let sessionEntries = session.withLock { $0.map { (space: $0.key, credential: $0.value) } }
+        let fileEntries = permanentEntries().filter { entry in !sessionEntries.contains { $0.space == entry.space } }
+        return sessionEntries + fileEntries.map { (space: $0.space, credential: $0.credential) }
+    }
+
     /// The file's entries, read again only when the file changed since the last read.
     private func permanentEntries() -> [Entry] {
         guard let file, let stamp = file.stamp() else { return [] }

@@ -27,8 +27,6 @@ public typealias URLAuthenticationChallenge = FoundationNetworking.URLAuthentica
 public typealias URLAuthenticationChallengeSender = FoundationNetworking.URLAuthenticationChallengeSender
 /// A response with its body, as a cache keeps it.
 public typealias CachedURLResponse = FoundationNetworking.CachedURLResponse
-/// A credential store object (only `URLCredentialStorage.shared` or nil are used; see docs).
-public typealias URLCredentialStorage = FoundationNetworking.URLCredentialStorage
 
 /// The key of a failed download's resume data in its error's `userInfo` (Apple's
 /// `NSURLSessionDownloadTaskResumeData`; FoundationNetworking's `URLSessionDownloadTaskResumeData`).

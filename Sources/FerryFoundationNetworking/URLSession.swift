@@ -82,14 +82,21 @@ open class URLSession: NSObject, @unchecked Sendable {
         if let daemon, configurationCopy.kind == .background, refusal == nil {
             ferry = Session(configuration: ferryConfiguration, delegate: bridge, daemon: daemon)
         } else if refusal == nil, configurationCopy.kind != .background {
-            // The configuration's own stores (an ephemeral one's cookies, a URLCache object), shared
-            // with the other sessions made from it.
+            // The configuration's own stores (an ephemeral one's cookies and credentials, a URLCache
+            // object), shared with the other sessions made from it.
             var cookies: CookieStore?
             if let storage = configurationCopy.httpCookieStorage, storage !== HTTPCookieStorage.shared {
                 storage.store.acceptPolicy = ferryConfiguration.cookieJarAcceptPolicy
                 cookies = storage.store
             }
-            ferry = Session(configuration: ferryConfiguration, delegate: bridge, cookies: cookies, cache: configurationCopy.urlCache?.cache)
+            let credentials = configurationCopy.urlCredentialStorage.flatMap { $0 === URLCredentialStorage.shared ? nil : $0.store }
+            ferry = Session(
+                configuration: ferryConfiguration,
+                delegate: bridge,
+                cookies: cookies,
+                cache: configurationCopy.urlCache?.cache,
+                credentials: credentials
+            )
         } else {
             ferry = Session(configuration: ferryConfiguration, delegate: bridge)
         }

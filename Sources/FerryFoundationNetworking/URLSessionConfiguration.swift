@@ -17,8 +17,6 @@ open class URLSessionConfiguration: NSObject, NSCopying, @unchecked Sendable {
     }
 
     let kind: Kind
-    /// Whether `urlCredentialStorage` still holds its kind's own store (so Ferry's matching store is used).
-    private var credentialsAreDefault = true
 
     init(kind: Kind, identifier: String?) {
         self.kind = kind
@@ -33,10 +31,9 @@ open class URLSessionConfiguration: NSObject, NSCopying, @unchecked Sendable {
         // kind serve them (private and in memory for an ephemeral session, never written to disk).
         // An ephemeral configuration's cookies live in a store of its own, shared by its copies.
         httpCookieStorage = kind == .ephemeral ? HTTPCookieStorage(store: CookieStore()) : HTTPCookieStorage.shared
-        urlCredentialStorage = URLCredentialStorage.shared
+        urlCredentialStorage = kind == .ephemeral ? URLCredentialStorage(store: CredentialStore()) : URLCredentialStorage.shared
         // An ephemeral configuration's cache lives in memory, of its own, shared by its copies.
         urlCache = kind == .ephemeral ? URLCache(cache: ResponseCache(memoryCapacity: 512 * 1024, diskCapacity: 0, directory: nil)) : URLCache.shared
-        credentialsAreDefault = true
     }
 
     /// A configuration with a persistent cache, cookies and credentials.
@@ -94,8 +91,9 @@ open class URLSessionConfiguration: NSObject, NSCopying, @unchecked Sendable {
     /// background configurations, a store of its own in memory for an ephemeral one (shared by the
     /// sessions made from it and its copies), or nil (no cookies).
     open var httpCookieStorage: HTTPCookieStorage?
-    /// The credential store: `URLCredentialStorage.shared` (Ferry's) or nil. Another object is refused.
-    open var urlCredentialStorage: URLCredentialStorage? { didSet { credentialsAreDefault = false } }
+    /// The credential store: ``URLCredentialStorage/shared`` (Ferry's per-user store) for default and
+    /// background configurations, a store of its own in memory for an ephemeral one, or nil.
+    open var urlCredentialStorage: URLCredentialStorage?
     /// The HTTP cache: ``URLCache/shared`` (Ferry's per-user RFC 9111 cache) for default configurations,
     /// one of its own in memory for an ephemeral one, a `URLCache(memoryCapacity:diskCapacity:diskPath:)`
     /// of the application's, or nil (no cache).
@@ -137,7 +135,6 @@ open class URLSessionConfiguration: NSObject, NSCopying, @unchecked Sendable {
         copy.protocolClasses = protocolClasses
         copy.tlsMinimumSupportedProtocolVersion = tlsMinimumSupportedProtocolVersion
         copy.tlsMaximumSupportedProtocolVersion = tlsMaximumSupportedProtocolVersion
-        copy.credentialsAreDefault = credentialsAreDefault
         return copy
     }
 
@@ -212,12 +209,15 @@ open class URLSessionConfiguration: NSObject, NSCopying, @unchecked Sendable {
             }
             ferry.httpCookieStorage = .sessionPrivate
         }
-        if !credentialsAreDefault {
-            switch urlCredentialStorage {
-            case nil: ferry.urlCredentialStorage = .none
-            case let storage? where storage === URLCredentialStorage.shared: break
-            default: return refuse("urlCredentialStorage: only URLCredentialStorage.shared (Ferry's store) or nil")
+        switch urlCredentialStorage {
+        case nil: ferry.urlCredentialStorage = .none
+        case let storage? where storage === URLCredentialStorage.shared: ferry.urlCredentialStorage = .shared
+        case .some:
+            // A store of its own (an ephemeral configuration's): the session is given that store.
+            guard kind != .background else {
+                return refuse("urlCredentialStorage: a background session's credentials are ferryd's (URLCredentialStorage.shared) or none")
             }
+            ferry.urlCredentialStorage = .sessionPrivate
         }
         // A URLCache object is a view of a Ferry cache, which the session is given (URLSession.init).
         if let cache = urlCache {
