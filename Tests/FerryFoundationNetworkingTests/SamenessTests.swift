@@ -85,6 +85,27 @@ import Testing
             ferry: ["didReceiveResponse status 200 path /bytes/100000 length 100000 expected 100000", "didComplete error NSURLErrorDomain -999", "state 3"],
             why: "Apple: once didCompleteWithError has been called the task is completed (3); FoundationNetworking reports 2 (canceling) or 3, by a race"
         ),
+        "returnCacheDataDontLoad with nothing cached fails": Documented(
+            ferry: ["data nil", "response nil", "error NSURLErrorDomain -1008"],
+            why: "Apple: with nothing cached, returnCacheDataDontLoad fails (resourceUnavailable, -1008) without loading; FoundationNetworking loads from the network"
+        ),
+        "the resource timeout ends a slow transfer": Documented(
+            ferry: ["error NSURLErrorDomain -1001"],
+            why: "Apple: timeoutIntervalForResource ends the transfer with timedOut; FoundationNetworking never ends it",
+            runsOnFoundation: false
+        ),
+        "httpShouldHandleCookies false sends no cookie": Documented(
+            ferry: ["error nil", "cookie sent false"],
+            why: "Apple: a request with httpShouldHandleCookies false carries no stored cookie; FoundationNetworking sends it"
+        ),
+        "a task's own delegate hears the events of its task": Documented(
+            ferry: [
+                #"task: ["didReceiveResponse status 200 path /bytes/500 length 500 expected 500", "didReceiveData total data 500 bytes fnv 391d58980e18d16d", "didComplete error nil"]"#,
+                "session: []",
+            ],
+            why: "Apple: a task's delegate hears its task's events instead of the session's delegate; FoundationNetworking ignores URLSessionTask.delegate and the task never completes for it",
+            runsOnFoundation: false
+        ),
         "a URLProtocol's redirect is followed": Documented(
             ferry: [
                 "willPerformHTTPRedirection 302 to /ok method GET", "didReceiveResponse status 200 path /ok length 10 expected 10",
