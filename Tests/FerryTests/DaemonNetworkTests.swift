@@ -44,8 +44,9 @@ import Glibc
         try await TestServer.withServer { server in
             try await withDaemon(environment: ["FERRY_CHECKPOINT_BYTES": "262144", "FERRY_CHECKPOINT_SECONDS": "0.2"]) { daemon in
                 // (Slow enough that a loaded machine flips the network before the last byte: at 2 MB/s a
-                // full suite saw the download end first.)
-                let created = try await create(daemon, server.url("\(path)?throttle=700000&seed=3"), allowsMetered: false)
+                // full suite saw the download end first, and at 700 kB/s once more (the task never waited).
+                // At 350 kB/s the flip has about 8 s after the first megabyte.)
+                let created = try await create(daemon, server.url("\(path)?throttle=350000&seed=3"), allowsMetered: false)
                 #expect(created.allowsMeteredNetwork == false)
                 try await eventually("a megabyte has gone", within: 30) { server.counters.bodyBytesSent(path: path) >= 1_000_000 }
                 try await setMetered(daemon, .yes)
