@@ -27,9 +27,10 @@ final class URLProtocolLoader: NSObject, URLProtocolClient, @unchecked Sendable 
             }
         }
 
-        func canInit(_ task: URLSessionTask, _ request: URLRequest) -> Bool {
+        /// Whether the class takes `request` (for `task` when there is one).
+        func canInit(_ task: URLSessionTask?, _ request: URLRequest) -> Bool {
             switch self {
-            case .ferry(let type): type.canInit(with: task)
+            case .ferry(let type): task.map { type.canInit(with: $0) } ?? type.canInit(with: request)
             case .foundation(let type): type.canInit(with: request)
             }
         }
