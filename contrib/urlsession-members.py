@@ -92,7 +92,7 @@ NOTES = {
     "URLSessionTask.earliestBeginDate": ("differs", "waits in this process, also for a background session (ferryd does not hold the date yet)"),
     "URLSessionTask.countOfBytesClientExpectsToReceive": ("differs", "kept as a hint; Ferry's scheduler does not use it"),
     "URLSessionTask.countOfBytesClientExpectsToSend": ("differs", "kept as a hint; Ferry's scheduler does not use it"),
-    "URLSessionTask.prefersIncrementalDelivery": ("missing", "not yet: data arrives as the connection reads it"),
+    "URLSessionTask.prefersIncrementalDelivery": ("supported", "false: the data delegate gets the body once, whole, before completion"),
     "URLSessionUploadTask.cancel(byProducingResumeData:)": ("supported", "for resumable uploads (Ferry's tus and draft resumable uploads)"),
     "URLSessionDelegate.urlSession(_:didReceive:completionHandler:)": ("differs", "never asked: Ferry evaluates server trust itself, and Linux has no `SecTrust`"),
     "URLSessionDelegate.urlSession(_:didReceive:)": ("differs", "the async form; never asked, as the completion-handler form"),

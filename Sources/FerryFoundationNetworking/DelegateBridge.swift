@@ -327,6 +327,7 @@ final class DelegateBridge: DataDelegate, DownloadDelegate, WebSocketDelegate, @
         let wrapped = wrapper(for: task)
         // A completion-handler or async task completes through its handler.
         guard !hasCompletion(wrapped) else { return }
+        await deliverHeldBody(wrapped)
         forget(wrapped)
         let override = wrapped.mutable.withLock { $0.overrideError }
         let failure: URLError? = error.map { override ?? FoundationBridge.error($0, url: wrapped.currentRequest?.url) }
@@ -393,8 +394,25 @@ final class DelegateBridge: DataDelegate, DownloadDelegate, WebSocketDelegate, @
         guard !hasCompletion(wrapped), let delegate = dataDelegate(of: wrapped), let dataWrapped = wrapped as? URLSessionDataTask else {
             return
         }
+        // prefersIncrementalDelivery false: the body goes to the delegate once, whole, before completion.
+        if !dataWrapped.prefersIncrementalDelivery {
+            dataWrapped.mutable.withLock { $0.heldBody.append(data) }
+            return
+        }
         let carried = Carried(value: (delegate, dataWrapped))
         await onQueue(owner) { carried.value.0.urlSession(owner, dataTask: carried.value.1, didReceive: data) }
+    }
+
+    /// The body held for a task that prefers it whole, handed to its data delegate (before completion).
+    func deliverHeldBody(_ task: URLSessionTask) async {
+        guard let owner, let dataTask = task as? URLSessionDataTask, let delegate = dataDelegate(of: task) else { return }
+        let held = dataTask.mutable.withLock { state -> Data in
+            defer { state.heldBody = Data() }
+            return state.heldBody
+        }
+        guard !held.isEmpty else { return }
+        let carried = Carried(value: (delegate, dataTask))
+        await onQueue(owner) { carried.value.0.urlSession(owner, dataTask: carried.value.1, didReceive: held) }
     }
 
     func session(_ session: Session, dataTask: DataTask, willCacheResponse proposed: CachedResponse) async -> CachedResponse? {

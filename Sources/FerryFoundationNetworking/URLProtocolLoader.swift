@@ -291,7 +291,7 @@ final class URLProtocolLoader: NSObject, URLProtocolClient, @unchecked Sendable 
             guard let next else {
                 // The delegate refused: the redirect's response is the answer, without a body.
                 task.record(response: response)
-                finishFromLoader()
+                await finishFromLoader()
                 return false
             }
             let classes = session.protocolClasses
@@ -312,7 +312,7 @@ final class URLProtocolLoader: NSObject, URLProtocolClient, @unchecked Sendable 
             await bridge.protocolChallenge(task, challenge)
             return answered()
         case .finished:
-            finishFromLoader()
+            await finishFromLoader()
             return false
         case .failed(let error):
             deliverFailure(error)
@@ -341,7 +341,7 @@ final class URLProtocolLoader: NSObject, URLProtocolClient, @unchecked Sendable 
     }
 
     /// The protocol finished (or the delegate refused a redirect): deliver the body or the file.
-    private func finishFromLoader() {
+    private func finishFromLoader() async {
         guard live.withLock({ live -> Bool in
             // A refused redirect ends from `asking`'s answer; a finish report already moved to finishing.
             if live.state.phase == .loading { _ = live.state.apply(.report(generation: live.state.generation, .finished)) }
@@ -356,6 +356,7 @@ final class URLProtocolLoader: NSObject, URLProtocolClient, @unchecked Sendable 
             handedOver = true
             complete(.success(.file(url, response)))
         } else {
+            if !session.bridge.hasCompletion(task) { await session.bridge.deliverHeldBody(task) }
             complete(.success(.data(collected, response)))
         }
     }

@@ -46,6 +46,10 @@ open class URLSessionTask: NSObject, NSCopying, @unchecked Sendable {
         /// A completion-handler task whose task-level events go through the bridge when a delegate
         /// listens (or the bridge must give the body stream).
         var bridgesTaskEvents = false
+        /// Whether the data delegate gets the body as it arrives (Apple's default) or once, whole.
+        var prefersIncrementalDelivery = true
+        /// The body held for a task that prefers it whole.
+        var heldBody = Data()
     }
 
     /// The Ferry task that runs the transfer (nil when the task was refused before it could exist).
@@ -144,6 +148,12 @@ open class URLSessionTask: NSObject, NSCopying, @unchecked Sendable {
     open var earliestBeginDate: Date? {
         get { mutable.withLock { $0.earliestBeginDate } }
         set { mutable.withLock { $0.earliestBeginDate = newValue } }
+    }
+    /// Whether the data delegate gets the body as it arrives (true, the default) or once, whole, just
+    /// before the task completes (false). Set before ``resume()``.
+    open var prefersIncrementalDelivery: Bool {
+        get { mutable.withLock { $0.prefersIncrementalDelivery } }
+        set { mutable.withLock { $0.prefersIncrementalDelivery = newValue } }
     }
     /// The application's estimate of the bytes it sends (a hint; Ferry's scheduler does not use it).
     open var countOfBytesClientExpectsToSend: Int64 {
