@@ -15,14 +15,8 @@ extension DelegateBridge {
 
     /// Some of a data task's body, for its delegate.
     func protocolData(_ task: URLSessionTask, _ data: Data) async {
-        guard let delegate = dataDelegate(of: task), let dataTask = task as? URLSessionDataTask else { return }
-        if !dataTask.prefersIncrementalDelivery {
-            dataTask.mutable.withLock { $0.heldBody.append(data) }
-            return
-        }
-        let owner = task.owner
-        let carried = Carried(value: (delegate, dataTask))
-        await onQueue(owner) { carried.value.0.urlSession(owner, dataTask: carried.value.1, didReceive: data) }
+        guard let dataTask = task as? URLSessionDataTask else { return }
+        await handOver(data, of: dataTask)
     }
 
     /// A download's progress, for its delegate.

@@ -359,60 +359,74 @@ final class DelegateBridge: DataDelegate, DownloadDelegate, WebSocketDelegate, @
     }
 
     func session(_ session: Session, dataTask: DataTask, didBecome downloadTask: DownloadTask) async {
-        guard let owner else { return }
-        let wrapped = wrapper(for: dataTask)
-        forget(wrapped)
-        _ = wrapped.markCompleted(error: nil)
-        let download = wrapper(for: downloadTask)
-        if let response = wrapped.response { download.record(response: response) }
-        download.delegate = wrapped.delegate
-        guard let delegate = dataDelegate(of: wrapped), let dataWrapped = wrapped as? URLSessionDataTask,
-            let downloadWrapped = download as? URLSessionDownloadTask
+        guard let (owner, delegate, dataWrapped, became) = replaced(dataTask, by: downloadTask, carryingResponse: true),
+            let download = became as? URLSessionDownloadTask
         else { return }
-        let carried = Carried(value: (delegate, dataWrapped, downloadWrapped))
+        let carried = Carried(value: (delegate, dataWrapped, download))
         await onQueue(owner) { carried.value.0.urlSession(owner, dataTask: carried.value.1, didBecome: carried.value.2) }
     }
 
     func session(_ session: Session, dataTask: DataTask, didBecome streamTask: StreamTask) async {
-        guard let owner else { return }
-        let wrapped = wrapper(for: dataTask)
-        forget(wrapped)
-        _ = wrapped.markCompleted(error: nil)
-        let stream = wrapper(for: streamTask)
-        stream.delegate = wrapped.delegate
-        guard let delegate = dataDelegate(of: wrapped), let dataWrapped = wrapped as? URLSessionDataTask,
-            let streamWrapped = stream as? URLSessionStreamTask
+        guard let (owner, delegate, dataWrapped, became) = replaced(dataTask, by: streamTask, carryingResponse: false),
+            let stream = became as? URLSessionStreamTask
         else { return }
-        let carried = Carried(value: (delegate, dataWrapped, streamWrapped))
+        let carried = Carried(value: (delegate, dataWrapped, stream))
         await onQueue(owner) { carried.value.0.urlSession(owner, dataTask: carried.value.1, didBecome: carried.value.2) }
     }
 
+    /// A data task that became `other` (becomeDownload, becomeStream): the data task ends without a
+    /// completion of its own, and `other`'s wrapper takes its delegate (and its response, for a
+    /// download). Nil when there is no data delegate to tell.
+    private func replaced(
+        _ dataTask: DataTask,
+        by other: SessionTask,
+        carryingResponse: Bool
+    ) -> (URLSession, any URLSessionDataDelegate, URLSessionDataTask, URLSessionTask)? {
+        guard let owner else { return nil }
+        let wrapped = wrapper(for: dataTask)
+        forget(wrapped)
+        _ = wrapped.markCompleted(error: nil)
+        let became = wrapper(for: other)
+        if carryingResponse, let response = wrapped.response { became.record(response: response) }
+        became.delegate = wrapped.delegate
+        guard let delegate = dataDelegate(of: wrapped), let dataWrapped = wrapped as? URLSessionDataTask else { return nil }
+        return (owner, delegate, dataWrapped, became)
+    }
+
     func session(_ session: Session, dataTask: DataTask, didReceive data: Data) async {
-        guard let owner else { return }
         let wrapped = wrapper(for: dataTask)
         wrapped.updateProgress()
-        guard !hasCompletion(wrapped), let delegate = dataDelegate(of: wrapped), let dataWrapped = wrapped as? URLSessionDataTask else {
+        guard !hasCompletion(wrapped), let dataWrapped = wrapped as? URLSessionDataTask else { return }
+        await handOver(data, of: dataWrapped)
+    }
+
+    /// Some of `dataTask`'s body for its data delegate: now, or held until the end when the task prefers
+    /// its body whole (`prefersIncrementalDelivery` false). For engine and URLProtocol tasks alike.
+    func handOver(_ data: Data, of dataTask: URLSessionDataTask) async {
+        guard dataDelegate(of: dataTask) != nil else { return }
+        if !dataTask.prefersIncrementalDelivery {
+            dataTask.mutable.withLock { $0.heldBody.append(data) }
             return
         }
-        // prefersIncrementalDelivery false: the body goes to the delegate once, whole, before completion.
-        if !dataWrapped.prefersIncrementalDelivery {
-            dataWrapped.mutable.withLock { $0.heldBody.append(data) }
-            return
-        }
-        let carried = Carried(value: (delegate, dataWrapped))
-        await onQueue(owner) { carried.value.0.urlSession(owner, dataTask: carried.value.1, didReceive: data) }
+        await tellData(data, to: dataTask)
     }
 
     /// The body held for a task that prefers it whole, handed to its data delegate (before completion).
     func deliverHeldBody(_ task: URLSessionTask) async {
-        guard let owner, let dataTask = task as? URLSessionDataTask, let delegate = dataDelegate(of: task) else { return }
+        guard let dataTask = task as? URLSessionDataTask else { return }
         let held = dataTask.mutable.withLock { state -> Data in
             defer { state.heldBody = Data() }
             return state.heldBody
         }
         guard !held.isEmpty else { return }
+        await tellData(held, to: dataTask)
+    }
+
+    /// `didReceive data`, on the delegate queue.
+    private func tellData(_ data: Data, to dataTask: URLSessionDataTask) async {
+        guard let owner, let delegate = dataDelegate(of: dataTask) else { return }
         let carried = Carried(value: (delegate, dataTask))
-        await onQueue(owner) { carried.value.0.urlSession(owner, dataTask: carried.value.1, didReceive: held) }
+        await onQueue(owner) { carried.value.0.urlSession(owner, dataTask: carried.value.1, didReceive: data) }
     }
 
     func session(_ session: Session, dataTask: DataTask, willCacheResponse proposed: CachedResponse) async -> CachedResponse? {

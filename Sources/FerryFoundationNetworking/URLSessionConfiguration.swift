@@ -27,20 +27,26 @@ open class URLSessionConfiguration: NSObject, NSCopying, @unchecked Sendable {
         timeoutIntervalForResource = defaults.timeoutIntervalForResource
         httpMaximumConnectionsPerHost = defaults.httpMaximumConnectionsPerHost
         waitsForConnectivity = kind == .background
-        // Every kind starts with the shared objects; while they stay unchanged, Ferry's stores of the
-        // kind serve them (private and in memory for an ephemeral session, never written to disk).
-        // An ephemeral configuration's cookies live in a store of its own, shared by its copies.
-        httpCookieStorage = kind == .ephemeral ? HTTPCookieStorage(store: CookieStore()) : HTTPCookieStorage.shared
-        urlCredentialStorage = kind == .ephemeral ? URLCredentialStorage(store: CredentialStore()) : URLCredentialStorage.shared
-        // An ephemeral configuration's cache lives in memory, of its own, shared by its copies.
-        urlCache = kind == .ephemeral ? URLCache(cache: ResponseCache(memoryCapacity: 512 * 1024, diskCapacity: 0, directory: nil)) : URLCache.shared
+        // The shared (per-user) stores; ``ephemeral`` gives its configuration stores of its own, and a
+        // copy takes its original's.
+        httpCookieStorage = HTTPCookieStorage.shared
+        urlCredentialStorage = URLCredentialStorage.shared
+        urlCache = URLCache.shared
     }
 
     /// A configuration with a persistent cache, cookies and credentials.
     open class var `default`: URLSessionConfiguration { URLSessionConfiguration(kind: .default, identifier: nil) }
 
     /// A configuration that writes nothing to disk: cache, cookies and credentials stay in the session.
-    open class var ephemeral: URLSessionConfiguration { URLSessionConfiguration(kind: .ephemeral, identifier: nil) }
+    open class var ephemeral: URLSessionConfiguration {
+        let made = URLSessionConfiguration(kind: .ephemeral, identifier: nil)
+        // Stores of its own, in memory, shared by its copies and the sessions made from them.
+        made.httpCookieStorage = HTTPCookieStorage(store: CookieStore())
+        made.urlCredentialStorage = URLCredentialStorage(store: CredentialStore())
+        let memory = SessionConfiguration.ephemeral.urlCache?.memoryCapacity ?? 512 * 1024
+        made.urlCache = URLCache(cache: ResponseCache(memoryCapacity: memory, diskCapacity: 0, directory: nil))
+        return made
+    }
 
     /// A configuration whose download tasks and uploads from a file run in ferryd, and go on while
     /// this process is suspended, killed or crashed (docs/BACKGROUND.md). A session made again with the

@@ -50,66 +50,69 @@ open class URLSessionStreamTask: URLSessionTask, @unchecked Sendable {
         timeout: TimeInterval,
         completionHandler: @escaping @Sendable (Data?, Bool, (any Error)?) -> Void
     ) {
-        guard let stream else { return onQueue { completionHandler(nil, true, URLError(.badURL)) } }
-        enqueue(.read) { [self] in
-            do {
-                let (data, atEOF) = try await stream.readData(ofMinLength: minBytes, maxLength: maxBytes, timeout: timeout)
-                onQueue { completionHandler(data, atEOF, nil) }
-                if atEOF { await readSideClosed() }
-            } catch {
-                let failure = converted(error)
-                onQueue { completionHandler(nil, false, failure) }
+        // A task that could not be made has no stream to read: its end is reached.
+        let ended = stream == nil
+        read(minBytes, maxBytes, timeout) { [self] result in
+            let carried = Carried(value: result)
+            onQueue {
+                switch carried.value {
+                case .success(let (data, atEOF)): completionHandler(data, atEOF, nil)
+                case .failure(let error): completionHandler(nil, ended, error)
+                }
             }
         }
     }
 
     /// Reads between `minBytes` and `maxBytes` bytes (after the reads asked for before).
     open func readData(ofMinLength minBytes: Int, maxLength maxBytes: Int, timeout: TimeInterval) async throws -> (Data?, Bool) {
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Carried<(Data?, Bool, (any Error)?)>, Never>) in
-            guard let stream else { return continuation.resume(returning: Carried(value: (nil, true, URLError(.badURL)))) }
-            enqueue(.read) { [self] in
-                do {
-                    let (data, atEOF) = try await stream.readData(ofMinLength: minBytes, maxLength: maxBytes, timeout: timeout)
-                    continuation.resume(returning: Carried(value: (data, atEOF, nil)))
-                    if atEOF { await readSideClosed() }
-                } catch {
-                    continuation.resume(returning: Carried(value: (nil, false, converted(error))))
-                }
-            }
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Carried<Result<(Data?, Bool), any Error>>, Never>) in
+            read(minBytes, maxBytes, timeout) { continuation.resume(returning: Carried(value: $0)) }
         }
-        if let error = result.value.2 { throw error }
-        return (result.value.0, result.value.1)
+        return try result.value.get()
     }
 
     /// Writes `data`, waiting at most `timeout` seconds (0: no limit); `completionHandler` gets nil once
     /// it is written, or the error.
     open func write(_ data: Data, timeout: TimeInterval, completionHandler: @escaping @Sendable ((any Error)?) -> Void) {
-        guard let stream else { return onQueue { completionHandler(URLError(.badURL)) } }
-        enqueue(.write) { [self] in
-            do {
-                try await stream.write(data, timeout: timeout)
-                onQueue { completionHandler(nil) }
-            } catch {
-                let failure = converted(error)
-                onQueue { completionHandler(failure) }
-            }
+        write(data, timeout) { [self] error in
+            let carried = Carried(value: error)
+            onQueue { completionHandler(carried.value) }
         }
     }
 
     /// Writes `data` (after the writes asked for before).
     open func write(_ data: Data, timeout: TimeInterval) async throws {
         let error = await withCheckedContinuation { (continuation: CheckedContinuation<Carried<(any Error)?>, Never>) in
-            guard let stream else { return continuation.resume(returning: Carried(value: URLError(.badURL))) }
-            enqueue(.write) { [self] in
-                do {
-                    try await stream.write(data, timeout: timeout)
-                    continuation.resume(returning: Carried(value: nil))
-                } catch {
-                    continuation.resume(returning: Carried(value: converted(error)))
-                }
-            }
+            write(data, timeout) { continuation.resume(returning: Carried(value: $0)) }
         }
         if let failure = error.value { throw failure }
+    }
+
+    /// A read in the read chain; `done` gets its result (a task that could not be made: `badURL`).
+    private func read(_ minBytes: Int, _ maxBytes: Int, _ timeout: TimeInterval, done: @escaping @Sendable (Result<(Data?, Bool), any Error>) -> Void) {
+        guard let stream else { return done(.failure(URLError(.badURL))) }
+        enqueue(.read) { [self] in
+            do {
+                let (data, atEOF) = try await stream.readData(ofMinLength: minBytes, maxLength: maxBytes, timeout: timeout)
+                done(.success((data, atEOF)))
+                if atEOF { await readSideClosed() }
+            } catch {
+                done(.failure(converted(error)))
+            }
+        }
+    }
+
+    /// A write in the write chain; `done` gets nil once it is written, or the error.
+    private func write(_ data: Data, _ timeout: TimeInterval, done: @escaping @Sendable ((any Error)?) -> Void) {
+        guard let stream else { return done(URLError(.badURL)) }
+        enqueue(.write) { [self] in
+            do {
+                try await stream.write(data, timeout: timeout)
+                done(nil)
+            } catch {
+                done(converted(error))
+            }
+        }
     }
 
     /// Ends writing once the writes asked for before are written; the delegate hears `writeClosedFor`.

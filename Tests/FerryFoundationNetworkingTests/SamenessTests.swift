@@ -146,33 +146,51 @@ import Testing
         ),
     ]
 
-    /// Every program, or those whose names contain `SAMENESS_ONLY`.
-    static var names: [String] {
-        let only = ProcessInfo.processInfo.environment["SAMENESS_ONLY"]
-        return SamenessOnFerry.SamenessPrograms.all.map(\.name).filter { only == nil || $0.contains(only!) }
-    }
+    static var names: [String] { Sameness.names(SamenessOnFerry.SamenessPrograms.all) }
 
     @Test(arguments: names)
     func bothDeliverTheSame(name: String) async throws {
-        let onFoundation = try #require(SamenessOnFoundation.SamenessPrograms.all.first { $0.name == name }).program
-        let onFerry = try #require(SamenessOnFerry.SamenessPrograms.all.first { $0.name == name }).program
-        let documented = Self.documented[name]
         try await TestServer.withServer { server in
             let origin = server.url("").trimmingCharacters(in: CharacterSet(charactersIn: "/"))
-            let clock = ContinuousClock()
-            let started = clock.now
-            var foundation = ["not run: FoundationNetworking never finishes this program"]
-            if documented?.runsOnFoundation ?? true {
-                foundation = await Bounded.run(.seconds(60)) { await onFoundation(origin) } ?? ["FoundationNetworking did not finish within 60 s"]
-            }
-            let between = clock.now
-            let ferry = await Bounded.run(.seconds(60)) { await onFerry(origin) } ?? ["Ferry did not finish within 60 s"]
-            print("sameness: \(name): FoundationNetworking \(between - started), Ferry \(clock.now - between)")
-            if let documented {
-                #expect(ferry == documented.ferry, "\(name): \(documented.why)\nFoundationNetworking: \(foundation)\nFerry: \(ferry)")
-            } else {
-                #expect(ferry == foundation, "\(name)\nFoundationNetworking: \(foundation)\nFerry: \(ferry)")
-            }
+            try await Sameness.compare(
+                name,
+                SamenessOnFoundation.SamenessPrograms.all,
+                SamenessOnFerry.SamenessPrograms.all,
+                origin: origin,
+                documented: Self.documented[name]
+            )
+        }
+    }
+}
+
+/// Running one program on both sides and comparing what each delivered (both suites).
+enum Sameness {
+    typealias Programs = [(name: String, program: SamenessOnFerry.SamenessPrograms.Program)]
+
+    /// Every program's name, or those containing `SAMENESS_ONLY`.
+    static func names(_ programs: Programs) -> [String] {
+        let only = ProcessInfo.processInfo.environment["SAMENESS_ONLY"]
+        return programs.map(\.name).filter { only == nil || $0.contains(only!) }
+    }
+
+    /// Runs `name` from `onFoundation` and `onFerry` against `origin` (each side bounded by 60 s), and
+    /// expects the same transcript, or Ferry's to be the documented one.
+    static func compare(_ name: String, _ onFoundation: Programs, _ onFerry: Programs, origin: String, documented: SamenessTests.Documented?) async throws {
+        let foundationProgram = try #require(onFoundation.first { $0.name == name }).program
+        let ferryProgram = try #require(onFerry.first { $0.name == name }).program
+        let clock = ContinuousClock()
+        let started = clock.now
+        var foundation = ["not run: FoundationNetworking never finishes this program"]
+        if documented?.runsOnFoundation ?? true {
+            foundation = await Bounded.run(.seconds(60)) { await foundationProgram(origin) } ?? ["FoundationNetworking did not finish within 60 s"]
+        }
+        let between = clock.now
+        let ferry = await Bounded.run(.seconds(60)) { await ferryProgram(origin) } ?? ["Ferry did not finish within 60 s"]
+        print("sameness: \(name): FoundationNetworking \(between - started), Ferry \(clock.now - between)")
+        if let documented {
+            #expect(ferry == documented.ferry, "\(name): \(documented.why)\nFoundationNetworking: \(foundation)\nFerry: \(ferry)")
+        } else {
+            #expect(ferry == foundation, "\(name)\nFoundationNetworking: \(foundation)\nFerry: \(ferry)")
         }
     }
 }
@@ -213,29 +231,19 @@ struct WebSocketSamenessTests {
         ),
     ]
 
-    static var names: [String] {
-        let only = ProcessInfo.processInfo.environment["SAMENESS_ONLY"]
-        return SamenessOnFerry.SamenessPrograms.webSocketPrograms.map(\.name).filter { only == nil || $0.contains(only!) }
-    }
+    static var names: [String] { Sameness.names(SamenessOnFerry.SamenessPrograms.webSocketPrograms) }
 
     @Test(arguments: names)
     func bothDeliverTheSame(name: String) async throws {
-        let onFoundation = try #require(SamenessOnFoundation.SamenessPrograms.webSocketPrograms.first { $0.name == name }).program
-        let onFerry = try #require(SamenessOnFerry.SamenessPrograms.webSocketPrograms.first { $0.name == name }).program
-        let documented = Self.documented[name]
         let peer = try await WebSocketPeer.start()
         defer { peer.stop() }
-        let origin = "ws://127.0.0.1:\(peer.port)"
-        var foundation = ["not run: FoundationNetworking never finishes this program"]
-        if documented?.runsOnFoundation ?? true {
-            foundation = await Bounded.run(.seconds(60)) { await onFoundation(origin) } ?? ["FoundationNetworking did not finish within 60 s"]
-        }
-        let ferry = await Bounded.run(.seconds(60)) { await onFerry(origin) } ?? ["Ferry did not finish within 60 s"]
-        if let documented {
-            #expect(ferry == documented.ferry, "\(name): \(documented.why)\nFoundationNetworking: \(foundation)\nFerry: \(ferry)")
-        } else {
-            #expect(ferry == foundation, "\(name)\nFoundationNetworking: \(foundation)\nFerry: \(ferry)")
-        }
+        try await Sameness.compare(
+            name,
+            SamenessOnFoundation.SamenessPrograms.webSocketPrograms,
+            SamenessOnFerry.SamenessPrograms.webSocketPrograms,
+            origin: "ws://127.0.0.1:\(peer.port)",
+            documented: Self.documented[name]
+        )
     }
 }
 
