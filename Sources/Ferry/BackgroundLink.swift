@@ -102,7 +102,11 @@ final class BackgroundLink: Sendable {
     /// Asks the daemon to run the task. Returns at once: the request goes out in order with the link's
     /// other requests.
     func sendResume(_ task: SessionTask) {
-        let update = ControlAPI.TaskUpdate(taskDescription: task.taskDescription, priority: Double(task.priority))
+        let update = ControlAPI.TaskUpdate(
+            taskDescription: task.taskDescription,
+            priority: Double(task.priority),
+            earliestBeginTime: task.earliestBeginDate?.timeIntervalSince1970
+        )
         enqueue(task) { [self] in
             let _: BackgroundTaskInfo = try await client.call(
                 "POST",

@@ -184,7 +184,7 @@ public final class DaemonClient: Sendable {
     }
 
     /// Whether something accepts connections on the socket now.
-    func socketAccepts() -> Bool {
+    public func socketAccepts() -> Bool {
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { return false }
         defer { close(descriptor) }

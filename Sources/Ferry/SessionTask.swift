@@ -1,5 +1,5 @@
 import FerryEngine
-import Foundation
+public import Foundation
 import NIOCore
 import Synchronization
 
@@ -71,6 +71,8 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
         /// The cancellation of a transfer running in its caller's task (`InProcessBackend/runInline(_:)`).
         var inlineCancellation: TransferCancellation?
         var startDate: Date?
+        /// Not before (``earliestBeginDate``).
+        var earliestBeginDate: Date?
         /// The file a download writes.
         var filePath: String?
         /// The transfer has ended and ``error`` is final.
@@ -147,6 +149,17 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
     }
     /// The task's own bandwidth limit, bytes a second; nil: none. Change it with ``change(_:)``.
     public var bandwidthLimit: Int64? { locked.withLock { $0.bandwidthLimit } }
+    /// Not before: the transfer does not begin before this date (URLSession's `earliestBeginDate`). Set it
+    /// before ``resume()``; the task is running while it waits.
+    ///
+    /// - Background tasks: ferryd holds the task, pending, until then; the date is kept across restarts of
+    ///   ferryd and of this process, so a program may exit meanwhile.
+    /// - In-process tasks: the task waits in this process (Apple's URLSession ignores the date outside
+    ///   background sessions; Ferry honours it). ``cancel()`` ends the wait.
+    public var earliestBeginDate: Date? {
+        get { locked.withLock { $0.earliestBeginDate } }
+        set { locked.withLock { $0.earliestBeginDate = newValue } }
+    }
 
     /// What ``change(_:)`` takes: priority, network access and bandwidth limit (nil leaves a value).
     public typealias Change = ControlAPI.TaskUpdate
@@ -157,8 +170,8 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
     /// - Background tasks: ferryd records the change before it answers (it survives restarts). A running
     ///   task that may no longer use the network it is on stops at its last checkpoint and waits; when it
     ///   may again, it continues with Range. The new limit and priority apply to a running transfer at once.
-    /// - In-process tasks: the limit and priority apply at once; network access is checked when the task
-    ///   starts, so a change to it counts for a task not yet started.
+    /// - In-process tasks: the limit and priority apply at once; network access and the earliest begin
+    ///   date are read when the task starts, so a change to them counts for a task not yet started.
     /// - Throws: `FerryError` for a value out of range, or when ferryd cannot be reached.
     public func change(_ change: Change) async throws {
         try change.validate()
@@ -167,10 +180,12 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
             locked.withLock { state in
                 state.priority = Float(info.priority)
                 state.bandwidthLimit = info.bandwidthLimit
+                state.earliestBeginDate = info.earliestBeginTime.map(Date.init(timeIntervalSince1970:))
             }
             return
         }
         let throttle = locked.withLock { state in
+            if let begin = change.earliestBeginTime { state.earliestBeginDate = Date(timeIntervalSince1970: begin) }
             if let priority = change.priority { state.priority = Float(priority) }
             if let limit = change.bandwidthLimit { state.bandwidthLimit = limit > 0 ? limit : nil }
             if let metered = change.allowsMeteredNetwork { state.allowsMetered = metered }

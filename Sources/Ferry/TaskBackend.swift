@@ -18,8 +18,8 @@ protocol TaskBackend: Sendable {
 struct InProcessBackend: TaskBackend {
     /// What resuming a task calls for.
     private enum Start {
-        /// Start its transfer, in this context.
-        case transfer(TransferContext)
+        /// Start its transfer, in this context, at `wait` (its earliest begin date) when that is later.
+        case transfer(TransferContext, wait: Date? = nil)
         /// Let its paused transfer go on.
         case resumed
         case nothing
@@ -39,7 +39,9 @@ struct InProcessBackend: TaskBackend {
             default:
                 return .nothing
             }
-            state.startDate = Date()
+            let now = Date()
+            state.startDate = now
+            let wait = state.earliestBeginDate.flatMap { $0 > now ? $0 : nil }
             let pool = task.session.bandwidthPool
             let throttle =
                 pool == nil && state.bandwidthLimit == nil
@@ -57,17 +59,31 @@ struct InProcessBackend: TaskBackend {
                     // Metrics go to a delegate only: an async call without one never reads them.
                     recordsTransactions: state.delegate != nil || task.route.deliversToDelegates,
                     cancellation: cancellation
-                )
+                ),
+                wait: wait
             )
         }
     }
 
     func resume(_ task: SessionTask) {
         switch start(task, inline: false) {
-        case .transfer(let context):
+        case .transfer(let context, let wait):
             // Started at once on this thread, up to its first wait (outside the lock, which the transfer
             // takes): a task that was only enqueued woke another thread of the pool first.
             let transfer = Task.immediate {
+                if let wait {
+                    // Not before its earliest begin date; a cancel ends the wait, and the task completes
+                    // cancelled without having touched the network.
+                    await Self.wait(until: wait)
+                    if Task.isCancelled {
+                        await task.transferEnded(
+                            result: nil,
+                            failure: FerryError(.cancelled, "cancelled before its earliest begin date"),
+                            context: context
+                        )
+                        return
+                    }
+                }
                 await TransferContext.$current.withValue(context) { await task.run(context: context) }
             }
             let cancelled = task.locked.withLock { state in
@@ -83,6 +99,16 @@ struct InProcessBackend: TaskBackend {
         }
     }
 
+    /// Returns at `date`, or when the calling task is cancelled; a day at a time, so that a date years
+    /// away neither overflows the nanoseconds nor misses a change of the wall clock.
+    private static func wait(until date: Date) async {
+        while !Task.isCancelled {
+            let seconds = date.timeIntervalSinceNow
+            guard seconds > 0 else { return }
+            try? await Task.sleep(for: .nanoseconds(Int64(min(seconds, 86_400) * 1e9)))
+        }
+    }
+
     /// Runs the task's transfer in the calling task, for an async call of the session, and returns once
     /// the task has completed; false when it did not start here (cancelled before it began).
     ///
@@ -91,7 +117,11 @@ struct InProcessBackend: TaskBackend {
     /// (20,000 sequential GETs: 3.57 → 3.19 s in an experiment). A cancel from elsewhere reaches the
     /// transfer through its own `TransferCancellation`, not by cancelling the caller's task.
     func runInline(_ task: SessionTask) async -> Bool {
-        guard case .transfer(let context) = start(task, inline: true) else { return false }
+        guard case .transfer(let context, let wait) = start(task, inline: true) else { return false }
+        if let wait {
+            // An async call's task given a date by didCreateTask: it waits here, as ``resume(_:)``'s do.
+            await Self.wait(until: wait)
+        }
         await TransferContext.$current.withValue(context) { await task.run(context: context) }
         return true
     }

@@ -13,7 +13,7 @@ public enum TaskTable {
             rows.append(
                 (showSession ? [task.session] : []) + [
                     String(task.taskIdentifier),
-                    state(task),
+                    state(task, now: now),
                     progress(task),
                     task.bytesPerSecond.map(ByteFormat.rate) ?? "-",
                     task.destination ?? task.taskDescription ?? task.originalRequest.url.absoluteString,
@@ -44,9 +44,12 @@ public enum TaskTable {
 
     /// `completed` as the JSON says it, `failed` for a completed task with an error or an HTTP error status, `waiting (metered network)`
     /// for a pending one the network does not allow now (with the reason), `retrying` for a pending one
-    /// whose last attempt failed, else the state.
-    public static func state(_ task: BackgroundTaskInfo) -> String {
+    /// whose last attempt failed, `starts in 5m` for one held until a later time, else the state.
+    public static func state(_ task: BackgroundTaskInfo, now: Date = Date()) -> String {
         if task.state == .pending, let reason = task.waitingReason { return "waiting (\(reason))" }
+        if task.state == .pending, let begin = task.earliestBeginTime, begin > now.timeIntervalSince1970 {
+            return "starts in \(DurationText.describe((begin - now.timeIntervalSince1970).rounded(.up)))"
+        }
         if task.state == .pending, task.lastError != nil { return "retrying" }
         guard task.state == .completed else { return task.state.rawValue }
         return succeeded(task) ? "completed" : "failed"

@@ -69,6 +69,9 @@ public struct BackgroundTaskInfo: Sendable, Hashable, Codable {
     /// While a pending task may not run on the network as it is now: why (``NetworkPolicy/WaitReason``'s
     /// raw value: `offline`, `metered network`, `constrained network`, `on battery`).
     public var waitingReason: String?
+    /// A task held until a time (``ControlAPI/TaskCreation/earliestBeginTime``): that time, seconds
+    /// since 1970. It stays after the task started.
+    public var earliestBeginTime: Double?
 
     /// A task description.
     public init(

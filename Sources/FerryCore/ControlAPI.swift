@@ -122,6 +122,10 @@ public enum ControlAPI {
         /// daemon answers (a background `Session`'s task factories do not wait for ferryd); absent: the
         /// session's next. One that is taken is a 409 and nothing is created.
         public var taskIdentifier: Int?
+        /// Not before: the task waits, pending, until this time (seconds since 1970, Unix time), then
+        /// starts when the limits and the network allow (URLSession's `earliestBeginDate`). Kept across
+        /// restarts; a time already past starts it at once.
+        public var earliestBeginTime: Double?
 
         /// The largest ``requestBody``: 512 KiB (its base64 fits the control API's 1 MiB body limit).
         public static let maximumRequestBody = 512 << 10
@@ -162,6 +166,21 @@ public enum ControlAPI {
         }
     }
 
+    /// The latest not-before time: the end of the year 9999, in seconds since 1970.
+    public static let latestBeginTime = 253_402_300_799.0
+
+    /// Checks a not-before time: a finite number of seconds since 1970, at most ``latestBeginTime``.
+    /// - Throws: ``FerryError`` saying what is wrong.
+    public static func validateEarliestBeginTime(_ time: Double?) throws {
+        guard let time else { return }
+        guard time.isFinite, (0...latestBeginTime).contains(time) else {
+            throw FerryError(
+                .invalidOperation,
+                "earliestBeginTime is seconds since 1970 (Unix time), from 0 to the end of the year 9999, not \(time)"
+            )
+        }
+    }
+
     /// `POST …/tasks/batch`: several tasks created in one transaction (all or none).
     public struct TaskBatch: Sendable, Hashable, Codable {
         /// At most this many tasks a batch (the body limit is 1 MiB).
@@ -189,6 +208,10 @@ public enum ControlAPI {
         /// The task's own bandwidth limit, bytes a second; 0 removes it. Applies at once to a running
         /// transfer.
         public var bandwidthLimit: Int64?
+        /// Not before (seconds since 1970): a task that has not started waits, pending, until then
+        /// (URLSession's `earliestBeginDate`, sent with a background task's resume). A time already past
+        /// lets it start; a task running already is not stopped.
+        public var earliestBeginTime: Double?
 
         /// An update.
         public init(
@@ -196,8 +219,10 @@ public enum ControlAPI {
             priority: Double? = nil,
             allowsMeteredNetwork: Bool? = nil,
             allowsConstrainedNetwork: Bool? = nil,
-            bandwidthLimit: Int64? = nil
+            bandwidthLimit: Int64? = nil,
+            earliestBeginTime: Double? = nil
         ) {
+            self.earliestBeginTime = earliestBeginTime
             self.taskDescription = taskDescription
             self.priority = priority
             self.allowsMeteredNetwork = allowsMeteredNetwork
@@ -217,6 +242,7 @@ public enum ControlAPI {
             if let bandwidthLimit, bandwidthLimit < 0 {
                 throw FerryError(.invalidOperation, "bandwidthLimit is bytes a second, 0 (none) or more")
             }
+            try ControlAPI.validateEarliestBeginTime(earliestBeginTime)
         }
     }
 

@@ -271,6 +271,7 @@ struct ControlRoutes: Sendable {
         if let limit = creation.bandwidthLimit, limit <= 0 {
             throw FerryError(.invalidOperation, "bandwidthLimit is bytes a second, above 0 (leave it out for none)")
         }
+        try ControlAPI.validateEarliestBeginTime(creation.earliestBeginTime)
         var task = FerryStore.NewTask(
             kind: creation.kind,
             request: target,
@@ -294,6 +295,7 @@ struct ControlRoutes: Sendable {
         task.limits = creation.limits
         task.requestBody = creation.requestBody
         task.decodesContent = creation.decodesContent ?? false
+        task.earliestBegin = creation.earliestBeginTime.map(Date.init(timeIntervalSince1970:))
         return task
     }
 

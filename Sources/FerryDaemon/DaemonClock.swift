@@ -17,8 +17,12 @@ public struct SystemDaemonClock: DaemonClock {
     public func now() -> Date { Date() }
 
     public func sleep(until deadline: Date) async throws {
-        let seconds = deadline.timeIntervalSinceNow
-        guard seconds > 0 else { return }
-        try await Task.sleep(for: .nanoseconds(Int64(seconds * 1e9)))
+        // A day at a time: a deadline centuries away (a task held until the year 9999) would overflow
+        // the nanoseconds, and the wall clock may be set meanwhile.
+        while true {
+            let seconds = deadline.timeIntervalSinceNow
+            guard seconds > 0 else { return }
+            try await Task.sleep(for: .nanoseconds(Int64(min(seconds, 86_400) * 1e9)))
+        }
     }
 }

@@ -364,10 +364,12 @@ actor Scheduler {
             // Enough to fill the free slots past those waiting for a retry's time.
             let free = configuration.maximumConcurrentTransfers - runningCount
             // Offline, only tasks to this machine may go; SQL cannot tell them, so all are read.
+            // Tasks held until a later time (earliestBeginDate) are not among them.
             pending = try store.tasks(
                 in: .pending,
                 limit: network.isOnline ? free + waiting : Int.max,
-                network: network
+                network: network,
+                beginningBy: now
             )
         } catch {
             logger.error("cannot read pending tasks: \(error)")
@@ -384,6 +386,14 @@ actor Scheduler {
             }
             guard task.networkPolicy.waitReason(in: network, host: task.host) == nil else { continue }
             start(task, now: now)
+        }
+        if runningCount < configuration.maximumConcurrentTransfers {
+            // A free slot: look again when the soonest held task's time comes.
+            do {
+                if let begin = try store.nextBegin(after: now) { wake = min(wake ?? begin, begin) }
+            } catch {
+                logger.error("cannot read when held tasks begin: \(error)")
+            }
         }
         if let wake { arm(wake) }
         return runningCount - before

@@ -25,6 +25,7 @@ extension StoredTask {
         info.allowsMeteredNetwork = allowsMetered
         info.allowsConstrainedNetwork = allowsConstrained
         info.bandwidthLimit = bandwidthLimit
+        info.earliestBeginTime = earliestBegin?.timeIntervalSince1970
         return info
     }
 

@@ -203,12 +203,20 @@ open class URLSessionTask: NSObject, NSCopying, @unchecked Sendable {
             guard state.delayedStart == nil, let date = state.earliestBeginDate, date > Date() else { return nil }
             return date
         }
+        if let wait, let ferry, owner.configurationCopy.kind == .background {
+            // ferryd holds a background task until its date, kept across restarts of ferryd and of this
+            // process (which may exit meanwhile). The delegate's willBeginDelayedRequest is not asked:
+            // ferryd does not stop a task to wait for a program that may be gone (docs/FOUNDATION_NETWORKING.md).
+            ferry.earliestBeginDate = wait
+            begin()
+            return
+        }
         guard let wait else {
             begin()
             return
         }
-        // earliestBeginDate: the transfer waits in this process until then (a background session's
-        // task also starts from here; see docs/FOUNDATION_NETWORKING.md).
+        // earliestBeginDate in a session of this process: the transfer waits here until then, and the
+        // delegate decides (Apple ignores the date outside background sessions; Ferry honours it).
         let start = Task { [weak self] in
             let delay = wait.timeIntervalSinceNow
             if delay > 0 { try? await Task.sleep(for: .seconds(delay)) }

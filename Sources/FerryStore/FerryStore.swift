@@ -99,6 +99,8 @@ public final class FerryStore: Sendable {
         public var requestBody: Data?
         /// A download whose Content-Encoding is undone.
         public var decodesContent = false
+        /// Not before: the task stays pending until then.
+        public var earliestBegin: Date?
 
         /// A task description; see ``StoredTask`` for the fields.
         public init(
@@ -227,8 +229,8 @@ public final class FerryStore: Sendable {
                                   taskDescription, priority, discretionary, resourceDeadline,
                                   destination, destinationMode, connection, createdAt, updatedAt,
                                   allowsMetered, allowsConstrained, bandwidthLimit, form, chunkedUpload,
-                                  limits, requestBody, decodesContent)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                  limits, requestBody, decodesContent, earliestBegin)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """
         ).execute(arguments: [
             session, identifier, task.kind.rawValue, state.rawValue, encoded,
@@ -238,6 +240,7 @@ public final class FerryStore: Sendable {
             task.allowsMetered, task.allowsConstrained, task.bandwidthLimit,
             try task.form.map { try JSONEncoder().encode($0) }, try chunkedUpload.map { try JSONEncoder().encode($0) },
             try task.limits.map { try JSONEncoder().encode($0) }, task.requestBody, task.decodesContent,
+            task.earliestBegin,
         ])
         // What was just inserted, without reading it back (decoding the request again costs more than
         // the insert).
@@ -252,9 +255,7 @@ public final class FerryStore: Sendable {
             priority: task.priority,
             isDiscretionary: task.discretionary,
             // As it reads back: SQLite keeps milliseconds.
-            resourceDeadline: deadline.map {
-                Date(timeIntervalSince1970: ($0.timeIntervalSince1970 * 1000).rounded(.down) / 1000)
-            },
+            resourceDeadline: deadline.map(Self.asStored),
             destination: task.destination,
             destinationMode: task.destinationMode,
             connection: task.connection,
@@ -269,6 +270,7 @@ public final class FerryStore: Sendable {
         stored.limits = task.limits
         stored.requestBody = task.requestBody
         stored.decodesContent = task.decodesContent
+        stored.earliestBegin = task.earliestBegin.map(Self.asStored)
         if let resumeData = task.resumeData {
             try Progress(resumeData).write(db, session: session, identifier: identifier, at: now)
             stored.currentRequest = resumeData.currentRequest
@@ -304,10 +306,19 @@ public final class FerryStore: Sendable {
     /// - Parameter network: when given, only the tasks whose policy lets them run on it, as far as SQL
     ///   can tell (metered, constrained and power; whether a host is on this machine is left to the
     ///   caller, ``FerryCore/NetworkPolicy/waitReason(in:host:)``).
-    public func tasks(in state: StoredTask.State, limit: Int = Int.max, network: NetworkState? = nil) throws
-        -> [StoredTask]
-    {
-        let filter = network.flatMap { Self.heldBack(by: $0, offline: false) }.map { " AND NOT (\($0))" } ?? ""
+    public func tasks(
+        in state: StoredTask.State,
+        limit: Int = Int.max,
+        network: NetworkState? = nil,
+        beginningBy now: Date? = nil
+    ) throws -> [StoredTask] {
+        var filter = network.flatMap { Self.heldBack(by: $0, offline: false) }.map { " AND NOT (\($0))" } ?? ""
+        var arguments: StatementArguments = [state.rawValue]
+        if let now {
+            filter += " AND (earliestBegin IS NULL OR earliestBegin <= ?)"
+            arguments += [now]
+        }
+        arguments += [Int64(clamping: limit)]
         return try pool.read { db in
             try Row.fetchAll(
                 db,
@@ -316,9 +327,25 @@ public final class FerryStore: Sendable {
                     ORDER BY discretionary, priority DESC, createdAt, session, taskIdentifier
                     LIMIT ?
                     """,
-                arguments: [state.rawValue, Int64(clamping: limit)]
+                arguments: arguments
             ).map(StoredTask.init(row:))
         }
+    }
+
+    /// The soonest not-before time of a pending task still held at `now`: when the scheduler looks again.
+    public func nextBegin(after now: Date) throws -> Date? {
+        try pool.read { db in
+            try Date.fetchOne(
+                db,
+                sql: "SELECT MIN(earliestBegin) FROM task WHERE state = 'pending' AND earliestBegin > ?",
+                arguments: [now]
+            )
+        }
+    }
+
+    /// A date as the store gives it back: SQLite keeps milliseconds.
+    static func asStored(_ date: Date) -> Date {
+        Date(timeIntervalSince1970: (date.timeIntervalSince1970 * 1000).rounded(.down) / 1000)
     }
 
     /// Changes what the client may change after creating a task: its description, priority, network
@@ -342,12 +369,14 @@ public final class FerryStore: Sendable {
                                     allowsMetered = COALESCE(?, allowsMetered),
                                     allowsConstrained = COALESCE(?, allowsConstrained),
                                     bandwidthLimit = CASE WHEN ? THEN ? ELSE bandwidthLimit END,
+                                    earliestBegin = COALESCE(?, earliestBegin),
                                     updatedAt = ?
                     WHERE session = ? AND taskIdentifier = ?
                     """,
                 arguments: [
                     change.taskDescription, change.priority, change.allowsMeteredNetwork, change.allowsConstrainedNetwork,
-                    limit != nil, limit ?? nil, clock(), session, identifier,
+                    limit != nil, limit ?? nil, change.earliestBeginTime.map(Date.init(timeIntervalSince1970:)), clock(),
+                    session, identifier,
                 ]
             )
             try Self.requireChange(db, session: session, identifier: identifier)

@@ -98,6 +98,11 @@ enum StoreSchema {
                 table.add(column: "decodesContent", .boolean).notNull().defaults(to: false)
             }
         }
+        migrator.registerMigration("v9: not before (earliestBeginDate)") { db in
+            try db.alter(table: "task") { table in
+                table.add(column: "earliestBegin", .datetime)
+            }
+        }
         return migrator
     }
 }

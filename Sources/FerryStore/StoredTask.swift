@@ -65,6 +65,8 @@ public struct StoredTask: Sendable, Hashable {
     public var decodesContent = false
     /// The task's own redirect, retry and speed limits; nil: ferryd's.
     public var limits: TaskLimits?
+    /// Not before: a pending task waits until then (URLSession's `earliestBeginDate`).
+    public var earliestBegin: Date?
     /// Request body bytes sent (uploads).
     public var bytesSent: Int64
     /// The final response's status, once known.
@@ -153,6 +155,7 @@ extension StoredTask {
         chunkedUpload = try (row["chunkedUpload"] as Data?).map { try decoder.decode(ChunkedUploadProgress.self, from: $0) }
         requestBody = row["requestBody"]
         decodesContent = row["decodesContent"]
+        earliestBegin = row["earliestBegin"]
         limits = try (row["limits"] as Data?).map { try decoder.decode(TaskLimits.self, from: $0) }
         bytesSent = row["bytesSent"]
         allowsMetered = row["allowsMetered"]

@@ -138,4 +138,15 @@ import Glibc
         task.error = FerryError(.cannotConnectToHost, "gave up")
         #expect(TaskTable.error(task, now: now) == "gave up")
     }
+
+    @Test func theTableSaysWhenAHeldTaskStarts() {
+        var task = BackgroundTaskInfo(
+            session: "s", taskIdentifier: 5, kind: .download, state: .pending,
+            originalRequest: Request(url: URL(string: "http://h/x")!)
+        )
+        task.earliestBeginTime = 1_000_300
+        let now = Date(timeIntervalSince1970: 1_000_000)
+        #expect(TaskTable.state(task, now: now) == "starts in 5m")
+        #expect(TaskTable.state(task, now: now.addingTimeInterval(300)) == "pending", "its time has come")
+    }
 }

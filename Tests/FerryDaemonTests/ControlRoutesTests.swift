@@ -95,6 +95,25 @@ import Testing
         }
     }
 
+    @Test func anEarliestBeginTimeOutOfRangeIsRefusedOnCreationAndResume() async throws {
+        try await withRoutes { fixture, client in
+            var creation = Self.creation(start: false)
+            creation.earliestBeginTime = -1
+            let refused = try await client.execute(uri: Self.tasks, method: .post, body: try Self.json(creation))
+            #expect(refused.status == .badRequest)
+            let error = try JSONDecoder().decode(ControlAPI.ErrorBody.self, from: Data(buffer: refused.body))
+            #expect(error.error.message.contains("earliestBeginTime"), "\(error.error.message)")
+            creation.earliestBeginTime = nil
+            let created = try await client.execute(uri: Self.tasks, method: .post, body: try Self.json(creation))
+            #expect(created.status == .created)
+            let later = ControlAPI.TaskUpdate(earliestBeginTime: 1e12)
+            let resume = try await client.execute(uri: "\(Self.tasks)/1/resume", method: .post, body: try Self.json(later))
+            #expect(resume.status == .badRequest)
+            #expect(try fixture.store.task(session: "s", identifier: 1).state == .suspended, "nothing changed")
+            #expect(try fixture.store.task(session: "s", identifier: 1).earliestBegin == nil)
+        }
+    }
+
     @Test func resumeDatasCurrentRequestIsCheckedAsTheOriginalIs() async throws {
         try await withRoutes { fixture, client in
             var creation = Self.creation(start: false)

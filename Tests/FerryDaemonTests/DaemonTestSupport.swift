@@ -172,10 +172,16 @@ final class SchedulerFixture: Sendable {
 
     /// Creates `count` downloads in session `s`.
     @discardableResult
-    func create(_ count: Int, suspended: Bool = false, resourceTimeout: Double? = nil) async throws -> [StoredTask] {
+    func create(
+        _ count: Int,
+        suspended: Bool = false,
+        resourceTimeout: Double? = nil,
+        earliestBegin: Date? = nil
+    ) async throws -> [StoredTask] {
         let request = Request(url: URL(string: "http://127.0.0.1:9/file")!)
         var task = FerryStore.NewTask(kind: .download, request: request, resourceTimeout: resourceTimeout)
         task.suspended = suspended
+        task.earliestBegin = earliestBegin
         return try await scheduler.create(session: "s", Array(repeating: task, count: count))
     }
 

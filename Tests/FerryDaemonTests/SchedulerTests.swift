@@ -3,6 +3,7 @@ import FerryCore
 import FerryEngine
 import FerryStore
 import Foundation
+import Logging
 import Testing
 
 @Suite struct SchedulerTests {
@@ -36,6 +37,65 @@ import Testing
         #expect(resumed.taskDescription == "now")
         #expect(resumed.priority == 0.9)
         try await eventually("the transfer runs") { fixture.transfers.started == [1] }
+    }
+
+    @Test func aTaskHeldUntilItsEarliestBeginStartsThenAndLeavesItsSlotMeanwhile() async throws {
+        let fixture = try SchedulerFixture()
+        defer { fixture.remove() }
+        let begin = fixture.clock.now().addingTimeInterval(30)
+        let held = try await fixture.create(1, earliestBegin: begin)
+        #expect(held.map(\.state) == [.pending])
+        #expect(try fixture.task(1).earliestBegin == begin, "the date is stored with the task")
+        #expect(try fixture.task(1).info.earliestBeginTime == begin.timeIntervalSince1970)
+        // A task without a date takes a free slot at once; the held one does not.
+        try await fixture.create(1)
+        try await eventually("the task without a date runs") { fixture.transfers.started == [2] }
+        fixture.clock.advance(by: 29)
+        await fixture.scheduler.poke()
+        #expect(fixture.transfers.started == [2], "not before its time, whatever pokes it")
+        #expect(try fixture.state(1) == .pending)
+        fixture.clock.advance(by: 1)
+        try await eventually("it starts when the clock reaches its time") { fixture.transfers.started == [2, 1] }
+    }
+
+    @Test func aDateSentWithTheResumeHoldsATaskCreatedSuspended() async throws {
+        let fixture = try SchedulerFixture()
+        defer { fixture.remove() }
+        try await fixture.create(1, suspended: true)
+        let begin = fixture.clock.now().addingTimeInterval(60)
+        let resumed = try await fixture.scheduler.resume(
+            fixture.key(1),
+            update: ControlAPI.TaskUpdate(earliestBeginTime: begin.timeIntervalSince1970)
+        )
+        #expect(resumed.state == .pending)
+        fixture.clock.advance(by: 59)
+        await fixture.scheduler.poke()
+        #expect(fixture.transfers.started.isEmpty)
+        fixture.clock.advance(by: 1)
+        try await eventually("it starts at its time") { fixture.transfers.started == [1] }
+    }
+
+    @Test func aHeldTaskOutlivesTheScheduler() async throws {
+        let fixture = try SchedulerFixture()
+        defer { fixture.remove() }
+        let begin = fixture.clock.now().addingTimeInterval(20)
+        try await fixture.create(1, earliestBegin: begin)
+        // A ferryd started again reads the date from the store: a scheduler made afresh over the same
+        // store holds the task too, and starts it at its time.
+        let again = Scheduler(
+            store: fixture.store,
+            hub: fixture.hub,
+            configuration: fixture.configuration,
+            transports: await fixture.scheduler.transports,
+            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }),
+            run: { task, _, meter in await fixture.transfers.run(task, meter) },
+            onEventsJournaled: { _ in }
+        )
+        await fixture.scheduler.stopAll()
+        await again.poke()
+        #expect(fixture.transfers.started.isEmpty)
+        fixture.clock.advance(by: 20)
+        try await eventually("the new scheduler starts it at its time") { fixture.transfers.started == [1] }
     }
 
     @Test func networkFailuresAreRetriedAfterTheBackoffOnTheClock() async throws {

@@ -99,6 +99,43 @@ import Glibc
         }
     }
 
+    @Test func ferrydHoldsATaskUntilItsEarliestBeginDateAfterTheAppIsGone() async throws {
+        try await TestServer.withServer { server in
+            try await withDaemon { daemon in
+                let delegate = Delegate()
+                let session = URLSession(
+                    configuration: .background(withIdentifier: "u.later"),
+                    delegate: delegate,
+                    delegateQueue: nil,
+                    daemon: daemon
+                )
+                let task = session.downloadTask(with: URL(string: server.url("/bytes/5000?seed=3"))!)
+                let begin = Date().addingTimeInterval(3)
+                task.earliestBeginDate = begin
+                task.resume()
+                func info() async -> BackgroundTaskInfo? {
+                    (try? await daemon.call("GET", "/v1/sessions/u.later/tasks") as [BackgroundTaskInfo])?.first
+                }
+                try await eventually("ferryd has the task with its date") { await info()?.earliestBeginTime != nil }
+                let held = try #require(await info())
+                let checkedAt = Date()
+                #expect(abs(held.earliestBeginTime! - begin.timeIntervalSince1970) < 0.01)
+                if checkedAt < begin {
+                    // Read before the date (a loaded machine may be past it by now; then there is nothing
+                    // to see here): nothing was asked of the server yet.
+                    #expect(held.state == .pending)
+                    #expect(server.counters.bodyBytesSent(path: "/bytes/5000") == 0)
+                }
+                // The app goes away: the hold is ferryd's, not this process's.
+                session.finishTasksAndInvalidate()
+                try await eventually("ferryd ran the task at its time") { await info()?.state == .completed }
+                #expect(Date() >= begin)
+                #expect(await info()?.error == nil)
+                #expect(server.counters.bodyBytesSent(path: "/bytes/5000") == 5000)
+            }
+        }
+    }
+
     @Test func aSessionMadeAgainGetsWhatHappenedMeanwhile() async throws {
         try await TestServer.withServer { server in
             try await withDaemon { daemon in

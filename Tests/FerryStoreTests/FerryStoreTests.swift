@@ -36,6 +36,7 @@ func request(_ path: String) -> Request {
                 "v1: sessions, tasks, events, launches", "v2: task resource deadline", "v3: task destination",
                 "v4: segmented download progress", "v5: resumable upload state", "v6: task connection settings",
                 "v7: network policy and bandwidth limit", "v8: forms, tus chunks, task limits, download bodies and decoding",
+                "v9: not before (earliestBeginDate)",
             ]
         )
     }
@@ -325,6 +326,31 @@ func request(_ path: String) -> Request {
         try store.transition(session: "s", identifier: 2, to: .running)
         #expect(try store.tasks(in: .pending).map(\.taskIdentifier) == [3, 1])
         #expect(try store.tasks(in: .running).map(\.taskIdentifier) == [2])
+    }
+
+    @Test func aTaskHeldUntilLaterIsNotAmongThoseToStartUntilItsTime() throws {
+        let now = Date(timeIntervalSince1970: 1_000_000)
+        let fixture = try StoreFixture(clock: { now })
+        let store = fixture.store
+        try store.registerSession("s")
+        var held = FerryStore.NewTask(kind: .download, request: request("1"))
+        held.earliestBegin = now.addingTimeInterval(90.5)
+        _ = try store.createTasks(session: "s", [held, FerryStore.NewTask(kind: .download, request: request("2"))])
+        #expect(try store.tasks(in: .pending, beginningBy: now).map(\.taskIdentifier) == [2])
+        #expect(try store.tasks(in: .pending).map(\.taskIdentifier) == [1, 2], "without a time, all of them")
+        #expect(try store.nextBegin(after: now) == now.addingTimeInterval(90.5))
+        #expect(try store.tasks(in: .pending, beginningBy: now.addingTimeInterval(90.5)).map(\.taskIdentifier) == [1, 2])
+        #expect(try store.nextBegin(after: now.addingTimeInterval(90.5)) == nil)
+        // Kept across a reopen; an update moves the date.
+        let reopened = try fixture.reopen()
+        #expect(try reopened.task(session: "s", identifier: 1).earliestBegin == now.addingTimeInterval(90.5))
+        try reopened.updateTask(
+            session: "s",
+            identifier: 2,
+            ControlAPI.TaskUpdate(earliestBeginTime: now.timeIntervalSince1970 + 10)
+        )
+        #expect(try reopened.tasks(in: .pending, beginningBy: now).isEmpty)
+        #expect(try reopened.nextBegin(after: now) == now.addingTimeInterval(10))
     }
 
     @Test func launchRegistrationAndLimiterPersist() throws {
