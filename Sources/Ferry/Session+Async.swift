@@ -145,7 +145,7 @@ extension Session {
         _ make: @escaping (SessionTask.Route) -> SessionTask
     ) async throws -> SessionTask.Outcome {
         let box = TaskBox()
-        let outcome = OutcomeSlot()
+        let outcome = OutcomeSlot<SessionTask.Outcome>()
         let task = make(.handler { outcome.set($0) })
         task.delegate = delegate
         box.set(task)
@@ -220,33 +220,6 @@ extension Session {
 }
 
 /// Holds the task of an async call so that cancelling the caller cancels it.
-/// A task's outcome, delivered once, for the caller that waits for it.
-private final class OutcomeSlot: Sendable {
-    private let state = Mutex<(outcome: SessionTask.Outcome?, waiter: CheckedContinuation<SessionTask.Outcome, Never>?)>(
-        (nil, nil)
-    )
-
-    func set(_ outcome: SessionTask.Outcome) {
-        let waiter = state.withLock { state in
-            state.outcome = outcome
-            defer { state.waiter = nil }
-            return state.waiter
-        }
-        waiter?.resume(returning: outcome)
-    }
-
-    func value() async -> SessionTask.Outcome {
-        await withCheckedContinuation { continuation in
-            let ready = state.withLock { state -> SessionTask.Outcome? in
-                if let outcome = state.outcome { return outcome }
-                state.waiter = continuation
-                return nil
-            }
-            if let ready { continuation.resume(returning: ready) }
-        }
-    }
-}
-
 private final class TaskBox: Sendable {
     private let state = Mutex<(task: SessionTask?, cancelled: Bool)>((nil, false))
 

@@ -23,6 +23,15 @@ extension Session {
         case failure(FerryError)
     }
 
+    /// Runs a bridged task's transfer in the calling task, as this session's async methods do (one wake-up
+    /// fewer than ``SessionTask/resume()``).
+    /// - Returns: false when it did not start here: a background session's task (resume it instead), or
+    ///   one cancelled before it began (it completes on its own).
+    package func runInline(_ task: SessionTask) async -> Bool {
+        guard background == nil else { return false }
+        return await InProcessBackend().runInline(task)
+    }
+
     /// A task of `work` for `request`, created suspended. With `completion`, the outcome goes there (the
     /// session delegate's data and completion events are skipped, as Apple's completion-handler tasks
     /// do); without, every event goes to the delegates.

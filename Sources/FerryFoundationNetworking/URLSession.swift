@@ -554,16 +554,25 @@ open class URLSession: NSObject, @unchecked Sendable {
         body: Body,
         delegate: (any URLSessionTaskDelegate)?
     ) async throws -> DelegateBridge.Delivered {
-        let box = Mutex<URLSessionTask?>(nil)
+        let box = Mutex<(task: URLSessionTask?, cancelled: Bool)>((nil, false))
+        let outcome = OutcomeSlot<Result<DelegateBridge.Delivered, any Error>>()
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
-                let task = make(kind, request, body: body, completion: .async({ continuation.resume(with: $0) }))
-                task.delegate = delegate
-                box.withLock { $0 = task }
-                task.resume()
+            let task = make(kind, request, body: body, completion: .async({ outcome.set($0) }))
+            task.delegate = delegate
+            // A cancel that came before the task existed cancels it now.
+            if box.withLock({ box in
+                box.task = task
+                return box.cancelled
+            }) {
+                task.cancel()
             }
+            await task.runForAsyncCaller()
+            return try await outcome.value().get()
         } onCancel: {
-            box.withLock { $0 }?.cancel()
+            box.withLock { box in
+                box.cancelled = true
+                return box.task
+            }?.cancel()
         }
     }
 }

@@ -230,13 +230,32 @@ open class URLSessionTask: NSObject, NSCopying, @unchecked Sendable {
     /// Starts the transfer now: on the engine, or through the task's `URLProtocol`.
     func begin() {
         guard let ferry else { return loader?.resume() ?? () }
+        listen(to: ferry)
+        ferry.resume()
+    }
+
+    /// An async method's task: its transfer runs in the calling task when it is an engine task of a
+    /// session in this process with no date to wait for (the engine's async methods do the same; it saves
+    /// a wake-up a request). Otherwise, and when it did not start here, it is resumed as any task is.
+    func runForAsyncCaller() async {
+        let now = mutable.withLock { state in
+            state.delayedStart == nil && (state.earliestBeginDate.map { $0 <= Date() } ?? true)
+        }
+        if now, let ferry, loader == nil, owner.configurationCopy.kind != .background {
+            listen(to: ferry)
+            if await owner.ferry.runInline(ferry) { return }
+        }
+        resume()
+    }
+
+    /// Routes the engine task's task-level events through the bridge when someone listens. Each event the
+    /// bridge hears is a hop to the session's delegate queue: a completion-handler task with no delegate
+    /// to tell skips them (half the cost of a small request, measured).
+    private func listen(to ferry: SessionTask) {
         let (bridges, stream) = mutable.withLock { ($0.bridgesTaskEvents, $0.bodyStream != nil) }
-        // Each event the bridge hears is a hop to the session's delegate queue: a completion-handler
-        // task with no delegate to tell skips them (half the cost of a small request, measured).
         if bridges, ferry.delegate == nil, stream || delegate != nil || owner.delegate is any URLSessionTaskDelegate {
             ferry.delegate = owner.bridge
         }
-        ferry.resume()
     }
 
     /// Pauses the task; ``resume()`` continues it. (A `URLProtocol` is not told: Apple's protocols

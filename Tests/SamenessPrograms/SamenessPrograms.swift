@@ -38,6 +38,7 @@ public enum SamenessPrograms {
         ("a stalled server is timedOut", stalledServerTimesOut),
         ("async data(from:)", asyncData),
         ("async download(from:)", asyncDownload),
+        ("async data(from:) whose caller is cancelled ends with cancelled", asyncDataCancelled),
         ("a HEAD has no body", headHasNoBody),
         ("httpAdditionalHeaders reach the server", additionalHeaders),
         ("finishTasksAndInvalidate ends with didBecomeInvalid", finishAndInvalidate),
@@ -420,6 +421,22 @@ public enum SamenessPrograms {
         do {
             let (data, response) = try await session.data(from: URL(string: "\(origin)/bytes/4096?seed=8")!)
             return [describe(data), describe(response)]
+        } catch {
+            return [describe(error)]
+        }
+    }
+
+    static func asyncDataCancelled(_ origin: String) async -> [String] {
+        let session = ephemeralSession()
+        defer { session.finishTasksAndInvalidate() }
+        // The server stalls after 10 bytes: only the cancel ends the call, whether it comes before the
+        // task exists or while it runs.
+        let url = URL(string: "\(origin)/bytes/1000?stall_after=10&stall_ms=600000")!
+        let caller = Task { try await session.data(from: url) }
+        caller.cancel()
+        do {
+            let (data, _) = try await caller.value
+            return ["finished with \(data.count) bytes"]
         } catch {
             return [describe(error)]
         }

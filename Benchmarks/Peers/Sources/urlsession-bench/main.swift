@@ -24,6 +24,15 @@ func check(_ response: URLResponse) throws {
     guard (response as? HTTPURLResponse)?.statusCode == 200 else { throw URLError(.badServerResponse) }
 }
 
+/// The sequential loop, off the main actor (top-level code runs on it): as ferry-bench's loop, each
+/// request is awaited from the global executor, not with a hop to the main thread and back.
+func sequentialGets(_ session: URLSession, _ url: URL, _ count: Int) async throws {
+    for _ in 0..<count {
+        let (_, response) = try await session.data(from: url)
+        try check(response)
+    }
+}
+
 do {
     switch (arguments.first, arguments.count) {
     case ("download", 3):
@@ -54,10 +63,7 @@ do {
         let count = Int(arguments[2])!
         let url = URL(string: arguments[1])!
         let start = ContinuousClock.now
-        for _ in 0..<count {
-            let (_, response) = try await session.data(from: url)
-            try check(response)
-        }
+        try await sequentialGets(session, url, count)
         let time = seconds(since: start)
         print("requests=\(count) seconds=\(time) rps=\(Double(count) / time)")
     case ("gets-parallel", 4):
