@@ -15,7 +15,7 @@ import Synchronization
 public enum SamenessPrograms {
     public typealias Program = @Sendable (_ origin: String) async -> [String]
 
-    public static let all: [(name: String, program: Program)] = core + urlProtocolPrograms + policyPrograms
+    public static let all: [(name: String, program: Program)] = core + urlProtocolPrograms + policyPrograms + matrixPrograms
 
     static let core: [(name: String, program: Program)] = [
         ("a GET with a completion handler", getWithCompletionHandler),
