@@ -121,6 +121,11 @@ public final class ChildProcess: @unchecked Sendable {
     /// Waits for the child to end.
     public func waitUntilExit() { _ = reap(blocking: true) }
 
+    /// Waits for the child to end, on a thread of its own (``offPool(_:)``): what async tests call.
+    public func exited() async {
+        await offPool { self.waitUntilExit() }
+    }
+
     /// Sends SIGTERM.
     public func terminate() { kill(processIdentifier, SIGTERM) }
 
@@ -147,15 +152,21 @@ public final class ChildProcess: @unchecked Sendable {
     }
 }
 
+/// Runs `body`, which blocks (a child's exit, a pipe's end), on a thread of its own and returns its
+/// value. Async tests wait with it: a blocking call on Swift's cooperative pool (two threads on a
+/// two-core machine) stalls every other test in the process for as long as it blocks.
+public func offPool<Value: Sendable>(_ body: @escaping @Sendable () -> Value) async -> Value {
+    await withCheckedContinuation { continuation in
+        Thread { continuation.resume(returning: body()) }.start()
+    }
+}
+
 extension FileHandle {
     /// Everything until end of file, read on a thread of its own: a blocking read on Swift's
     /// cooperative pool (two threads on a two-core machine) stalled every other test in the process for
     /// as long as the child ran.
     public func readToEndOffPool() async -> Data {
-        await withCheckedContinuation { continuation in
-            let thread = Thread { [self] in continuation.resume(returning: readDataToEndOfFile()) }
-            thread.start()
-        }
+        await offPool { self.readDataToEndOfFile() }
     }
 
     /// The first line (without its newline), read on a thread of its own; nil at end of file before a

@@ -190,6 +190,7 @@ public final class TestServer: Sendable {
             .childChannelOption(.maxMessagesPerRead, value: 16)
             .childChannelInitializer { channel in
                 context.state.connectionAccepted()
+                channel.closeFuture.whenComplete { _ in context.state.connectionClosed() }
                 return initializer(channel)
             }
             .bind(host: "127.0.0.1", port: port).get()

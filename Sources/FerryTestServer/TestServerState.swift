@@ -4,6 +4,11 @@ import NIOConcurrencyHelpers
 public struct TestServerCounters: Sendable, Hashable, Codable {
     /// TCP connections accepted, over all listeners.
     public var connectionsAccepted: Int = 0
+    /// TCP connections open now, over all listeners.
+    public var connectionsOpen: Int = 0
+    /// The most connections that were open at once: a client's per-host limit is judged by it (a client
+    /// may replace a connection it closed, so ``connectionsAccepted`` can be higher).
+    public var mostConnectionsAtOnce: Int = 0
     /// Requests whose head was received (HTTP/2 streams count one each).
     public var requestsServed: Int = 0
     /// Requests per path (the path without its query).
@@ -67,7 +72,15 @@ final class TestServerState: Sendable {
     private let storage = NIOLockedValueBox(Storage())
 
     func connectionAccepted() {
-        storage.withLockedValue { $0.counters.connectionsAccepted += 1 }
+        storage.withLockedValue {
+            $0.counters.connectionsAccepted += 1
+            $0.counters.connectionsOpen += 1
+            $0.counters.mostConnectionsAtOnce = max($0.counters.mostConnectionsAtOnce, $0.counters.connectionsOpen)
+        }
+    }
+
+    func connectionClosed() {
+        storage.withLockedValue { $0.counters.connectionsOpen -= 1 }
     }
 
     func requestReceived(path: String, protocolName: String) {

@@ -17,20 +17,24 @@ import Testing
         var otherLines: [String] = []
         var startupSeconds = 0.0
 
-        init(arguments: [String]) throws {
+        init(arguments: [String]) async throws {
             let started = Date()
             process = try ChildProcess.spawn(
                 FerryTestServerExecutableTests.productsDirectory.appendingPathComponent("ferry-testserver").path,
                 arguments: arguments,
                 output: .pipes
             )
-            var buffer: [UInt8] = []
             let handle = process.standardOutput!
             // The server prints all its lines in one write (atomic on a pipe), so one read has them all.
-            while !buffer.contains(UInt8(ascii: "\n")) {
-                let data = handle.availableData
-                if data.isEmpty { break }
-                buffer += data
+            // Read on a thread of its own: a blocking read stalls the cooperative pool.
+            let buffer = await offPool {
+                var buffer: [UInt8] = []
+                while !buffer.contains(UInt8(ascii: "\n")) {
+                    let data = handle.availableData
+                    if data.isEmpty { break }
+                    buffer += data
+                }
+                return buffer
             }
             startupSeconds = Date().timeIntervalSince(started)
             let lines = String(decoding: buffer, as: UTF8.self).split(separator: "\n").map(String.init)
@@ -40,69 +44,87 @@ import Testing
 
         var baseURL: String { firstLine.replacingOccurrences(of: "listening on ", with: "") }
 
-        func stop() -> Int32 {
+        func stop() async -> Int32 {
             process.terminate()
-            process.waitUntilExit()
+            await process.exited()
             return process.terminationStatus
         }
     }
 
-    static func curl(_ arguments: [String]) throws -> (status: Int32, output: [UInt8]) {
+    static func curl(_ arguments: [String]) async throws -> (status: Int32, output: [UInt8]) {
         let process = try ChildProcess.spawn("/usr/bin/env", arguments: ["curl", "-s"] + arguments)
-        let data = process.standardOutput!.readDataToEndOfFile()
-        process.waitUntilExit()
+        let data = await process.standardOutput!.readToEndOffPool()
+        await process.exited()
         return (process.terminationStatus, Array(data))
     }
 
-    @Test func startsQuicklyAndServesRangesToCurl() throws {
-        let server = try RunningServer(arguments: ["--port", "0"])
-        defer { _ = server.stop() }
-        #expect(server.firstLine.hasPrefix("listening on http://127.0.0.1:"))
-        #expect(Int(server.baseURL.split(separator: ":").last ?? "") ?? 0 > 0)
-        #expect(server.startupSeconds < 2, "started in \(server.startupSeconds) s")
-
-        let whole = try Self.curl(["\(server.baseURL)/bytes/1000?seed=7"])
-        #expect(whole.status == 0, "curl must be installed (.ci/run installs it)")
-        #expect(whole.output.count == 1000)
-        let range = try Self.curl(["-r", "100-199", "\(server.baseURL)/bytes/1000?seed=7"])
-        #expect(Bytes(range.output) == Bytes(Array(whole.output[100..<200])))
-        let unsatisfiable = try Self.curl([
-            "-o", "/dev/null", "-w", "%{http_code}", "-r", "2000-", "\(server.baseURL)/bytes/1000",
-        ])
-        #expect(String(decoding: unsatisfiable.output, as: UTF8.self) == "416")
+    /// Runs `body` with a server started with `arguments`, stopped afterwards (also when `body` throws).
+    /// - Returns: the server's exit status after SIGTERM.
+    @discardableResult
+    static func withRunningServer(
+        _ arguments: [String],
+        _ body: (RunningServer) async throws -> Void
+    ) async throws -> Int32 {
+        let server = try await RunningServer(arguments: arguments)
+        do {
+            try await body(server)
+        } catch {
+            _ = await server.stop()
+            throw error
+        }
+        return await server.stop()
     }
 
-    @Test func cutsAreExactOverHTTP2() throws {
+    @Test func startsQuicklyAndServesRangesToCurl() async throws {
+        try await Self.withRunningServer(["--port", "0"]) { server in
+            #expect(server.firstLine.hasPrefix("listening on http://127.0.0.1:"))
+            #expect(Int(server.baseURL.split(separator: ":").last ?? "") ?? 0 > 0)
+            #expect(server.startupSeconds < 2, "started in \(server.startupSeconds) s")
+
+            let whole = try await Self.curl(["\(server.baseURL)/bytes/1000?seed=7"])
+            #expect(whole.status == 0, "curl must be installed (.ci/run installs it)")
+            #expect(whole.output.count == 1000)
+            let range = try await Self.curl(["-r", "100-199", "\(server.baseURL)/bytes/1000?seed=7"])
+            #expect(Bytes(range.output) == Bytes(Array(whole.output[100..<200])))
+            let unsatisfiable = try await Self.curl([
+                "-o", "/dev/null", "-w", "%{http_code}", "-r", "2000-", "\(server.baseURL)/bytes/1000",
+            ])
+            #expect(String(decoding: unsatisfiable.output, as: UTF8.self) == "416")
+        }
+    }
+
+    @Test func cutsAreExactOverHTTP2() async throws {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let trustRoot = directory.appendingPathComponent("ca.pem").path
-        let server = try RunningServer(arguments: ["--port", "0", "--ca-out", trustRoot])
-        defer { _ = server.stop() }
-        let tlsPort = try #require(
-            server.otherLines.first(where: { $0.hasPrefix("https") })?.split(separator: ":").last
-        )
-        .prefix(while: { $0.isNumber })
-        let result = try Self.curl([
-            "--http2", "--cacert", trustRoot, "-o", "/dev/null", "-w", "%{http_version} %{size_download}",
-            "https://127.0.0.1:\(tlsPort)/bytes/1000000?close_after=70000",
-        ])
-        #expect(result.status != 0, "curl reports the cut")
-        #expect(String(decoding: result.output, as: UTF8.self) == "2 70000")
+        try await Self.withRunningServer(["--port", "0", "--ca-out", trustRoot]) { server in
+            let tlsPort = try #require(
+                server.otherLines.first(where: { $0.hasPrefix("https") })?.split(separator: ":").last
+            )
+            .prefix(while: { $0.isNumber })
+            let result = try await Self.curl([
+                "--http2", "--cacert", trustRoot, "-o", "/dev/null", "-w", "%{http_version} %{size_download}",
+                "https://127.0.0.1:\(tlsPort)/bytes/1000000?close_after=70000",
+            ])
+            #expect(result.status != 0, "curl reports the cut")
+            #expect(String(decoding: result.output, as: UTF8.self) == "2 70000")
+        }
     }
 
-    @Test func stopsCleanlyOnSIGTERM() throws {
-        let server = try RunningServer(arguments: ["--port", "0", "--no-tls", "--no-resumable"])
-        #expect(server.firstLine.hasPrefix("listening on "))
-        #expect(server.stop() == 0)
+    @Test func stopsCleanlyOnSIGTERM() async throws {
+        let status = try await Self.withRunningServer(["--port", "0", "--no-tls", "--no-resumable"]) { server in
+            #expect(server.firstLine.hasPrefix("listening on "))
+        }
+        #expect(status == 0)
     }
 
-    @Test func refusesBadArguments() throws {
+    @Test func refusesBadArguments() async throws {
         let process = try ChildProcess.spawn(
             Self.productsDirectory.appendingPathComponent("ferry-testserver").path,
             arguments: ["--root", "/definitely/not/here"]
         )
-        let message = String(decoding: process.standardError!.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let message = String(decoding: await process.standardError!.readToEndOffPool(), as: UTF8.self)
+        await process.exited()
         #expect(process.terminationStatus != 0)
         #expect(message.contains("is not a directory"))
     }

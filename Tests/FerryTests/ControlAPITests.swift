@@ -142,7 +142,7 @@ import Glibc
     @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")))
     func anotherUserCannotConnect() async throws {
         try await withDaemon { daemon in
-            func curl(asNobody: Bool) throws -> Int32 {
+            func curl(asNobody: Bool) async throws -> Int32 {
                 let command = [
                     "curl", "-s", "-o", "/dev/null", "--max-time", "5", "--unix-socket", daemon.client.paths.socket,
                     "http://ferryd/v1/daemon",
@@ -153,11 +153,11 @@ import Glibc
                         ? ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] + command : command,
                     output: .discarded
                 )
-                process.waitUntilExit()
+                await process.exited()
                 return process.terminationStatus
             }
-            let asOwner = try curl(asNobody: false)
-            let asNobody = try curl(asNobody: true)
+            let asOwner = try await curl(asNobody: false)
+            let asNobody = try await curl(asNobody: true)
             #expect(asOwner == 0)
             // curl's 7: could not connect (permission denied on the directory and the socket).
             #expect(asNobody == 7)
@@ -204,8 +204,8 @@ import Glibc
                     .deletingLastPathComponent().appendingPathComponent("ferryd").path,
                 environment: ["FERRY_HOME": daemon.home, "PATH": "/usr/bin:/bin"]
             )
-            let message = String(decoding: second.standardError!.readDataToEndOfFile(), as: UTF8.self)
-            second.waitUntilExit()
+            let message = String(decoding: await second.standardError!.readToEndOffPool(), as: UTF8.self)
+            await second.exited()
             #expect(second.terminationStatus == 1)
             let pid = try await daemon.pid()
             #expect(message.contains("another ferryd (pid \(pid))"))

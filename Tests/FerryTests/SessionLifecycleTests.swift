@@ -23,8 +23,9 @@ import Testing
                 }
             }
             #expect(wrong == 0)
-            // The per-host limit (6) held: no more connections than that were opened.
-            #expect(server.counters.connectionsAccepted <= 6)
+            // The per-host limit (6) held: no more connections than that were open at once. (A loaded
+            // run once accepted 8 in all: connections closed while idle are replaced.)
+            #expect(server.counters.mostConnectionsAtOnce <= 6, "accepted \(server.counters.connectionsAccepted)")
             #expect(!recorder.callbacksOverlapped)
             #expect(session.getAllTasks().isEmpty)
         }
