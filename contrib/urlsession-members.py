@@ -8,12 +8,13 @@ Apple's members are FoundationNetworking's public declarations (this toolchain's
 swift-symbolgraph-extract) plus the Apple members FoundationNetworking lacks (APPLE_ONLY below). Each is
 looked up in FerryFoundationNetworking's own symbol graph (from the debug build: run
 `swift build --build-tests` first). A member present there is "supported" unless NOTES says how it
-differs; a member absent is "missing" unless NOTES says why it is refused.
+differs or why it is "refused" (declared, with a clear error when used); a member absent is "missing".
 """
 import collections
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -76,9 +77,9 @@ NOTES = {
     "URLSession.webSocketTask(with:)": ("supported", "ws:// and wss://, permessage-deflate; FoundationNetworking here has no WebSocket support"),
     "URLSession.shared": ("supported", "also consults classes given to `URLProtocol.registerClass`, as Apple's"),
     "URLSessionConfiguration.protocolClasses": ("supported", "this module's `URLProtocol` subclasses or FoundationNetworking's; refused on background sessions, as Apple's"),
-    "URLSessionConfiguration.httpCookieStorage": ("differs", "`.shared` (Ferry's store) or nil; another object is refused"),
-    "URLSessionConfiguration.urlCredentialStorage": ("differs", "`.shared` (Ferry's store) or nil; another object is refused"),
-    "URLSessionConfiguration.urlCache": ("differs", "`.shared` (Ferry's RFC 9111 cache) or nil; another object is refused"),
+    "URLSessionConfiguration.httpCookieStorage": ("differs", "`.shared` (Ferry's store), an ephemeral configuration's own, or nil; a background session takes `.shared` or nil"),
+    "URLSessionConfiguration.urlCredentialStorage": ("differs", "`.shared` (Ferry's store), one of its own (`URLCredentialStorage()`, an ephemeral configuration's), or nil; a background session takes `.shared` or nil"),
+    "URLSessionConfiguration.urlCache": ("supported", "`.shared` (Ferry's RFC 9111 cache), one the application makes, an ephemeral configuration's, or nil"),
     "URLSessionConfiguration.httpShouldUsePipelining": ("differs", "true is refused: Ferry does not pipeline"),
     "URLSessionConfiguration.sharedContainerIdentifier": ("differs", "refused when set: Linux has no app containers"),
     "URLSessionConfiguration.connectionProxyDictionary": ("differs", "one proxy per session: different HTTP and HTTPS proxies are refused"),
@@ -86,9 +87,9 @@ NOTES = {
     "URLSessionConfiguration.shouldUseExtendedBackgroundIdleMode": ("differs", "kept; no meaning on Linux"),
     "URLSessionConfiguration.tlsMinimumSupportedProtocolVersion": ("supported", "TLS 1.0–1.3; DTLS versions are refused"),
     "URLSessionConfiguration.tlsMaximumSupportedProtocolVersion": ("supported", "TLS 1.0–1.3; DTLS versions are refused"),
-    "URLSessionConfiguration.multipathServiceType": ("missing", "Ferry does not use Multipath TCP"),
-    "URLSessionConfiguration.requiresDNSSECValidation": ("missing", "the system resolver decides; not offered"),
-    "URLSessionTask.init()": ("missing", "deprecated by Apple: tasks come from a session"),
+    "URLSessionConfiguration.multipathServiceType": ("refused", "`.none` only: Ferry does not use Multipath TCP; another value fails the session's tasks with a message that says so"),
+    "URLSessionConfiguration.requiresDNSSECValidation": ("refused", "false only: the system resolver does not validate DNSSEC for Ferry; true fails the session's tasks with a message that says so"),
+    "URLSessionTask.init()": ("refused", "unavailable (a compile-time error naming the factories): tasks come from a session, as Apple's deprecation says"),
     "URLSessionTask.earliestBeginDate": ("differs", "background: ferryd holds the task until then, across restarts, without asking `willBeginDelayedRequest`; other sessions wait in this process and ask it (Apple ignores the date there)"),
     "URLSessionTask.countOfBytesClientExpectsToReceive": ("differs", "kept as a hint; Ferry's scheduler does not use it"),
     "URLSessionTask.countOfBytesClientExpectsToSend": ("differs", "kept as a hint; Ferry's scheduler does not use it"),
@@ -99,7 +100,7 @@ NOTES = {
     "URLSessionTaskDelegate.urlSession(_:task:didReceiveInformationalResponse:)": ("missing", "not yet: Ferry reads 1xx answers but does not hand them over"),
     "URLSessionTaskDelegate.urlSession(_:task:willBeginDelayedRequest:completionHandler:)": ("differs", "asked for tasks of sessions in this process, not background ones (ferryd holds those); `.useNewRequest` fails a network task (it works for a URLProtocol task)"),
     "URLSessionStreamTask.captureStreams()": ("missing", "not yet: Ferry's `StreamTask.streams()` gives an async sequence and a writer instead of Foundation streams"),
-    "URLSessionStreamTask.stopSecureConnection()": ("missing", "Ferry cannot take TLS off a connection"),
+    "URLSessionStreamTask.stopSecureConnection()": ("refused", "unavailable (a compile-time error): TLS cannot be taken off a connection, as Apple's deprecation says"),
     "URLSessionStreamTask.readData(ofMinLength:maxLength:timeout:completionHandler:)": ("supported", "also async; reads run in the order asked for"),
     "URLSessionStreamTask.write(_:timeout:completionHandler:)": ("supported", "also async; writes run in the order asked for"),
     "URLSessionStreamDelegate.urlSession(_:betterRouteDiscoveredFor:)": ("differs", "never called: Ferry learns of no routes"),
@@ -112,7 +113,7 @@ NOTES = {
     "URLCache.diskCapacity": ("differs", "setting it makes a new cache of that size for sessions made afterwards"),
     "URLCache.init(memoryCapacity:diskCapacity:diskPath:)": ("supported", "a relative path is a directory under `$XDG_CACHE_HOME/ferry/`"),
     "URLCache.shared": ("differs", "read-only: the per-user cache default sessions use (a configuration takes another object)"),
-    "URLCredentialStorage.init()": ("missing", "stores come from `.shared` or an ephemeral configuration: a free-standing one would reach no session"),
+    "URLCredentialStorage.init()": ("supported", "a store of its own in memory, for a configuration's `urlCredentialStorage`"),
     "URLCredentialStorage.set(_:for:)": ("differs", "one credential per protection space: another user's replaces it"),
     "URLCredentialStorage.credentials(for:)": ("differs", "at most one user (one credential per space)"),
     "URLCredentialStorage.remove(_:for:options:)": ("differs", "the options (iCloud synchronisation) have no meaning on Linux"),
@@ -183,15 +184,30 @@ def table():
                 f"{type_name}.{member}".startswith(alias + ".") for alias in ALIASED
             )
             status, note = NOTES.get(f"{type_name}.{member}", ("supported" if present else "missing", ""))
-            if not present and status != "missing":
+            if not present and status == "refused" and declared_unavailable(type_name, member):
+                pass  # declared unavailable: symbol graphs leave such declarations out
+            elif not present and status != "missing":
                 status, note = "missing", note or "not declared"
             if present and status == "missing":
                 sys.exit(f"{type_name}.{member} is declared now: its note in NOTES says missing")
             counts[status] += 1
             rows.append(f"| `{type_name}.{member}` | {status} | {note} |")
     summary = (f"{sum(counts.values())} members: {counts['supported']} supported, {counts['differs']} differ, "
-               f"{counts['missing']} missing or refused (counted by contrib/urlsession-members.py).")
+               f"{counts['refused']} refused (declared; a clear error says why), {counts['missing']} missing "
+               f"(counted by contrib/urlsession-members.py).")
     return "\n".join([BEGIN, summary, "", "| member | status | how, or why |", "| --- | --- | --- |"] + rows + [END])
+
+
+def declared_unavailable(type_name, member):
+    """Whether this module's sources declare `member` of `type_name` with `@available(*, unavailable`."""
+    name = member.split("(")[0]
+    head = r"init\(" if name == "init" else r"func " + re.escape(name) + r"\("
+    pattern = re.compile(r"@available\(\*, unavailable[^\n]*\n[^\n]*" + head)
+    for path in glob.glob(os.path.join(ROOT, "Sources/FerryFoundationNetworking", "*.swift")):
+        text = open(path).read()
+        if re.search(r"\bclass " + re.escape(type_name) + r"\b", text) and pattern.search(text):
+            return True
+    return False
 
 
 def main():

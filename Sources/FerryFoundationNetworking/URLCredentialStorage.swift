@@ -10,7 +10,8 @@ public import FoundationNetworking
 ///
 /// - ``shared`` is Ferry's per-user store (permanent credentials in `$XDG_DATA_HOME/ferry/credentials.json`),
 ///   which default sessions use.
-/// - An ephemeral configuration has a store of its own in memory, shared by its copies.
+/// - An ephemeral configuration has a store of its own in memory, shared by its copies; `init()` makes
+///   another such store.
 ///
 /// Ferry keeps one credential per protection space: setting a credential for another user of the same
 /// space replaces the first (Apple keeps one per user and answers with the default one).
@@ -21,6 +22,12 @@ open class URLCredentialStorage: NSObject, @unchecked Sendable {
     init(store: CredentialStore) {
         self.store = store
         super.init()
+    }
+
+    /// A store of its own, in memory: give it to a configuration (`urlCredentialStorage`) and the
+    /// sessions made from it answer challenges with what it holds.
+    public override convenience init() {
+        self.init(store: CredentialStore())
     }
 
     private static let sharedStorage = URLCredentialStorage(store: .shared)

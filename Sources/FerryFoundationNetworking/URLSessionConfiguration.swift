@@ -106,6 +106,25 @@ open class URLSessionConfiguration: NSObject, NSCopying, @unchecked Sendable {
     open var urlCache: URLCache?
     /// No meaning on Linux; kept as set.
     open var shouldUseExtendedBackgroundIdleMode = false
+
+    /// How Apple's Multipath TCP would use several interfaces.
+    public enum MultipathServiceType: Int, Sendable {
+        /// One path (the default, and the only one Ferry offers).
+        case none = 0
+        /// Apple: move to another interface when one degrades.
+        case handover = 1
+        /// Apple: the interface with the lowest latency.
+        case interactive = 2
+        /// Apple: every interface at once.
+        case aggregate = 3
+    }
+
+    /// `.none` only: Ferry does not use Multipath TCP, and another value is refused when a session is
+    /// made (the session's tasks fail with a message that says so).
+    open var multipathServiceType: MultipathServiceType = .none
+    /// false only: Ferry resolves names with the system resolver, which does not validate DNSSEC for
+    /// it, so true is refused when a session is made rather than left unenforced.
+    open var requiresDNSSECValidation = false
     /// The lowest TLS version offered (TLS 1.2 by default). DTLS versions are refused.
     open var tlsMinimumSupportedProtocolVersion: tls_protocol_version_t = .TLSv12
     /// The highest TLS version offered (TLS 1.3 by default). DTLS versions are refused.
@@ -138,6 +157,8 @@ open class URLSessionConfiguration: NSObject, NSCopying, @unchecked Sendable {
         copy.urlCredentialStorage = urlCredentialStorage
         copy.urlCache = urlCache
         copy.shouldUseExtendedBackgroundIdleMode = shouldUseExtendedBackgroundIdleMode
+        copy.multipathServiceType = multipathServiceType
+        copy.requiresDNSSECValidation = requiresDNSSECValidation
         copy.protocolClasses = protocolClasses
         copy.tlsMinimumSupportedProtocolVersion = tlsMinimumSupportedProtocolVersion
         copy.tlsMaximumSupportedProtocolVersion = tlsMaximumSupportedProtocolVersion
@@ -191,6 +212,12 @@ open class URLSessionConfiguration: NSObject, NSCopying, @unchecked Sendable {
         ferry.tlsMaximumSupportedProtocolVersion = highest
         if httpShouldUsePipelining { return refuse("httpShouldUsePipelining = true: Ferry does not pipeline requests") }
         if sharedContainerIdentifier != nil { return refuse("sharedContainerIdentifier: Linux has no app containers") }
+        if multipathServiceType != .none {
+            return refuse("multipathServiceType: Ferry does not use Multipath TCP; leave it .none")
+        }
+        if requiresDNSSECValidation {
+            return refuse("requiresDNSSECValidation = true: Ferry's resolver (the system's) does not validate DNSSEC")
+        }
         for protocolClass in protocolClasses ?? [] {
             guard URLProtocolLoader.ProtocolClass(protocolClass) != nil else {
                 return refuse("protocolClasses: \(protocolClass) is not a subclass of URLProtocol")

@@ -137,6 +137,13 @@ open class URLSessionStreamTask: URLSessionTask, @unchecked Sendable {
         }
     }
 
+    /// Not offered: TLS cannot be taken off a connection once it is on (Apple deprecated this method for
+    /// that reason).
+    @available(*, unavailable, message: "TLS cannot be taken off a connection once it is on")
+    open func stopSecureConnection() {
+        fatalError("URLSessionStreamTask.stopSecureConnection() is unavailable: TLS cannot be taken off a connection")
+    }
+
     /// Adds TLS once the writes asked for before are written, checked with the session's trust settings.
     /// A failed handshake fails the task.
     open func startSecureConnection() {

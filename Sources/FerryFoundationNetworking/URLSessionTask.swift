@@ -78,6 +78,13 @@ open class URLSessionTask: NSObject, NSCopying, @unchecked Sendable {
     /// The request as created.
     public let originalRequest: URLRequest?
 
+    /// Not offered: tasks come from a session's factories (Apple deprecated this initializer for that
+    /// reason).
+    @available(*, unavailable, message: "tasks come from a URLSession's task factories")
+    public override init() {
+        fatalError("URLSessionTask.init() is unavailable: make tasks with a URLSession's task factories")
+    }
+
     init(owner: URLSession, ferry: SessionTask?, original: URLRequest?, refusal: URLError?, identifier: Int) {
         self.owner = owner
         self.ferry = ferry

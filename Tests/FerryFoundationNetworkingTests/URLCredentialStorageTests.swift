@@ -33,6 +33,23 @@ import Testing
         }
     }
 
+    @Test func aStorageMadeByTheApplicationAnswersTheChallengesOfItsSessions() async throws {
+        try await TestServer.withServer { server in
+            let storage = URLCredentialStorage()
+            #expect(storage !== URLCredentialStorage.shared)
+            #expect(storage.allCredentials.isEmpty)
+            let space = URLProtectionSpace(host: "127.0.0.1", port: server.port, protocol: "http", realm: "ferry-testserver", authenticationMethod: NSURLAuthenticationMethodHTTPBasic)
+            storage.set(URLCredential(user: "ann", password: "s3cret", persistence: .forSession), for: space)
+            let configuration = URLSessionConfiguration.default
+            configuration.urlCredentialStorage = storage
+            let session = URLSession(configuration: configuration)
+            defer { session.finishTasksAndInvalidate() }
+            #expect(await get(session, URL(string: server.url("/basic-auth/ann/s3cret"))!) == 200)
+            // Its own: the shared store did not get the credential.
+            #expect(URLCredentialStorage.shared.credentials(for: space) == nil)
+        }
+    }
+
     @Test func aBackgroundConfigurationRefusesAStoreOfItsOwn() {
         let configuration = URLSessionConfiguration.background(withIdentifier: "credentials-\(UUID().uuidString)")
         configuration.urlCredentialStorage = URLSessionConfiguration.ephemeral.urlCredentialStorage
