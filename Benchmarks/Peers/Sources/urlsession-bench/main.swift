@@ -33,6 +33,23 @@ func sequentialGets(_ session: URLSession, _ url: URL, _ count: Int) async throw
     }
 }
 
+/// `width` requests in flight until `count` are done, off the main actor as ``sequentialGets``.
+func parallelGets(_ session: URLSession, _ url: URL, _ count: Int, _ width: Int) async throws {
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        var started = 0
+        func add() {
+            group.addTask {
+                let (_, response) = try await session.data(from: url)
+                try check(response)
+            }
+            started += 1
+        }
+        while started < min(width, count) { add() }
+        while try await group.next() != nil, started < count { add() }
+        try await group.waitForAll()
+    }
+}
+
 do {
     switch (arguments.first, arguments.count) {
     case ("download", 3):
@@ -71,19 +88,7 @@ do {
         let width = Int(arguments[3])!
         let url = URL(string: arguments[1])!
         let start = ContinuousClock.now
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            var started = 0
-            func add() {
-                group.addTask {
-                    let (_, response) = try await session.data(from: url)
-                    try check(response)
-                }
-                started += 1
-            }
-            while started < min(width, count) { add() }
-            while try await group.next() != nil, started < count { add() }
-            try await group.waitForAll()
-        }
+        try await parallelGets(session, url, count, width)
         let time = seconds(since: start)
         print("requests=\(count) seconds=\(time) rps=\(Double(count) / time)")
     default:
