@@ -44,9 +44,13 @@ final class EventHub: Sendable {
         let (id, stale) = try state.withLock { state -> (UInt64, Attachment?) in
             var stale: Attachment?
             // A client killed a moment ago may not have been noticed yet (its stream ends at the next
-            // heartbeat): a holder whose process is gone gives way at once.
-            if let current = state.attachments[session], let holder = current.pid, kill(holder, 0) != 0,
-                errno == ESRCH
+            // heartbeat): a holder whose process is gone gives way at once. So does a holder that is the
+            // process attaching again: a process has one link per identifier (the library refuses a
+            // second), so its earlier stream is on its way out (a session invalidated and made again at
+            // once; a loaded ferryd had not yet seen the old stream close, and refused the new session
+            // for good).
+            if let current = state.attachments[session], let holder = current.pid,
+                holder == pid || (kill(holder, 0) != 0 && errno == ESRCH)
             {
                 stale = state.attachments.removeValue(forKey: session)
             }
