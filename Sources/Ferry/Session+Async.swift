@@ -144,7 +144,8 @@ extension Session {
         inline: Bool = false,
         _ make: @escaping (SessionTask.Route) -> SessionTask
     ) async throws -> SessionTask.Outcome {
-        let box = TaskBox()
+        // A download keeps what it has when cancelled: the error carries resume data.
+        let box = TaskBox<SessionTask> { task in task.cancel(produceResumeData: task is DownloadTask) }
         let outcome = OutcomeSlot<SessionTask.Outcome>()
         let task = make(.handler { outcome.set($0) })
         task.delegate = delegate
@@ -216,29 +217,6 @@ extension Session {
     /// Loads `url` as ``bytes(for:delegate:)`` does.
     public func bytes(from url: URL, delegate: (any TaskDelegate)? = nil) async throws -> (AsyncBytes, Response) {
         try await bytes(for: Request(url: url), delegate: delegate)
-    }
-}
-
-/// Holds the task of an async call so that cancelling the caller cancels it.
-private final class TaskBox: Sendable {
-    private let state = Mutex<(task: SessionTask?, cancelled: Bool)>((nil, false))
-
-    func set(_ newTask: SessionTask) {
-        let cancelled = state.withLock { state in
-            state.task = newTask
-            return state.cancelled
-        }
-        if cancelled { cancel() }
-    }
-
-    func cancel() {
-        let task = state.withLock { state in
-            state.cancelled = true
-            return state.task
-        }
-        guard let task else { return }
-        // A download keeps what it has: the error carries resume data.
-        task.cancel(produceResumeData: task is DownloadTask)
     }
 }
 

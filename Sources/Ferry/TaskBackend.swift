@@ -74,7 +74,7 @@ struct InProcessBackend: TaskBackend {
                 if let wait {
                     // Not before its earliest begin date; a cancel ends the wait, and the task completes
                     // cancelled without having touched the network.
-                    await Self.wait(until: wait)
+                    try? await WallClock.sleep(until: wait)
                     if Task.isCancelled {
                         await task.transferEnded(
                             result: nil,
@@ -99,16 +99,6 @@ struct InProcessBackend: TaskBackend {
         }
     }
 
-    /// Returns at `date`, or when the calling task is cancelled; a day at a time, so that a date years
-    /// away neither overflows the nanoseconds nor misses a change of the wall clock.
-    private static func wait(until date: Date) async {
-        while !Task.isCancelled {
-            let seconds = date.timeIntervalSinceNow
-            guard seconds > 0 else { return }
-            try? await Task.sleep(for: .nanoseconds(Int64(min(seconds, 86_400) * 1e9)))
-        }
-    }
-
     /// Runs the task's transfer in the calling task, for an async call of the session, and returns once
     /// the task has completed; false when it did not start here (cancelled before it began).
     ///
@@ -120,7 +110,7 @@ struct InProcessBackend: TaskBackend {
         guard case .transfer(let context, let wait) = start(task, inline: true) else { return false }
         if let wait {
             // An async call's task given a date by didCreateTask: it waits here, as ``resume(_:)``'s do.
-            await Self.wait(until: wait)
+            try? await WallClock.sleep(until: wait)
         }
         await TransferContext.$current.withValue(context) { await task.run(context: context) }
         return true

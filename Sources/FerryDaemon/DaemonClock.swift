@@ -1,3 +1,4 @@
+import FerryEngine
 public import Foundation
 
 /// The daemon's time: the wall clock (times in the store, resource deadlines, Retry-After dates) and
@@ -17,12 +18,6 @@ public struct SystemDaemonClock: DaemonClock {
     public func now() -> Date { Date() }
 
     public func sleep(until deadline: Date) async throws {
-        // A day at a time: a deadline centuries away (a task held until the year 9999) would overflow
-        // the nanoseconds, and the wall clock may be set meanwhile.
-        while true {
-            let seconds = deadline.timeIntervalSinceNow
-            guard seconds > 0 else { return }
-            try await Task.sleep(for: .nanoseconds(Int64(min(seconds, 86_400) * 1e9)))
-        }
+        try await WallClock.sleep(until: deadline)
     }
 }

@@ -554,25 +554,16 @@ open class URLSession: NSObject, @unchecked Sendable {
         body: Body,
         delegate: (any URLSessionTaskDelegate)?
     ) async throws -> DelegateBridge.Delivered {
-        let box = Mutex<(task: URLSessionTask?, cancelled: Bool)>((nil, false))
+        let box = TaskBox<URLSessionTask> { $0.cancel() }
         let outcome = OutcomeSlot<Result<DelegateBridge.Delivered, any Error>>()
         return try await withTaskCancellationHandler {
             let task = make(kind, request, body: body, completion: .async({ outcome.set($0) }))
             task.delegate = delegate
-            // A cancel that came before the task existed cancels it now.
-            if box.withLock({ box in
-                box.task = task
-                return box.cancelled
-            }) {
-                task.cancel()
-            }
+            box.set(task)
             await task.runForAsyncCaller()
             return try await outcome.value().get()
         } onCancel: {
-            box.withLock { box in
-                box.cancelled = true
-                return box.task
-            }?.cancel()
+            box.cancel()
         }
     }
 }

@@ -1,4 +1,5 @@
 import Ferry
+import FerryEngine
 public import Foundation
 #if canImport(FoundationNetworking)
 public import FoundationNetworking
@@ -225,8 +226,7 @@ open class URLSessionTask: NSObject, NSCopying, @unchecked Sendable {
         // earliestBeginDate in a session of this process: the transfer waits here until then, and the
         // delegate decides (Apple ignores the date outside background sessions; Ferry honours it).
         let start = Task { [weak self] in
-            let delay = wait.timeIntervalSinceNow
-            if delay > 0 { try? await Task.sleep(for: .seconds(delay)) }
+            try? await WallClock.sleep(until: wait)
             guard let self, !Task.isCancelled else { return }
             self.mutable.withLock { $0.delayedStart = nil }
             await self.owner.bridge.willBeginDelayedRequest(self)
