@@ -97,7 +97,7 @@ NOTES = {
     "URLSessionUploadTask.cancel(byProducingResumeData:)": ("supported", "for resumable uploads (Ferry's tus and draft resumable uploads)"),
     "URLSessionDelegate.urlSession(_:didReceive:completionHandler:)": ("differs", "never asked: Ferry evaluates server trust itself, and Linux has no `SecTrust`"),
     "URLSessionDelegate.urlSession(_:didReceive:)": ("differs", "the async form; never asked, as the completion-handler form"),
-    "URLSessionTaskDelegate.urlSession(_:task:didReceiveInformationalResponse:)": ("missing", "not yet: Ferry reads 1xx answers but does not hand them over"),
+    "URLSessionTaskDelegate.urlSession(_:task:didReceiveInformationalResponse:)": ("differs", "each 1xx but 101, HTTP/1.1 and HTTP/2, before `didReceive response`; not for background sessions (ferryd runs their transfers); more than 64 before the answer fail the task (`badServerResponse`)"),
     "URLSessionTaskDelegate.urlSession(_:task:willBeginDelayedRequest:completionHandler:)": ("differs", "asked for tasks of sessions in this process, not background ones (ferryd holds those); `.useNewRequest` fails a network task (it works for a URLProtocol task)"),
     "URLSessionStreamTask.captureStreams()": ("missing", "not yet: Ferry's `StreamTask.streams()` gives an async sequence and a writer instead of Foundation streams"),
     "URLSessionStreamTask.stopSecureConnection()": ("refused", "unavailable (a compile-time error): TLS cannot be taken off a connection, as Apple's deprecation says"),

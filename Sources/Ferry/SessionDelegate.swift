@@ -64,6 +64,13 @@ public protocol TaskDelegate: SessionDelegate {
     /// `SessionConfiguration/waitsForConnectivity`.
     func session(_ session: Session, taskIsWaitingForConnectivity task: SessionTask, reason: NetworkPolicy.WaitReason) async
 
+    /// An informational answer (1xx other than 101: 103 Early Hints, 100 Continue) came before the
+    /// final response (URLSessionTaskDelegate's didReceiveInformationalResponse), over HTTP/1.1 or
+    /// HTTP/2, in the order they came and before the final response is handed over. Not sent for tasks
+    /// ferryd runs (background sessions). A server that sends more than 64 before its answer fails the
+    /// task with ``FerryError/Code/badServerResponse``.
+    func session(_ session: Session, task: SessionTask, didReceiveInformationalResponse response: Response) async
+
     /// The task's metrics, just before its completion.
     func session(_ session: Session, task: SessionTask, didFinishCollecting metrics: TaskMetrics) async
 
@@ -173,6 +180,8 @@ extension TaskDelegate {
     { .performDefaultHandling }
 
     public func session(_ session: Session, taskIsWaitingForConnectivity task: SessionTask, reason: NetworkPolicy.WaitReason) async {}
+
+    public func session(_ session: Session, task: SessionTask, didReceiveInformationalResponse response: Response) async {}
 
     public func session(_ session: Session, task: SessionTask, didFinishCollecting metrics: TaskMetrics) async {}
 

@@ -464,6 +464,18 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
         return session.delegate as? any TaskDelegate
     }
 
+    /// Where the transfer's informational (1xx) answers go: to the task's delegate for events, on the
+    /// session's queue in the order they came; nil without one.
+    func informationalResponses() -> TransferContext.InformationalResponses? {
+        guard let delegate = taskDelegateForEvents() else { return nil }
+        let session = self.session
+        return { [weak self] url, status, headers in
+            guard let self else { return }
+            let response = Response(url: url, statusCode: status, headers: headers)
+            session.queue.enqueue { await delegate.session(session, task: self, didReceiveInformationalResponse: response) }
+        }
+    }
+
     func dataDelegate() -> (any DataDelegate)? {
         if let own = delegate as? any DataDelegate { return own }
         guard case .delegates = route else { return nil }

@@ -30,6 +30,7 @@ struct InProcessBackend: TaskBackend {
     private func start(_ task: SessionTask, inline: Bool) -> Start {
         // Outside the task's lock: it reads the task's delegate, which takes the lock.
         let cache = task.cacheUse()
+        let informational = task.informationalResponses()
         return task.locked.withLock { state in
             switch state.machine.resume() {
             case .startTransfer:
@@ -58,7 +59,8 @@ struct InProcessBackend: TaskBackend {
                     throttle: throttle,
                     // Metrics go to a delegate only: an async call without one never reads them.
                     recordsTransactions: state.delegate != nil || task.route.deliversToDelegates,
-                    cancellation: cancellation
+                    cancellation: cancellation,
+                    informationalResponses: informational
                 ),
                 wait: wait
             )

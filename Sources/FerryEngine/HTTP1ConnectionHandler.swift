@@ -205,6 +205,19 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
         exchange!.lastActivity = context.eventLoop.now
         exchange!.receivedAnything = true
         switch part {
+        case .head(let head) where head.status.code >= 100 && head.status.code < 200 && head.status != .switchingProtocols:
+            // Informational (103 Early Hints, 100 Continue): the final head follows. NIO forwards these
+            // (informationalResponseStrategy .forward) without an end of their own.
+            guard exchange!.shared.informational(status: Int(head.status.code), headers: head.headers) else {
+                failExchange(
+                    FerryError(
+                        .badServerResponse,
+                        "the server sent more than \(HTTP1ExchangeState.maximumInformationalResponses) informational (1xx) responses before its answer"
+                    )
+                )
+                context.close(promise: nil)
+                return
+            }
         case .head(let head):
             if !head.isKeepAlive { exchange!.keepAlive = false }
             if head.status == .switchingProtocols {
@@ -476,13 +489,41 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
 final class HTTP1ExchangeState: Sendable {
     let timing: NIOLockedValueBox<TransportTiming>
     private let done = Atomic<Bool>(false)
+    /// Where informational (1xx) answers go; nil: nobody listens (they are read and dropped).
+    private let informationalSink: InformationalResponseSink?
+    private let informationalCount = Atomic<Int>(0)
+    /// More informational answers than this before the final one fail the exchange: a server that
+    /// sends them without end would otherwise keep it alive (and its listener busy) for ever.
+    static let maximumInformationalResponses = 64
 
     var isFinished: Bool { done.load(ordering: .acquiring) }
     func finished() { done.store(true, ordering: .releasing) }
 
-    init(timing: TransportTiming = TransportTiming()) {
+    /// - Parameters:
+    ///   - url: the request's URL, which the informational answers are for.
+    ///   - informational: the transfer's listener for them (``TransferContext/informationalResponses``).
+    init(timing: TransportTiming = TransportTiming(), url: URL? = nil, informational: TransferContext.InformationalResponses? = nil) {
         self.timing = NIOLockedValueBox(timing)
+        self.informationalSink = url.flatMap { url in informational.map { InformationalResponseSink(url: url, deliver: $0) } }
     }
+
+    /// An informational answer (1xx other than 101) arrived before the final one: handed to the
+    /// listener, if any. False when there were more than ``maximumInformationalResponses`` (the caller
+    /// fails the exchange).
+    func informational(status: Int, headers: HTTPHeaders) -> Bool {
+        let count = informationalCount.wrappingAdd(1, ordering: .relaxed).newValue
+        guard count <= Self.maximumInformationalResponses else { return false }
+        if let sink = informationalSink {
+            sink.deliver(sink.url, status, Headers(headers.map { ($0.name, $0.value) }))
+        }
+        return true
+    }
+}
+
+/// An exchange's listener for informational answers, with the URL they are for.
+private struct InformationalResponseSink: Sendable {
+    let url: URL
+    let deliver: TransferContext.InformationalResponses
 }
 
 /// What runs exchanges on a connection's loop: an HTTP/1.1 connection's handler, or an HTTP/2

@@ -67,7 +67,7 @@ extension HTTP1Transport {
         let loop = handler.eventLoop
         let id = connection.nextExchangeID()
         let slot = HandlerSlot(handler)
-        let shared = HTTP1ExchangeState(timing: timing)
+        let shared = HTTP1ExchangeState(timing: timing, url: request.url, informational: TransferContext.current?.informationalResponses)
         let answer = loop.makePromise(of: ExchangeAnswer.self)
         let body: HTTP2ClientHandler.Request.Body
         switch request.body {

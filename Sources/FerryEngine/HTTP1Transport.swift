@@ -263,7 +263,12 @@ public final class HTTP1Transport: HTTPTransport {
             // refuses CR, LF and NUL and names that are not tokens; the fields added here come from the
             // URL, the cookie store and base64), and checking twice was 3 % of a small request's CPU.
             // What follows a 101 is forwarded when the decoder is removed (a connection that becomes a stream).
-            try operations.addHTTPClientHandlers(leftOverBytesStrategy: .forwardBytes, enableOutboundHeaderValidation: false)
+            // Informational answers (1xx but 101) are forwarded, for the task's delegate
+            // (didReceiveInformationalResponse); the handler reads them apart from the final head.
+            try operations.addHandlers([
+                HTTPRequestEncoder(),
+                ByteToMessageHandler(HTTPResponseDecoder(leftOverBytesStrategy: .forwardBytes, informationalResponseStrategy: .forward)),
+            ])
             try operations.addHandler(handler)
             let connection = HTTP1Connection(
                 channel: channel,
@@ -586,7 +591,7 @@ public final class HTTP1Transport: HTTPTransport {
         let loop = connection.channel.eventLoop
         let id = connection.nextExchangeID()
         let slot = HandlerSlot(connection.handler)
-        let shared = HTTP1ExchangeState(timing: timing)
+        let shared = HTTP1ExchangeState(timing: timing, url: request.url, informational: TransferContext.current?.informationalResponses)
         let answer = loop.makePromise(of: ExchangeAnswer.self)
         let (head, keepAlive) = Self.requestHead(request, route: route)
         let body = request.body

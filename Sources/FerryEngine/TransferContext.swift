@@ -1,5 +1,5 @@
 public import FerryCore
-import Foundation
+public import Foundation
 import Synchronization
 
 /// What one task's transfer carries through the engine without threading it through every call: its
@@ -26,6 +26,13 @@ public final class TransferContext: Sendable {
     /// The transfer's own cancellation, when it runs in its caller's task (see ``TransferCancellation``);
     /// nil: Swift task cancellation alone.
     public let cancellation: TransferCancellation?
+    /// Hears each informational (1xx other than 101) answer a request of the transfer gets before its
+    /// final one: the request's URL, the status and the fields. Called on a connection's event loop, in
+    /// the order they arrive and before the final answer is handed over; it must not block.
+    public typealias InformationalResponses = @Sendable (_ url: URL, _ status: Int, _ headers: Headers) -> Void
+    /// Where the transfer's informational answers go (URLSession's didReceiveInformationalResponse); nil:
+    /// they are read and dropped.
+    public let informationalResponses: InformationalResponses?
     private let transactions = Mutex<[TransactionMetrics]>([])
 
     /// A context for a task with `priority`.
@@ -35,9 +42,11 @@ public final class TransferContext: Sendable {
         cache: CacheUse? = nil,
         throttle: TaskThrottle? = nil,
         recordsTransactions: Bool = true,
-        cancellation: TransferCancellation? = nil
+        cancellation: TransferCancellation? = nil,
+        informationalResponses: InformationalResponses? = nil
     ) {
         self.cancellation = cancellation
+        self.informationalResponses = informationalResponses
         self.throttle = throttle
         self.recordsTransactions = recordsTransactions
         self.priority = priority

@@ -314,6 +314,14 @@ final class DelegateBridge: DataDelegate, DownloadDelegate, WebSocketDelegate, @
         await onQueue(owner) { carried.value.0.urlSession(owner, taskIsWaitingForConnectivity: carried.value.1) }
     }
 
+    func session(_ session: Session, task: SessionTask, didReceiveInformationalResponse response: Response) async {
+        guard let owner else { return }
+        let wrapped = wrapper(for: task)
+        guard let delegate = delegate(of: wrapped) else { return }
+        let carried = Carried(value: (delegate, wrapped, FoundationBridge.response(response)))
+        await onQueue(owner) { carried.value.0.urlSession(owner, task: carried.value.1, didReceiveInformationalResponse: carried.value.2) }
+    }
+
     func session(_ session: Session, task: SessionTask, didFinishCollecting metrics: TaskMetrics) async {
         guard let owner else { return }
         let wrapped = wrapper(for: task)

@@ -124,6 +124,11 @@ public protocol URLSessionTaskDelegate: URLSessionDelegate {
         totalBytesExpectedToSend: Int64
     )
 
+    /// An informational answer (1xx other than 101: 103 Early Hints, 100 Continue) came before the
+    /// final response, in the order they came and before `didReceive response` (HTTP/1.1 and HTTP/2;
+    /// not for background sessions, whose transfers ferryd runs).
+    func urlSession(_ session: URLSession, task: URLSessionTask, didReceiveInformationalResponse response: HTTPURLResponse)
+
     /// The task's metrics, just before it completes.
     func urlSession(_ session: URLSession, task: URLSessionTask, didFinishCollecting metrics: URLSessionTaskMetrics)
 
@@ -238,6 +243,10 @@ extension URLSessionTaskDelegate {
             totalBytesSent: totalBytesSent,
             totalBytesExpectedToSend: totalBytesExpectedToSend
         )
+    }
+
+    public func urlSession(_ session: URLSession, task: URLSessionTask, didReceiveInformationalResponse response: HTTPURLResponse) {
+        fallback(session, task)?.urlSession(session, task: task, didReceiveInformationalResponse: response)
     }
 
     public func urlSession(_ session: URLSession, task: URLSessionTask, didFinishCollecting metrics: URLSessionTaskMetrics) {

@@ -31,6 +31,9 @@ public struct Faults: Sendable, Hashable {
     /// `head_gate=G`: hold the response headers until the gate named G opens (as `gate` holds the body):
     /// the request is received, and nothing of its answer is sent.
     public var headGate: String?
+    /// `early_hints=N`: send N informational `103 Early Hints` answers (each with
+    /// `Link: </hint-K.css>; rel=preload`, K = 1…N) before the response headers (at most 1,000).
+    public var earlyHints: Int = 0
     /// `delay_ms=T`: wait T milliseconds before sending the response headers.
     public var delayMilliseconds: Int64?
     /// `fail=K`: the first K requests with this request's key get `fail_status` with `Retry-After`.
@@ -108,6 +111,7 @@ public struct Faults: Sendable, Hashable {
         self.stallAfter = value("stall_after").flatMap { Int64($0) }.map { max(0, $0) } ?? 0
         self.gate = value("gate").flatMap { $0.isEmpty ? nil : $0 }
         self.headGate = value("head_gate").flatMap { $0.isEmpty ? nil : $0 }
+        self.earlyHints = value("early_hints").flatMap { Int($0) }.map { max(0, min($0, 1_000)) } ?? 0
         self.delayMilliseconds = value("delay_ms").flatMap { Int64($0) }.flatMap {
             $0 > 0 ? min($0, Self.longestWaitMilliseconds) : nil
         }

@@ -111,6 +111,11 @@ final class ResponseWriter {
     }
 
     private func writeHead() {
+        for hint in stride(from: 1, through: plan.faults.earlyHints, by: 1) {
+            var early = HTTPResponse(status: .init(code: 103))
+            early.headerFields[HTTPField.Name("Link")!] = "</hint-\(hint).css>; rel=preload"
+            context.write(NIOAny(HTTPResponsePart.head(early)), promise: nil)
+        }
         var response = HTTPResponse(status: plan.status)
         response.headerFields = plan.headers
         if plan.declaresLength {

@@ -93,6 +93,8 @@ func eventually(_ what: String, within seconds: Double = 60, _ condition: () asy
 
 /// One delegate event, as recorded.
 enum Event: Sendable, Equatable {
+    /// didReceiveInformationalResponse, with the status and the Link field.
+    case informational(task: Int, status: Int, link: String?)
     case response(task: Int, status: Int)
     case data(task: Int, count: Int)
     case sent(task: Int, total: Int64, expected: Int64)
@@ -184,6 +186,10 @@ final class Recorder: DataDelegate, DownloadDelegate, @unchecked Sendable {
         bodyStream()
     }
 
+    func session(_ session: Session, task: SessionTask, didReceiveInformationalResponse response: Response) async {
+        await record(.informational(task: task.taskIdentifier, status: response.statusCode, link: response.headers["Link"]))
+    }
+
     func session(_ session: Session, task: SessionTask, didFinishCollecting metrics: TaskMetrics) async {
         collectedMetrics.withLock { $0[task.taskIdentifier] = metrics }
         await record(.metrics(task: task.taskIdentifier, transactions: metrics.transactionMetrics.count))
@@ -240,6 +246,7 @@ final class Recorder: DataDelegate, DownloadDelegate, @unchecked Sendable {
 extension Event {
     var task: Int? {
         switch self {
+        case .informational(let task, _, _): task
         case .response(let task, _), .data(let task, _), .sent(let task, _, _), .wrote(let task, _, _),
             .resumed(let task, _), .finished(let task, _, _), .redirect(let task, _), .metrics(let task, _),
             .complete(let task, _):
@@ -252,6 +259,7 @@ extension Event {
     /// The event's kind, without its values, for order checks.
     var kind: String {
         switch self {
+        case .informational: "informational"
         case .response: "response"
         case .data: "data"
         case .sent: "sent"
