@@ -325,6 +325,8 @@ final class DelegateBridge: DataDelegate, DownloadDelegate, WebSocketDelegate, @
     func session(_ session: Session, task: SessionTask, didFinishCollecting metrics: TaskMetrics) async {
         guard let owner else { return }
         let wrapped = wrapper(for: task)
+        // A stream task whose connection became streams reports nothing more, as Apple's.
+        if (wrapped as? URLSessionStreamTask)?.isCaptured == true { return }
         guard let delegate = delegate(of: wrapped) else { return }
         let carried = Carried(value: (delegate, wrapped, URLSessionTaskMetrics(metrics)))
         await onQueue(owner) { carried.value.0.urlSession(owner, task: carried.value.1, didFinishCollecting: carried.value.2) }
@@ -335,6 +337,7 @@ final class DelegateBridge: DataDelegate, DownloadDelegate, WebSocketDelegate, @
         let wrapped = wrapper(for: task)
         // A completion-handler or async task completes through its handler.
         guard !hasCompletion(wrapped) else { return }
+        if (wrapped as? URLSessionStreamTask)?.isCaptured == true { return }
         await deliverHeldBody(wrapped)
         forget(wrapped)
         let override = wrapped.mutable.withLock { $0.overrideError }

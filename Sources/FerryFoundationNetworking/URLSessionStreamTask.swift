@@ -17,6 +17,11 @@ open class URLSessionStreamTask: URLSessionTask, @unchecked Sendable {
     /// The last read and the last write asked for: each new one waits for its predecessor.
     private let chains = Mutex<(read: Task<Void, Never>?, write: Task<Void, Never>?)>((nil, nil))
     private let readClosed = Mutex(false)
+    private let captured = Atomic<Bool>(false)
+
+    /// ``captureStreams()`` was called: the connection belongs to the streams it gave, and the task
+    /// reports nothing more.
+    var isCaptured: Bool { captured.load(ordering: .acquiring) }
 
     private enum Side { case read, write }
 
@@ -88,9 +93,11 @@ open class URLSessionStreamTask: URLSessionTask, @unchecked Sendable {
         if let failure = error.value { throw failure }
     }
 
-    /// A read in the read chain; `done` gets its result (a task that could not be made: `badURL`).
+    /// A read in the read chain; `done` gets its result (a task that could not be made: `badURL`; after
+    /// ``captureStreams()``: `cancelled`, as the connection is the streams').
     private func read(_ minBytes: Int, _ maxBytes: Int, _ timeout: TimeInterval, done: @escaping @Sendable (Result<(Data?, Bool), any Error>) -> Void) {
         guard let stream else { return done(.failure(URLError(.badURL))) }
+        guard !isCaptured else { return done(.failure(Self.capturedError)) }
         enqueue(.read) { [self] in
             do {
                 let (data, atEOF) = try await stream.readData(ofMinLength: minBytes, maxLength: maxBytes, timeout: timeout)
@@ -105,6 +112,7 @@ open class URLSessionStreamTask: URLSessionTask, @unchecked Sendable {
     /// A write in the write chain; `done` gets nil once it is written, or the error.
     private func write(_ data: Data, _ timeout: TimeInterval, done: @escaping @Sendable ((any Error)?) -> Void) {
         guard let stream else { return done(URLError(.badURL)) }
+        guard !isCaptured else { return done(Self.capturedError) }
         enqueue(.write) { [self] in
             do {
                 try await stream.write(data, timeout: timeout)
@@ -157,6 +165,38 @@ open class URLSessionStreamTask: URLSessionTask, @unchecked Sendable {
         }
     }
 
+    // MARK: Streams
+
+    private static let capturedError = URLError(
+        .cancelled,
+        userInfo: [NSLocalizedDescriptionKey: "the stream task's connection was handed over by captureStreams(): read and write through its streams"]
+    )
+
+    /// Hands the connection over as a pair of Foundation streams, as Apple's does: once the reads and
+    /// writes asked for before are done, the delegate's
+    /// ``URLSessionStreamDelegate/urlSession(_:streamTask:didBecome:outputStream:)`` gets them, not yet
+    /// open, and the task reports nothing more (reads and writes asked of it fail with `cancelled`).
+    ///
+    /// The input stream's `read` waits until bytes come, the output stream's `write` while 1 MiB is on
+    /// its way; scheduled in a run loop they tell their delegate there. Closing both closes the
+    /// connection. Without a stream delegate to take them, the connection is closed.
+    open func captureStreams() {
+        guard let stream, !captured.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let (reads, writes) = chains.withLock { ($0.read, $0.write) }
+        let session = owner
+        Task { [self] in
+            await reads?.value
+            await writes?.value
+            guard let delegate = delegate(as: (any URLSessionStreamDelegate).self) else {
+                stream.cancel()
+                return
+            }
+            let pair = StreamTaskStreams(task: stream)
+            let carried = Carried(value: (delegate, self, pair.input as InputStream, pair.output as OutputStream))
+            onQueue { carried.value.0.urlSession(session, streamTask: carried.value.1, didBecome: carried.value.2, outputStream: carried.value.3) }
+        }
+    }
+
     // MARK: Delegate
 
     private func delegate<D>(as kind: D.Type) -> D? {
@@ -184,8 +224,8 @@ public protocol URLSessionStreamDelegate: URLSessionTaskDelegate {
     func urlSession(_ session: URLSession, writeClosedFor streamTask: URLSessionStreamTask)
     /// A better route to the host exists. Ferry learns of no routes: never called.
     func urlSession(_ session: URLSession, betterRouteDiscoveredFor streamTask: URLSessionStreamTask)
-    /// The task's connection as a pair of Foundation streams, after `captureStreams()`: Ferry does not
-    /// offer that pair yet, so this is never called.
+    /// The task's connection as a pair of Foundation streams, not yet open, after
+    /// ``URLSessionStreamTask/captureStreams()``; the task reports nothing more.
     func urlSession(_ session: URLSession, streamTask: URLSessionStreamTask, didBecome inputStream: InputStream, outputStream: OutputStream)
 }
 
