@@ -72,8 +72,8 @@ APPLE_ONLY = {
 NOTES = {
     "URLSession.reset(completionHandler:)": ("differs", "empties cookies, credentials and the cache; open connections stay pooled"),
     "URLSession.flush(completionHandler:)": ("differs", "only calls the handler: Ferry's stores write each change as it happens"),
-    "URLSession.bytes(for:delegate:)": ("differs", "`AsyncBytes` has no `task`; a task delegate, and a request a `URLProtocol` class takes, are refused; `lines` as Apple's"),
-    "URLSession.bytes(from:delegate:)": ("differs", "as `bytes(for:delegate:)`"),
+    "URLSession.bytes(for:delegate:)": ("supported", "a data task (`AsyncBytes.task`) whose task delegate hears redirects, challenges, metrics and the end; `URLProtocol` classes load it; past 4 MiB unread the task is suspended until the reader catches up; `lines` as Apple's"),
+    "URLSession.bytes(from:delegate:)": ("supported", "as `bytes(for:delegate:)`"),
     "URLSession.webSocketTask(with:)": ("supported", "ws:// and wss://, permessage-deflate; FoundationNetworking here has no WebSocket support"),
     "URLSession.shared": ("supported", "also consults classes given to `URLProtocol.registerClass`, as Apple's"),
     "URLSessionConfiguration.protocolClasses": ("supported", "this module's `URLProtocol` subclasses or FoundationNetworking's; refused on background sessions, as Apple's"),

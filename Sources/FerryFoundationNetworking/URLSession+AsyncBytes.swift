@@ -1,44 +1,42 @@
-import Ferry
 public import Foundation
 #if canImport(FoundationNetworking)
 public import FoundationNetworking
 #endif
 
 extension URLSession {
-    /// A response body read as it arrives (Apple's `URLSession.AsyncBytes`): reading is what pulls data
-    /// from the network. Errors are `URLError`s.
+    /// A response body read as it arrives (Apple's `URLSession.AsyncBytes`), from the data task that
+    /// loads it (``task``). Errors are `URLError`s.
     ///
-    /// Apple's has a `task` property; this one has none (the body comes from Ferry's streaming call,
-    /// which makes no task): cancel the Swift task that reads to stop the transfer.
+    /// The body waits in memory until it is read, up to 4 MiB: past that the task is suspended until
+    /// the reader catches up, so a slow reader holds the server back instead of filling memory.
+    /// Cancelling the Swift task that reads cancels the data task.
     public struct AsyncBytes: AsyncSequence, Sendable {
         /// One byte of the body.
         public typealias Element = UInt8
 
-        let base: Ferry.AsyncBytes
-        let url: URL?
+        /// The data task that loads the body: cancel it, or read its progress and metrics.
+        public let task: URLSessionDataTask
+        let sink: BytesTaskDelegate
 
         /// An iterator over the body's bytes (the body is read once).
         public func makeAsyncIterator() -> Iterator {
-            Iterator(chunks: base.chunks.makeAsyncIterator(), url: url)
+            Iterator(chunks: sink.body.makeAsyncIterator(), sink: sink)
         }
 
         /// Byte by byte, from the piece last read.
         public struct Iterator: AsyncIteratorProtocol {
-            var chunks: Ferry.AsyncBytes.Chunks.Iterator
-            let url: URL?
+            var chunks: AsyncThrowingStream<Data, any Error>.AsyncIterator
+            let sink: BytesTaskDelegate
             var current = Data()
             var index = 0
 
             /// The next byte, or nil at the end of the body.
             public mutating func next() async throws -> UInt8? {
                 while index >= current.count {
-                    do {
-                        guard let next = try await chunks.next() else { return nil }
-                        current = next
-                        index = 0
-                    } catch let error as FerryError {
-                        throw FoundationBridge.error(error, url: url)
-                    }
+                    guard let next = try await chunks.next() else { return nil }
+                    sink.consumed(next.count)
+                    current = next
+                    index = 0
                 }
                 defer { index += 1 }
                 return current[current.startIndex + index]
@@ -84,34 +82,16 @@ extension URLSession {
         }
     }
 
-    /// Starts loading `request` and returns once the response's head has arrived, with its body to read
-    /// as it comes. Redirects are followed and challenges answered from the session's credential store.
-    /// Not taken yet, and refused with `URLError.unsupportedURL`: a task `delegate`, and a request one
-    /// of the session's `URLProtocol` classes takes.
+    /// Starts loading `request` in a data task and returns once the response's head has arrived, with
+    /// its body to read as it comes. `delegate` is the task's delegate: it hears redirects, challenges,
+    /// progress, metrics and the completion, as Apple's; a `URLProtocol` class of the session that takes
+    /// the request loads it.
     public func bytes(for request: URLRequest, delegate: (any URLSessionTaskDelegate)? = nil) async throws -> (AsyncBytes, URLResponse) {
-        if let refusal { throw refusal }
-        guard delegate == nil else {
-            throw FoundationBridge.error(
-                .unsupportedURL,
-                "bytes(for:delegate:) takes no task delegate in FerryFoundationNetworking yet: use a data task with a data delegate",
-                url: request.url
-            )
-        }
-        let classes = protocolClasses
-        if !classes.isEmpty, classes.contains(where: { URLProtocolLoader.ProtocolClass($0)?.canInit(nil, request) == true }) {
-            throw FoundationBridge.error(
-                .unsupportedURL,
-                "bytes(for:) does not run URLProtocol classes yet: use a data task for a request a protocol class takes",
-                url: request.url
-            )
-        }
-        let ferryRequest = try FoundationBridge.request(request).get()
-        do {
-            let (bytes, response) = try await ferry.bytes(for: ferryRequest)
-            return (AsyncBytes(base: bytes, url: request.url), FoundationBridge.response(response))
-        } catch let error as FerryError {
-            throw FoundationBridge.error(error, url: request.url)
-        }
+        let sink = BytesTaskDelegate(user: delegate)
+        let task = dataTask(with: request)
+        task.delegate = sink
+        let response = try await sink.start(task)
+        return (AsyncBytes(task: task, sink: sink), response)
     }
 
     /// `bytes(for:delegate:)` for a GET of `url`.
