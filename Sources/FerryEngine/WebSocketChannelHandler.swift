@@ -103,6 +103,21 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
         context.fireChannelInactive()
     }
 
+    /// The channel closed before this handler was in its pipeline (the server answered 101 and closed
+    /// at once, while the upgrade was being put in place), so ``channelInactive(context:)`` never came:
+    /// the connection ends as it would have, after the messages that came before.
+    func channelClosedBeforeAdded() {
+        guard !concluded else { return }
+        if ending == nil {
+            ending = WebSocketConnection.End(
+                code: .abnormalClosure,
+                reason: "",
+                error: FerryError(.networkConnectionLost, "the server closed the connection without a WebSocket close frame")
+            )
+        }
+        conclude()
+    }
+
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         switch error {
         case NIOWebSocketError.invalidFrameLength:

@@ -182,7 +182,12 @@ extension WebSocketConnection {
                 selectedProtocol: chosen,
                 options: options
             )
-            try await channel.eventLoop.submit { handler.value.attach(connection) }.get()
+            try await channel.eventLoop.submit {
+                handler.value.attach(connection)
+                // Closed before the handler was in place (a server that answers and closes at once): it
+                // never heard, and the connection would wait for ever (kosoku's updateReports did this).
+                if !channel.isActive { handler.value.channelClosedBeforeAdded() }
+            }.get()
             return connection
         }
     }

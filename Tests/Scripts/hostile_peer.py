@@ -16,10 +16,16 @@ resume data if it trusted the bytes):
   /deflate/garbage    a zlib stream ("data\\n"), then 2 more bytes
   /gzip/bomb/N        Content-Encoding: gzip, N MiB of zeros (N rounded up to 64) in members of 64 MiB,
                       each about 64 KiB (about N KiB sent)
+  /ws/close-at-once   a valid WebSocket handshake answer (101), then the connection closes in the same
+                      write: no frame, no close frame (kosoku's updateReports does this)
+  /ws/hello-then-close  the same with a text message "hello" between the 101 and the close
+  /ws/later-hello-then-close  the 101; 50 ms later a text message "hello" and the close, in one write
 Anything else: 404.
 """
 import asyncio
+import base64
 import gzip
+import hashlib
 import sys
 import zlib
 
@@ -66,6 +72,24 @@ async def serve(reader, writer):
                 if b":" in line:
                     name, value = line.split(b":", 1)
                     headers[name.strip().lower()] = value.strip()
+            if path in (b"/ws/close-at-once", b"/ws/hello-then-close", b"/ws/later-hello-then-close"):
+                accept = base64.b64encode(
+                    hashlib.sha1(headers[b"sec-websocket-key"] + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest()
+                )
+                frame = b"\x81\x05hello" if path != b"/ws/close-at-once" else b""
+                handshake = (
+                    b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                    + b"Sec-WebSocket-Accept: " + accept + b"\r\n\r\n"
+                )
+                if path == b"/ws/later-hello-then-close":
+                    writer.write(handshake)
+                    await writer.drain()
+                    await asyncio.sleep(0.05)
+                    writer.write(frame)
+                else:
+                    writer.write(handshake + frame)
+                await writer.drain()
+                break
             status, extra, body = await asyncio.get_running_loop().run_in_executor(None, answer, path, headers)
             writer.write(
                 b"HTTP/1.1 " + status + b"\r\n" + VALIDATORS + extra

@@ -2,7 +2,8 @@
 # Checks ferryd's control API against its document, docs/openapi.json, with schemathesis (PyPI): a private
 # ferryd (its own FERRY_HOME) behind a TCP bridge on 127.0.0.1 (socat), every check, a fixed seed.
 # Needs: schemathesis (pip install schemathesis), socat and openssl (Debian), and a built ferryd
-# (FERRYD_PATH, else .build/debug/ferryd). Exit status: schemathesis's (0: no failures).
+# (FERRYD_PATH, else .build/debug/ferryd). Exit status: schemathesis's (0: no failures), or 1 when its
+# summary does not show every selected operation tested (a missing result is a failure, never a pass).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -48,9 +49,18 @@ for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
 set +e
 SCHEMATHESIS_HOOKS=contrib.openapi.hooks PYTHONPATH=. schemathesis --config-file contrib/openapi/schemathesis.toml run docs/openapi.json \
     --url "http://127.0.0.1:$port" --checks all --exclude-path-regex 'attach$' --generation-codec utf-8 \
-    --request-timeout 10 --seed "${SEED:-1}" "$@"
-status=$?
+    --request-timeout 10 --seed "${SEED:-1}" "$@" 2>&1 | tee "$home/schemathesis.out"
+status=${PIPESTATUS[0]}
 set -e
+# Every operation the run selected was tested: schemathesis's summary says "Selected: S/T" and
+# "Tested: N". A run that tested fewer (or printed no summary) judged less than it claims.
+selected=$(sed -n 's/^ *Selected: \([0-9]*\)\/[0-9]*$/\1/p' "$home/schemathesis.out" | tail -n 1)
+tested=$(sed -n 's/^ *Tested: \([0-9]*\)$/\1/p' "$home/schemathesis.out" | tail -n 1)
+if [ -z "$selected" ] || [ -z "$tested" ] || [ "$tested" != "$selected" ] || [ "$selected" = 0 ]; then
+    echo "schemathesis did not test every selected operation (selected: ${selected:-none}, tested: ${tested:-none})" >&2
+    exit 1
+fi
+echo "schemathesis tested all $tested selected operations"
 # Launch commands the fuzzer registered run in FERRY_HOME; give the last of them a moment to end.
 sleep 2
 stray=$(ls -A "$watched")
