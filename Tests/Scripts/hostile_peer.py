@@ -19,7 +19,8 @@ resume data if it trusted the bytes):
   /ws/close-at-once   a valid WebSocket handshake answer (101), then the connection closes in the same
                       write: no frame, no close frame (kosoku's updateReports does this)
   /ws/hello-then-close  the same with a text message "hello" between the 101 and the close
-  /ws/later-hello-then-close  the 101; 50 ms later a text message "hello" and the close, in one write
+  /ws/hello-then-close-on-message  the 101; once a frame from the client has come, a text message
+                      "hello" and the close, in one write
 Anything else: 404.
 """
 import asyncio
@@ -72,7 +73,7 @@ async def serve(reader, writer):
                 if b":" in line:
                     name, value = line.split(b":", 1)
                     headers[name.strip().lower()] = value.strip()
-            if path in (b"/ws/close-at-once", b"/ws/hello-then-close", b"/ws/later-hello-then-close"):
+            if path in (b"/ws/close-at-once", b"/ws/hello-then-close", b"/ws/hello-then-close-on-message"):
                 accept = base64.b64encode(
                     hashlib.sha1(headers[b"sec-websocket-key"] + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest()
                 )
@@ -81,10 +82,11 @@ async def serve(reader, writer):
                     b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                     + b"Sec-WebSocket-Accept: " + accept + b"\r\n\r\n"
                 )
-                if path == b"/ws/later-hello-then-close":
+                if path == b"/ws/hello-then-close-on-message":
                     writer.write(handshake)
                     await writer.drain()
-                    await asyncio.sleep(0.05)
+                    # The client sends only once its WebSocket is open: the upgrade is through.
+                    await reader.read(2)
                     writer.write(frame)
                 else:
                     writer.write(handshake + frame)
