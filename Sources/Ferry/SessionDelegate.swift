@@ -68,7 +68,7 @@ public protocol TaskDelegate: SessionDelegate {
     /// final response (URLSessionTaskDelegate's didReceiveInformationalResponse), over HTTP/1.1 or
     /// HTTP/2, in the order they came and before the final response is handed over. Not sent for tasks
     /// ferryd runs (background sessions). A server that sends more than 64 before its answer fails the
-    /// task with ``FerryError/Code/badServerResponse``.
+    /// task with `FerryError.Code.badServerResponse`.
     func session(_ session: Session, task: SessionTask, didReceiveInformationalResponse response: Response) async
 
     /// The task's metrics, just before its completion.
