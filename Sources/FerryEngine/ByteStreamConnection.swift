@@ -257,13 +257,6 @@ final class ByteStreamReadHandler: ChannelDuplexHandler {
         context.close(promise: nil)
     }
 
-    /// The channel had closed before this handler joined its pipeline (a server that answers 101 and
-    /// closes at once): its inactivity was told to the handlers it replaced, so it is taken as the end of
-    /// the stream here, after the bytes that came before it.
-    func channelClosedBeforeAdded() {
-        finish(nil)
-    }
-
     private func finish(_ failure: FerryError?) {
         guard ended == nil else { return }
         ended = .some(failure)

@@ -145,10 +145,6 @@ extension HTTP1Transport {
             let encoder = try operations.context(handlerType: HTTPRequestEncoder.self)
             operations.removeHandler(context: encoder, promise: nil)
             operations.removeHandler(context: decoder, promise: nil)
-            // Closed already (the server answered and closed at once): the reader never hears of it,
-            // so it is told here, after the bytes the decoder forwarded as it left. Without this a
-            // WebSocket whose server closed right after its 101 waited for ever (kosoku's updateReports).
-            if !channel.isActive { reader.channelClosedBeforeAdded() }
             if detached.readPending { channel.read() }
             return connection
         }.get()
