@@ -24,6 +24,12 @@ public enum CLI {
     /// The background session of the CLI's tasks unless `--session` names another.
     public static let defaultSession = "ferry-cli"
 
+    /// Whether `text` reads as an http or https URL (a command line's URL, not an option or a command).
+    public static func isTransferURL(_ text: String) -> Bool {
+        let lowered = text.lowercased()
+        return lowered.hasPrefix("http://") || lowered.hasPrefix("https://")
+    }
+
     /// An http or https URL with a host.
     /// - Throws: ``CLIFailure`` (usage) for anything else.
     public static func url(_ text: String) throws -> URL {

@@ -31,9 +31,15 @@ public struct FerryCommand: AsyncParsableCommand {
     public static func runCommandLine() async {
         signal(SIGPIPE, SIG_IGN)
         let status: Int32
+        // The command line began with an option and holds a URL (`ferry -o FILE URL`, curl's order).
+        var leadingOptionsWithURL = false
         do {
             // The config file's options first (docs/CLI.md, "Config file"); the command line wins.
-            let arguments = try ConfigFile.apply(to: Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment)
+            var given = Array(CommandLine.arguments.dropFirst())
+            // curl's habit, the URL first: `ferry URL …` is `ferry get URL …`.
+            if let first = given.first, CLI.isTransferURL(first) { given.insert("get", at: 0) }
+            leadingOptionsWithURL = given.first?.hasPrefix("-") == true && given.contains(where: CLI.isTransferURL)
+            let arguments = try ConfigFile.apply(to: given, environment: ProcessInfo.processInfo.environment)
             var command = try parseAsRoot(arguments)
             if var asynchronous = command as? any AsyncParsableCommand {
                 try await asynchronous.run()
@@ -54,7 +60,12 @@ public struct FerryCommand: AsyncParsableCommand {
             } else {
                 let message = message(for: error).split(separator: "\n").first.map(String.init) ?? "\(error)"
                 let text = message.hasPrefix("Error: ") ? String(message.dropFirst(7)) : message
-                Console.errorLine("\(text) (see ferry --help)")
+                if leadingOptionsWithURL {
+                    // `ferry -o FILE URL`, as curl takes it: the command comes first here.
+                    Console.errorLine("\(text): to download, name the command first: ferry get URL [options] (see ferry --help)")
+                } else {
+                    Console.errorLine("\(text) (see ferry --help)")
+                }
                 status = ExitStatus.usage.rawValue
             }
         }

@@ -275,7 +275,15 @@ struct GetCommand: AsyncParsableCommand {
                 )
             }
         }
+        if urls.isEmpty, inputFile == nil, let jar = transfer.cookieJar, CLI.isTransferURL(jar) {
+            // wget's -c (continue) is curl's cookie jar here, and it took the URL as its file.
+            throw ValidationError("-c is the cookie jar file (curl's), and it took '\(jar)': to continue a download as wget's -c does, use -C: ferry get -C URL")
+        }
         guard !urls.isEmpty || inputFile != nil else { throw ValidationError("give at least one URL (or --input-file FILE)") }
+        if include, let notURL = urls.first(where: { !CLI.isTransferURL($0) }) {
+            // wget's and aria2's -i FILE: here -i is curl's --include, and FILE became a URL.
+            throw ValidationError("'\(notURL)' is not a URL: -i is curl's --include here; for a file of URLs (wget's and aria2's -i) use --input-file \(notURL)")
+        }
         guard (1...1000).contains(parallelMax) else { throw ValidationError("--parallel-max takes 1 to 1000") }
         if let concurrentDownloads, !(1...1000).contains(concurrentDownloads) { throw ValidationError("-j takes 1 to 1000") }
         if parallelism > 1 {
