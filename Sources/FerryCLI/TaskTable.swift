@@ -42,7 +42,8 @@ public enum TaskTable {
         return text
     }
 
-    /// `completed` as the JSON says it, `failed` for a completed task with an error or an HTTP error status, `waiting (metered network)`
+    /// `completed` as the JSON says it, `cancelled` for one cancelled, `failed` for a completed task with
+    /// another error or an HTTP error status, `waiting (metered network)`
     /// for a pending one the network does not allow now (with the reason), `retrying` for a pending one
     /// whose last attempt failed, `starts in 5m` for one held until a later time, else the state.
     public static func state(_ task: BackgroundTaskInfo, now: Date = Date()) -> String {
@@ -52,6 +53,7 @@ public enum TaskTable {
         }
         if task.state == .pending, task.lastError != nil { return "retrying" }
         guard task.state == .completed else { return task.state.rawValue }
+        if task.error?.code == .cancelled { return "cancelled" }
         return succeeded(task) ? "completed" : "failed"
     }
 

@@ -104,6 +104,8 @@ import Testing
         #expect(TaskTable.state(task(1, .completed, status: 200)) == "completed")
         #expect(TaskTable.state(task(2, .completed, status: 404)) == "failed")
         #expect(TaskTable.state(task(3, .completed, error: FerryError(.timedOut, "slow"))) == "failed")
+        // Cancelled is not failed (issue 41: `ferry ls` called a cancelled task failed).
+        #expect(TaskTable.state(task(6, .completed, error: FerryError(.cancelled, "the task was cancelled"))) == "cancelled")
         #expect(TaskTable.state(task(4, .running)) == "running")
         #expect(!TaskTable.succeeded(task(5, .running)))
     }
