@@ -8,9 +8,10 @@ package final class OutcomeSlot<Value: Sendable>: Sendable {
     /// An empty slot.
     package init() {}
 
-    /// Sets the value (once) and wakes the waiter, if any.
+    /// Sets the value and wakes the waiter, if any. Only the first value counts: a later one is dropped.
     package func set(_ value: Value) {
-        let waiter = state.withLock { state in
+        let waiter = state.withLock { state -> CheckedContinuation<Value, Never>? in
+            guard state.value == nil else { return nil }
             state.value = value
             defer { state.waiter = nil }
             return state.waiter

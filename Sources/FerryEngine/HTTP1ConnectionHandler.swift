@@ -208,13 +208,8 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
         case .head(let head) where head.status.code >= 100 && head.status.code < 200 && head.status != .switchingProtocols:
             // Informational (103 Early Hints, 100 Continue): the final head follows. NIO forwards these
             // (informationalResponseStrategy .forward) without an end of their own.
-            guard exchange!.shared.informational(status: Int(head.status.code), headers: head.headers) else {
-                failExchange(
-                    FerryError(
-                        .badServerResponse,
-                        "the server sent more than \(HTTP1ExchangeState.maximumInformationalResponses) informational (1xx) responses before its answer"
-                    )
-                )
+            if let tooMany = exchange!.shared.informational(status: Int(head.status.code), headers: head.headers) {
+                failExchange(tooMany)
                 context.close(promise: nil)
                 return
             }
@@ -489,8 +484,10 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
 final class HTTP1ExchangeState: Sendable {
     let timing: NIOLockedValueBox<TransportTiming>
     private let done = Atomic<Bool>(false)
-    /// Where informational (1xx) answers go; nil: nobody listens (they are read and dropped).
-    private let informationalSink: InformationalResponseSink?
+    /// The request's URL, which informational (1xx) answers are for.
+    private let url: URL?
+    /// Where informational answers go; nil: nobody listens (they are read and dropped).
+    private let informationalResponses: TransferContext.InformationalResponses?
     private let informationalCount = Atomic<Int>(0)
     /// More informational answers than this before the final one fail the exchange: a server that
     /// sends them without end would otherwise keep it alive (and its listener busy) for ever.
@@ -504,26 +501,26 @@ final class HTTP1ExchangeState: Sendable {
     ///   - informational: the transfer's listener for them (``TransferContext/informationalResponses``).
     init(timing: TransportTiming = TransportTiming(), url: URL? = nil, informational: TransferContext.InformationalResponses? = nil) {
         self.timing = NIOLockedValueBox(timing)
-        self.informationalSink = url.flatMap { url in informational.map { InformationalResponseSink(url: url, deliver: $0) } }
+        self.url = url
+        self.informationalResponses = informational
     }
 
     /// An informational answer (1xx other than 101) arrived before the final one: handed to the
-    /// listener, if any. False when there were more than ``maximumInformationalResponses`` (the caller
-    /// fails the exchange).
-    func informational(status: Int, headers: HTTPHeaders) -> Bool {
+    /// listener, if any. Returns the error to fail the exchange with when there were more than
+    /// ``maximumInformationalResponses``; nil otherwise.
+    func informational(status: Int, headers: HTTPHeaders) -> FerryError? {
         let count = informationalCount.wrappingAdd(1, ordering: .relaxed).newValue
-        guard count <= Self.maximumInformationalResponses else { return false }
-        if let sink = informationalSink {
-            sink.deliver(sink.url, status, Headers(headers.map { ($0.name, $0.value) }))
+        guard count <= Self.maximumInformationalResponses else {
+            return FerryError(
+                .badServerResponse,
+                "the server sent more than \(Self.maximumInformationalResponses) informational (1xx) responses before its answer"
+            )
         }
-        return true
+        if let informationalResponses, let url {
+            informationalResponses(url, status, Headers(headers.map { ($0.name, $0.value) }))
+        }
+        return nil
     }
-}
-
-/// An exchange's listener for informational answers, with the URL they are for.
-private struct InformationalResponseSink: Sendable {
-    let url: URL
-    let deliver: TransferContext.InformationalResponses
 }
 
 /// What runs exchanges on a connection's loop: an HTTP/1.1 connection's handler, or an HTTP/2

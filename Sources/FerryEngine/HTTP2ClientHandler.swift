@@ -512,15 +512,8 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
                 // Informational (103 Early Hints, say): the real head follows.
                 if endStream {
                     fail(id, FerryError(.badServerResponse, "the server ended the stream after an informational response"), reset: nil)
-                } else if !stream.shared.informational(status: status, headers: headers) {
-                    fail(
-                        id,
-                        FerryError(
-                            .badServerResponse,
-                            "the server sent more than \(HTTP1ExchangeState.maximumInformationalResponses) informational (1xx) responses before its answer"
-                        ),
-                        reset: .cancel
-                    )
+                } else if let tooMany = stream.shared.informational(status: status, headers: headers) {
+                    fail(id, tooMany, reset: .cancel)
                 }
                 return
             }

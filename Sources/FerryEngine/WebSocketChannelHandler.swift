@@ -91,15 +91,7 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        closeTimer?.cancel()
-        if ending == nil {
-            ending = WebSocketConnection.End(
-                code: .abnormalClosure,
-                reason: "",
-                error: FerryError(.networkConnectionLost, "the server closed the connection without a WebSocket close frame")
-            )
-        }
-        conclude()
+        channelGone()
         context.fireChannelInactive()
     }
 
@@ -108,6 +100,11 @@ final class WebSocketChannelHandler: ChannelDuplexHandler {
     /// the connection ends as it would have, after the messages that came before.
     func channelClosedBeforeAdded() {
         guard !concluded else { return }
+        channelGone()
+    }
+
+    /// The connection is gone: it ends as its closing said, or as lost when nothing was said.
+    private func channelGone() {
         if ending == nil {
             ending = WebSocketConnection.End(
                 code: .abnormalClosure,

@@ -1,3 +1,4 @@
+import Ferry
 public import Foundation
 #if canImport(FoundationNetworking)
 public import FoundationNetworking
@@ -16,8 +17,8 @@ final class BytesTaskDelegate: NSObject, URLSessionDataDelegate, @unchecked Send
 
     private let user: (any URLSessionTaskDelegate)?
     private let lock = NSLock()
-    private var head: Result<URLResponse, any Error>?
-    private var headWaiter: CheckedContinuation<URLResponse, any Error>?
+    /// The response, or the error that came instead; the first settles it.
+    private let head = OutcomeSlot<Carried<Result<URLResponse, any Error>>>()
     private var buffered = 0
     private var paused = false
     /// Set once the task exists; let go when it completes (the task holds this delegate).
@@ -40,14 +41,7 @@ final class BytesTaskDelegate: NSObject, URLSessionDataDelegate, @unchecked Send
         }
         return try await withTaskCancellationHandler {
             task.resume()
-            return try await withCheckedThrowingContinuation { continuation in
-                let ready = lock.withLock { () -> Result<URLResponse, any Error>? in
-                    if let head { return head }
-                    headWaiter = continuation
-                    return nil
-                }
-                if let ready { continuation.resume(with: ready) }
-            }
+            return try await head.value().value.get()
         } onCancel: {
             task.cancel()
         }
@@ -65,13 +59,7 @@ final class BytesTaskDelegate: NSObject, URLSessionDataDelegate, @unchecked Send
     }
 
     private func settleHead(_ result: Result<URLResponse, any Error>) {
-        let waiter = lock.withLock { () -> CheckedContinuation<URLResponse, any Error>? in
-            guard head == nil else { return nil }
-            head = result
-            defer { headWaiter = nil }
-            return headWaiter
-        }
-        waiter?.resume(with: result)
+        head.set(Carried(value: result))
     }
 
     // MARK: The response and its body

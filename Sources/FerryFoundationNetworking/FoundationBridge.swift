@@ -162,6 +162,12 @@ enum FoundationBridge {
         return URLError(code, userInfo: info)
     }
 
+    /// Apple's error for whatever the engine threw: a ``FerryError`` as ``error(_:url:)`` makes it,
+    /// anything else as it is.
+    static func error(from error: any Error, url: URL?) -> any Error {
+        (error as? FerryError).map { self.error($0, url: url) } ?? error
+    }
+
     /// A `URLError` of `code` with `message` and the failing URL under both of Apple's keys.
     static func error(_ code: URLError.Code, _ message: String, url: URL?) -> URLError {
         var info: [String: Any] = [NSLocalizedDescriptionKey: message]

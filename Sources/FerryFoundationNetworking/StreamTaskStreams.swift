@@ -211,9 +211,8 @@ final class StreamTaskInputStream: InputStream, @unchecked Sendable {
                     return
                 }
             } catch {
-                let converted = (error as? FerryError).map { FoundationBridge.error($0, url: nil) } ?? error
                 condition.withLock {
-                    failure = converted
+                    failure = FoundationBridge.error(from: error, url: nil)
                     condition.broadcast()
                 }
                 events.post(.errorOccurred, from: self)
@@ -315,9 +314,8 @@ final class StreamTaskOutputStream: OutputStream, @unchecked Sendable {
             do {
                 try await task.write(data, timeout: 0)
             } catch {
-                let converted = (error as? FerryError).map { FoundationBridge.error($0, url: nil) } ?? error
                 condition.withLock {
-                    failure = converted
+                    failure = FoundationBridge.error(from: error, url: nil)
                     condition.broadcast()
                 }
                 events.post(.errorOccurred, from: self)

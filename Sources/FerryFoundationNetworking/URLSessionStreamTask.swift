@@ -42,7 +42,7 @@ open class URLSessionStreamTask: URLSessionTask, @unchecked Sendable {
     }
 
     private func converted(_ error: any Error) -> any Error {
-        (error as? FerryError).map { FoundationBridge.error($0, url: currentRequest?.url) } ?? error
+        FoundationBridge.error(from: error, url: currentRequest?.url)
     }
 
     // MARK: Reading and writing
