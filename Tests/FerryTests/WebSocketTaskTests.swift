@@ -140,8 +140,11 @@ struct WebSocketTaskTests {
             let started = ContinuousClock.now
             let error = await #expect(throws: FerryError.self) { try await socket.receive() }
             #expect(error?.code == .networkConnectionLost)
-            // At once: not after a timeout (the close timeout is 5 s, the request timeout 60 s).
-            #expect(ContinuousClock.now - started < .seconds(3))
+            // Ended by the drop, not by a timeout: a timeout would fail it as timedOut (checked above),
+            // and the request timeout is 60 s. The bound only tells that from waiting for it; it was
+            // 3 s, and a full run beside two CPU hogs took 4.75 s here (the close timeout, 5 s, does not
+            // apply: this side never sent a close).
+            #expect(ContinuousClock.now - started < .seconds(30))
             await socket.waitUntilFinished()
             #expect(socket.error?.code == .networkConnectionLost)
             #expect(socket.closeCode == .abnormalClosure)
