@@ -20,7 +20,7 @@ import Glibc
 public final class DaemonClient: Sendable {
     /// Where the daemon's socket and state are.
     public let paths: DaemonPaths
-    private let transport: HTTP1Transport
+    private let transport: NetworkTransport
 
     /// A client for the daemon at `paths`.
     public init(paths: DaemonPaths) {
@@ -31,7 +31,7 @@ public final class DaemonClient: Sendable {
     /// Ferry's own transport over the daemon's socket, one per socket in the process (its connections
     /// are kept for the next call). Never a proxy; no idle limit (an attached session may be quiet
     /// for hours).
-    private static func transport(for socket: String) -> HTTP1Transport {
+    private static func transport(for socket: String) -> NetworkTransport {
         controlTransports.withLock { transports in
             if let existing = transports[socket] { return existing }
             var options = TransportOptions()
@@ -39,13 +39,13 @@ public final class DaemonClient: Sendable {
             options.proxies = ProxySettings()
             options.idleTimeout = 10 * 365 * 86_400
             options.connectTimeout = 5
-            let made = HTTP1Transport(options: options)
+            let made = NetworkTransport(options: options)
             transports[socket] = made
             return made
         }
     }
 
-    private static let controlTransports = Mutex<[String: HTTP1Transport]>([:])
+    private static let controlTransports = Mutex<[String: NetworkTransport]>([:])
 
     /// A client for this user's daemon (or the one `FERRY_HOME` names).
     /// - Throws: `FerryError` when no directory can be worked out.

@@ -14,7 +14,7 @@ struct ExchangeAnswer: Sendable {
         /// The whole body (possibly empty), already here.
         case complete(ByteBuffer)
         /// The body as it arrives.
-        case streaming(HTTP1ConnectionHandler.Producer)
+        case streaming(ResponseBody.Producer)
     }
 
     let head: HTTPResponseHead

@@ -51,7 +51,7 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
     static let maximumHeaderListSize = 1 << 16
 
     var events = Events()
-    private let settings: HTTP1Transport.HTTP2Settings
+    private let settings: HTTP2Settings
     /// The streams' idle timeout unless a request asks for less.
     private let idleTimeout: TimeAmount
     private var context: ChannelHandlerContext?
@@ -109,7 +109,7 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
     private var pingsSent: UInt64 = 0
     private var idleTicks: Int64 = 0
 
-    init(settings: HTTP1Transport.HTTP2Settings, idleTimeout: TimeAmount) {
+    init(settings: HTTP2Settings, idleTimeout: TimeAmount) {
         self.settings = settings
         self.idleTimeout = idleTimeout
         self.reader = HTTP2FrameReader(maximumFrameSize: settings.maximumFrameSize)
@@ -198,7 +198,7 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
         announceGoAway()
         for id in Array(streams.keys) {
             guard let stream = streams[id] else { continue }
-            fail(id, ExchangeEnds.closed(receivedAnything: stream.receivedAnything), reset: nil)
+            fail(id, ExchangeEnds.closed(receivedAnything: stream.machine.receivedAnything), reset: nil)
         }
         context.fireChannelInactive()
     }
@@ -215,13 +215,13 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
     /// Starts `request` on a new stream. `answer` completes once the read that brought the response head
     /// is done, with the whole content when the stream ended in that read, else with a sequence the
     /// content streams through, whose demand reaches this handler through `slot`; or fails (with
-    /// ``HTTP1ConnectionError/refused(_:)`` when the connection can take no new stream).
+    /// ``ConnectionError/refused(_:)`` when the connection can take no new stream).
     func start(
         _ request: Request,
         exchange: Int,
         answer: EventLoopPromise<ExchangeAnswer>,
         slot: HandlerSlot,
-        shared: HTTP1ExchangeState,
+        shared: ExchangeContext,
         deadline: NIODeadline,
         idleTimeout requested: TimeAmount?
     ) {
@@ -232,7 +232,7 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
                 announceGoAway()
                 if let context = self.context { closeIfDrained(context: context) }
             }
-            let refusal = HTTP1ConnectionError.refused("the HTTP/2 connection is closing")
+            let refusal = ConnectionError.refused("the HTTP/2 connection is closing")
             answer.fail(refusal)
             events.streamClosed()
             return
@@ -249,6 +249,14 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
             events.streamClosed()
             return
         }
+        var endStream = false
+        var outbound: ByteBuffer?
+        switch request.body {
+        case .none: endStream = true
+        case .bytes(let bytes):
+            if bytes.readableBytes == 0 { endStream = true } else { outbound = bytes }
+        case .streamed: break
+        }
         let now = context.eventLoop.now
         let stream = HTTP2Stream(
             exchange: exchange,
@@ -257,22 +265,16 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
             slot: slot,
             shared: shared,
             isHead: request.isHead,
+            requestSent: endStream,
             sendWindow: peerInitialWindow,
             receiveWindow: settings.streamWindow,
             deadline: deadline,
             now: now,
             idle: min(idleTimeout, requested ?? idleTimeout)
         )
+        if let outbound { stream.outbound.append((outbound, true, nil)) }
         armStreamWatchdog(min(now + stream.idle, deadline), context: context)
         shared.timing.withLockedValue { $0.requestStart = Date() }
-        var endStream = false
-        switch request.body {
-        case .none: endStream = true
-        case .bytes(let bytes):
-            if bytes.readableBytes == 0 { endStream = true } else { stream.outbound.append((bytes, true, nil)) }
-        case .streamed: break
-        }
-        stream.requestDone = endStream
         streams[id] = stream
         exchanges[exchange] = id
         var frames = takeOutbox(context: context, capacity: block.readableBytes + 32)
@@ -292,7 +294,7 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
     /// Request content for a streamed body; `promise` completes once it is written (or fails when the
     /// stream has ended).
     func send(exchange: Int, _ bytes: ByteBuffer, end: Bool, promise: EventLoopPromise<Void>?) {
-        guard let id = exchanges[exchange], let context, let stream = streams[id], !stream.requestDone,
+        guard let id = exchanges[exchange], let context, let stream = streams[id], stream.machine.request == .sending,
             stream.outbound.last?.end != true
         else {
             promise?.fail(FerryError(.cancelled, "the HTTP/2 stream has ended"))
@@ -317,7 +319,7 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
     }
 
     func readerGone(id exchange: Int) {
-        guard let id = exchanges[exchange], let stream = streams[id], !stream.responseDone else { return }
+        guard let id = exchanges[exchange], let stream = streams[id], stream.machine.response != .complete else { return }
         fail(id, FerryError(.cancelled, "the response body was abandoned"), reset: .cancel)
     }
 
@@ -453,8 +455,11 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
         }
         // A stream this side has reset or finished: its bytes are dropped.
         guard let stream = streams[id] else { return }
-        guard stream.headReceived, !stream.responseDone else {
-            fail(id, FerryError(.badServerResponse, "the server sent content before the response's header fields"), reset: .protocolError)
+        let count = content.readableBytes
+        do {
+            try stream.machine.receivedBody(count: count)
+        } catch {
+            fail(id, error.error, reset: .protocolError)
             return
         }
         stream.lastActivity = context.eventLoop.now
@@ -464,17 +469,7 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
             fail(id, FerryError(.badServerResponse, "the server sent more than the stream's window"), reset: .flowControlError)
             return
         }
-        let count = content.readableBytes
         if count > 0 {
-            stream.receivedLength += Int64(count)
-            if let expected = stream.expectedLength, stream.receivedLength > expected {
-                fail(
-                    id,
-                    FerryError(.badServerResponse, "the server sent more than the \(expected) bytes its Content-Length promised"),
-                    reset: .protocolError
-                )
-                return
-            }
             if !stream.hasContent, !endStream { batched.append(id) }
             stream.keep(content, allocator: context.channel.allocator)
         }
@@ -488,55 +483,60 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
         let fields = try decoder.decodeHeaders(from: &block)
         guard let stream = streams[id] else { return }
         stream.lastActivity = context.eventLoop.now
-        stream.receivedAnything = true
+        let isTrailers: Bool
+        if case .awaitingHead = stream.machine.response { isTrailers = false } else { isTrailers = true }
         // Malformed (RFC 9113 §8.1.1): a stream error, and nothing of the block is used.
-        if let problem = HTTP2ResponseFields.problem(fields.lazy.map { (name: $0.name, value: $0.value) }, trailers: stream.headReceived) {
+        if let problem = HTTP2ResponseFields.problem(fields.lazy.map { (name: $0.name, value: $0.value) }, trailers: isTrailers) {
             fail(id, FerryError(.badServerResponse, "the server sent a malformed HTTP/2 response: \(problem)"), reset: .protocolError)
             return
         }
-        if !stream.headReceived {
-            var status: Int?
-            var headers = HTTPHeaders()
-            for field in fields {
-                if field.name == ":status" {
-                    status = Int(field.value)
-                } else if !field.name.hasPrefix(":") {
-                    headers.add(name: field.name, value: field.value)
-                }
-            }
-            guard let status, (100...999).contains(status) else {
-                fail(id, FerryError(.badServerResponse, "the server's HTTP/2 response has no valid :status"), reset: .protocolError)
+        do {
+            if isTrailers {
+                // Trailers: the response's end.
+                try stream.machine.receivedTrailers(endsResponse: endStream)
+            } else if try !responseHead(fields, on: stream, endStream: endStream) {
                 return
             }
-            if (100..<200).contains(status) {
-                // Informational (103 Early Hints, say): the real head follows.
-                if endStream {
-                    fail(id, FerryError(.badServerResponse, "the server ended the stream after an informational response"), reset: nil)
-                } else if let tooMany = stream.shared.informational(status: status, headers: headers) {
-                    fail(id, tooMany, reset: .cancel)
-                }
-                return
-            }
-            if !stream.isHead, status != 204, status != 304, let length = headers.first(name: "content-length") {
-                guard let expected = Int64(length), expected >= 0 else {
-                    fail(id, FerryError(.badServerResponse, "the server sent an invalid Content-Length (\(length))"), reset: .protocolError)
-                    return
-                }
-                stream.expectedLength = expected
-            }
-            stream.headReceived = true
-            stream.shared.timing.withLockedValue { $0.responseStart = Date() }
-            // Handed over once this read is done, with the whole content if the stream ends in it.
-            stream.head = HTTPResponseHead(version: .http2, status: .init(statusCode: status), headers: headers)
-            headsPending.append(id)
-        } else {
-            // Trailers: the response's end.
-            guard endStream else {
-                fail(id, FerryError(.badServerResponse, "the server sent a second header block without ending the stream"), reset: .protocolError)
-                return
-            }
+        } catch {
+            fail(id, error.error, reset: .protocolError)
+            return
         }
         if endStream { responseEnded(id, context: context) }
+    }
+
+    /// A head for `stream`: informational (handed to the listener; returns false, the stream goes on
+    /// without ending) or final (held until the read is done).
+    private func responseHead(_ fields: HPACKHeaders, on stream: HTTP2Stream, endStream: Bool) throws(ExchangeStateMachine.Failure) -> Bool {
+        var status: Int?
+        var headers = HTTPHeaders()
+        for field in fields {
+            if field.name == ":status" {
+                status = Int(field.value)
+            } else if !field.name.hasPrefix(":") {
+                headers.add(name: field.name, value: field.value)
+            }
+        }
+        guard let status, (100...999).contains(status) else {
+            throw ExchangeStateMachine.Failure("the server's HTTP/2 response has no valid :status")
+        }
+        guard status != 101 else {
+            throw ExchangeStateMachine.Failure("the server answered 101 over HTTP/2, which has no protocol switch (RFC 9113 §8.6)")
+        }
+        let head = HTTPResponseHead(version: .http2, status: .init(statusCode: status), headers: headers)
+        switch try stream.machine.receivedHead(head) {
+        case .informational:
+            // 103 Early Hints, say: the real head follows.
+            if endStream {
+                throw ExchangeStateMachine.Failure("the server ended the stream after an informational response")
+            }
+            stream.shared.informational(status: status, headers: headers)
+            return false
+        case .final:
+            stream.shared.timing.withLockedValue { $0.responseStart = Date() }
+            // Handed over once this read is done, with the whole content if the stream ends in it.
+            headsPending.append(stream.id)
+            return true
+        }
     }
 
     private func applySettings(_ payload: ByteBuffer, context: ChannelHandlerContext) throws {
@@ -591,9 +591,9 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
 
     private func reset(_ id: UInt32, by code: HTTP2Frame.ErrorCode) {
         guard let stream = streams[id] else { return }
-        if code == .refusedStream, !stream.receivedAnything {
-            fail(id, HTTP1ConnectionError.refused("HTTP/2 REFUSED_STREAM"), reset: nil)
-        } else if code == .noError, stream.responseDone {
+        if code == .refusedStream, !stream.machine.receivedAnything {
+            fail(id, ConnectionError.refused("HTTP/2 REFUSED_STREAM"), reset: nil)
+        } else if code == .noError, stream.machine.response == .complete {
             // The server took the answer as the end (it need not read the rest of the request).
             return
         } else {
@@ -609,7 +609,7 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
         announceGoAway()
         // Streams above the last one the server processed were not: safe to send again elsewhere.
         for id in Array(streams.keys) where id > lastProcessed {
-            fail(id, HTTP1ConnectionError.refused("GOAWAY (\(code)) below the stream"), reset: nil)
+            fail(id, ConnectionError.refused("GOAWAY (\(code)) below the stream"), reset: nil)
         }
         closeIfDrained(context: context)
     }
@@ -627,42 +627,35 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
     /// The server ended stream `id`'s response.
     private func responseEnded(_ id: UInt32, context: ChannelHandlerContext) {
         guard let stream = streams[id] else { return }
-        if let expected = stream.expectedLength, stream.receivedLength != expected {
-            fail(
-                id,
-                FerryError(
-                    .networkConnectionLost,
-                    "the server ended the response after \(stream.receivedLength) of the \(expected) bytes its Content-Length promised"
-                ),
-                reset: nil
-            )
+        let end: ExchangeStateMachine.End
+        do {
+            end = try stream.machine.responseEnded()
+        } catch {
+            fail(id, error.error, reset: nil)
             return
         }
-        stream.responseDone = true
-        if !stream.requestDone {
+        if end.requestAbandoned {
             // An answer before the whole request (an early 413, say): the rest is not sent (RFC 9113 §8.1).
-            stream.requestDone = true
             for pending in stream.outbound { pending.promise?.fail(FerryError(.cancelled, "the server answered before the whole request")) }
             stream.outbound = []
             queue(context: context) { $0.writeHTTP2ResetStream(stream: id, code: .noError) }
         }
-        finish(id)
+        finish(id, head: end.answerWithHead)
     }
 
-    /// Ends stream `id` with its response complete.
-    private func finish(_ id: UInt32) {
+    /// Ends stream `id` with its response complete; `head` when the caller has not been given it yet.
+    private func finish(_ id: UInt32, head: HTTPResponseHead?) {
         guard let stream = remove(id) else { return }
         let pieces = stream.takeBatch()
         stream.shared.finished()
-        if let head = stream.head, pieces.count <= 1 {
+        if let head, pieces.count <= 1 {
             // The whole answer came in this read: it goes with its content, no sequence needed.
             let promise = stream.answer
             stream.answer = nil
-            stream.head = nil
             promise?.succeed(ExchangeAnswer(head: head, body: .complete(pieces.first ?? ByteBuffer())))
             return
         }
-        startStreaming(stream)
+        if let head { startStreaming(stream, head: head) }
         if !pieces.isEmpty { _ = stream.source?.yield(contentsOf: pieces) }
         stream.source?.finish()
     }
@@ -670,17 +663,16 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
     /// Hands stream `id`'s response head over with a sequence its content streams through (its read is
     /// done and the stream goes on).
     private func startStreaming(_ id: UInt32) {
-        guard let stream = streams[id] else { return }
-        startStreaming(stream)
+        guard let stream = streams[id], let head = stream.machine.readComplete() else { return }
+        startStreaming(stream, head: head)
     }
 
-    private func startStreaming(_ stream: HTTP2Stream) {
-        guard let head = stream.head else { return }
+    private func startStreaming(_ stream: HTTP2Stream, head: HTTPResponseHead) {
         // Pieces are up to 64 KiB (content is copied into buffers of that size): up to 4 MiB, the
         // stream's window, waits for the reader. With 2 and 4, as over HTTP/1.1, the reader paused and
         // resumed thousands of times a GiB when pieces were 8 KiB DATA frames, each a wake-up of the
         // loop (4,029 eventfd writes for 1 GiB, measured).
-        let made = HTTP1Transport.responseBody(
+        let made = ResponseBody.make(
             slot: stream.slot,
             shared: stream.shared,
             id: stream.exchange,
@@ -688,7 +680,6 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
         )
         let promise = stream.answer
         stream.answer = nil
-        stream.head = nil
         stream.source = made.source
         promise?.succeed(ExchangeAnswer(head: head, body: .streaming(made.sequence)))
     }
@@ -702,8 +693,11 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
         }
         for pending in stream.outbound { pending.promise?.fail(error) }
         stream.shared.finished()
-        stream.answer?.fail(error)
-        stream.source?.finish(error)
+        switch stream.machine.fail() {
+        case .failAnswer: stream.answer?.fail(error)
+        case .failBody: stream.source?.finish(error)
+        case .nothing: break
+        }
     }
 
     private func remove(_ id: UInt32) -> HTTP2Stream? {
@@ -737,7 +731,7 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
     /// Gives the server window again for what stream `id` received, unless its reader is full, once a
     /// quarter of the window is owed (fewer frames; the server still has three quarters to send into).
     private func acknowledge(_ id: UInt32) {
-        guard let stream = streams[id], !stream.paused, !stream.responseDone, stream.unacknowledged > 0,
+        guard let stream = streams[id], !stream.paused, stream.machine.response != .complete, stream.unacknowledged > 0,
             stream.unacknowledged >= settings.streamWindow / 4, let context
         else { return }
         let increment = stream.unacknowledged
@@ -775,7 +769,8 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
             if last {
                 stream.outbound.removeFirst()
                 if end {
-                    stream.requestDone = true
+                    // (Written only while the request is being sent: ``send(exchange:_:end:promise:)``'s guard.)
+                    _ = try? stream.machine.requestSent()
                     let shared = stream.shared
                     let written = context.eventLoop.makePromise(of: Void.self)
                     written.futureResult.whenSuccess { shared.timing.withLockedValue { $0.requestEnd = Date() } }

@@ -4,7 +4,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import Synchronization
 
-/// One HTTP/2 connection of ``HTTP1Transport`` (ALPN chose `h2`): shared by every request to its origin,
+/// One HTTP/2 connection of ``NetworkTransport`` (ALPN chose `h2`): shared by every request to its origin,
 /// each on a stream of its own, up to the server's SETTINGS_MAX_CONCURRENT_STREAMS.
 ///
 /// Its streams are counted here (a slot is reserved before the stream is started and given back when
@@ -13,7 +13,8 @@ import Synchronization
 final class HTTP2Connection: Sendable {
     let channel: any Channel
     let handler: NIOLoopBound<HTTP2ClientHandler>
-    let origin: String
+    /// What the pool keeps it under.
+    let key: PoolKey
     /// Addresses, TLS and connect times, shared with HTTP/1.1 connections.
     let info = ConnectionInfo()
     private let exchanges = Atomic<Int>(0)
@@ -31,10 +32,10 @@ final class HTTP2Connection: Sendable {
 
     /// A connection with one stream reserved for the request that opened it (so an idle check between
     /// the handshake and that request cannot close it under the request).
-    init(channel: any Channel, handler: NIOLoopBound<HTTP2ClientHandler>, origin: String) {
+    init(channel: any Channel, handler: NIOLoopBound<HTTP2ClientHandler>, key: PoolKey) {
         self.channel = channel
         self.handler = handler
-        self.origin = origin
+        self.key = key
         state.withLockedValue { $0.streams = 1 }
     }
 
@@ -85,7 +86,7 @@ final class HTTP2Connection: Sendable {
 }
 
 /// What is known of a connection once it is open: when it was made, where to, TLS. Shared by the
-/// HTTP/1.1 and HTTP/2 connections of ``HTTP1Transport``.
+/// HTTP/1.1 and HTTP/2 connections of ``NetworkTransport``.
 final class ConnectionInfo: Sendable {
     private let known = NIOLockedValueBox(Details())
 

@@ -8,27 +8,16 @@ final class HTTP2Stream {
     /// The transport's number for the exchange (the body reader's demand names it).
     let exchange: Int
     let id: UInt32
+    /// What has been sent and received, and what comes next.
+    var machine: ExchangeStateMachine
     /// Completed with the answer once the read that brought the response head is done (with the whole
     /// content when the stream ended in that read); nil once it has been.
     var answer: EventLoopPromise<ExchangeAnswer>?
-    /// The response head, held until its read is done.
-    var head: HTTPResponseHead?
-    /// The response head has arrived.
-    var headReceived = false
     /// Where the content streams once the answer went without it.
-    var source: HTTP1ConnectionHandler.Producer.Source?
+    var source: ResponseBody.Producer.Source?
     /// The body reader's way back to the handler.
     let slot: HandlerSlot
-    let shared: HTTP1ExchangeState
-    /// A HEAD request: its response has no content, whatever Content-Length says.
-    let isHead: Bool
-
-    /// END_STREAM has been written (content still waiting for window does not count).
-    var requestDone = false
-    /// END_STREAM has arrived.
-    var responseDone = false
-    /// Any of the response (HEADERS included) has arrived.
-    var receivedAnything = false
+    let shared: ExchangeContext
 
     /// Request content waiting for flow-control window, in order, each with the promise completed once
     /// all of it is written.
@@ -44,9 +33,6 @@ final class HTTP2Stream {
     var unacknowledged = 0
     /// What the server may still send before it oversteps the window.
     var receiveWindow: Int
-    /// Content-Length of the response, when it has content and says so.
-    var expectedLength: Int64?
-    var receivedLength: Int64 = 0
 
     /// When the whole exchange must be over (the resource timeout).
     let deadline: NIODeadline
@@ -59,8 +45,9 @@ final class HTTP2Stream {
         id: UInt32,
         answer: EventLoopPromise<ExchangeAnswer>,
         slot: HandlerSlot,
-        shared: HTTP1ExchangeState,
+        shared: ExchangeContext,
         isHead: Bool,
+        requestSent: Bool,
         sendWindow: Int,
         receiveWindow: Int,
         deadline: NIODeadline,
@@ -74,7 +61,7 @@ final class HTTP2Stream {
         self.deadline = deadline
         self.lastActivity = now
         self.shared = shared
-        self.isHead = isHead
+        self.machine = ExchangeStateMachine(isHeadRequest: isHead, requestSent: requestSent)
         self.sendWindow = sendWindow
         self.receiveWindow = receiveWindow
         self.idle = idle
@@ -86,8 +73,8 @@ final class HTTP2Stream {
     /// Keeps `content` for the reader, copied (see ``ContentCopier``).
     func keep(_ content: ByteBuffer, allocator: ByteBufferAllocator) {
         // No larger than what Content-Length says is still to come (a 1 KiB answer gets 1 KiB); the
-        // content's own bytes are already counted in `receivedLength`.
-        let remaining = expectedLength.map { Int(clamping: $0 - receivedLength) + content.readableBytes }
+        // content's own bytes are already counted by the machine.
+        let remaining = machine.remainingLength.map { Int(clamping: $0) + content.readableBytes }
         if let full = copier.copy(content, allocator: allocator, remaining: remaining) { batch.append(full) }
     }
 

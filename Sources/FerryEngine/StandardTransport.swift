@@ -2,7 +2,7 @@ import FerryCore
 public import Foundation
 public import NIOCore
 
-/// The transport sessions, ferryd and the CLI use: ``HTTP1Transport`` (SwiftNIO, written for speed) for
+/// The transport sessions, ferryd and the CLI use: ``NetworkTransport`` (SwiftNIO, written for speed) for
 /// `http://` and `https://`, speaking HTTP/2 over TLS when the server picks `h2` by ALPN (unless
 /// ``TransportOptions/httpVersion`` is `.http1Only`), HTTP/1.1 otherwise.
 ///
@@ -12,12 +12,12 @@ public final class StandardTransport: HTTPTransport {
     /// Settings for the transport.
     public typealias Options = TransportOptions
 
-    private let native: HTTP1Transport
+    private let native: NetworkTransport
 
     /// Creates the transport the options call for.
     /// - Throws: ``FerryError`` when a trust root, client identity or proxy setting cannot be used.
     public init(options: Options = Options()) throws {
-        native = HTTP1Transport(options: options)
+        native = NetworkTransport(options: options)
         try native.checkSettings()
     }
 

@@ -37,7 +37,7 @@ extension WebSocketConnection {
             }
         }
         // Host, port, the Host field and the request target as for the http(s) URL of the same place.
-        let target = try HTTP1Target(http)
+        let target = try HTTPTarget(http)
         let stream = try await connector.openByteStream(
             host: target.host,
             port: target.port,
@@ -49,7 +49,7 @@ extension WebSocketConnection {
 
     private static func upgrade(
         _ stream: ByteStream,
-        target: HTTP1Target,
+        target: HTTPTarget,
         request: UpgradeRequest,
         options: Options,
         deadline: NIODeadline

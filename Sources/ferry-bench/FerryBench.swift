@@ -344,6 +344,6 @@ struct MemoryTransport: HTTPTransport {
 
     func shutdown() async throws {}
 
-    /// As ``HTTP1Transport``: no timer task per body.
+    /// As ``NetworkTransport``: no timer task per body.
     var enforcesDeadlineOverBody: Bool { true }
 }

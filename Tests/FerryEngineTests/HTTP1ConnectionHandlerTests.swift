@@ -45,8 +45,9 @@ import Testing
             id: id,
             answer: answer,
             slot: slot,
-            shared: HTTP1ExchangeState(),
+            shared: ExchangeContext(),
             keepAlive: true,
+            isHeadRequest: method == .HEAD,
             deadline: deadline
         )
         #expect(began)

@@ -33,7 +33,7 @@ import Testing
 
     private struct Exchange {
         let answer: EventLoopFuture<ExchangeAnswer>
-        let shared: HTTP1ExchangeState
+        let shared: ExchangeContext
 
         /// The response head (once the read that brought it is done).
         var head: EventLoopFuture<HTTPResponseHead> { answer.map(\.head) }
@@ -108,9 +108,9 @@ import Testing
 
     private func connected(
         _ seen: Seen,
-        _ change: (inout HTTP1Transport.HTTP2Settings) -> Void = { _ in }
+        _ change: (inout HTTP2Settings) -> Void = { _ in }
     ) throws -> (EmbeddedChannel, HTTP2ClientHandler, Server) {
-        var settings = HTTP1Transport.HTTP2Settings()
+        var settings = HTTP2Settings()
         change(&settings)
         let channel = EmbeddedChannel()
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
@@ -158,7 +158,7 @@ import Testing
         body: HTTP2ClientHandler.Request.Body = .none
     ) -> Exchange {
         let loop = channel.embeddedEventLoop
-        let shared = HTTP1ExchangeState()
+        let shared = ExchangeContext()
         let demands = Demands()
         let answer = loop.makePromise(of: ExchangeAnswer.self)
         let fields = [(":method", method), (":scheme", "https"), (":authority", "example.test"), (":path", "/")]
@@ -334,7 +334,7 @@ import Testing
         let second = start(handler, channel, exchange: 2)
         try server.send { $0.writeHTTP2GoAway(lastStream: 1, code: .noError) }
         #expect(seen.goAways == 1)
-        let refused = try #require(error(of: second.head) as? HTTP1ConnectionError)
+        let refused = try #require(error(of: second.head) as? ConnectionError)
         guard case .refused = refused else {
             Issue.record("\(refused)")
             return
@@ -359,7 +359,7 @@ import Testing
 
         let refused = start(handler, channel, exchange: 2)
         try server.send { $0.writeHTTP2ResetStream(stream: 3, code: .refusedStream) }
-        #expect(error(of: refused.head) is HTTP1ConnectionError)
+        #expect(error(of: refused.head) is ConnectionError)
 
         let short = start(handler, channel, exchange: 3)
         try server.headers(5, [(":status", "200"), ("content-length", "10")])
@@ -376,7 +376,7 @@ import Testing
         handler.nextStream = UInt32(Int32.max)
         let exchange = start(handler, channel, exchange: 1)
         // Refused (sent again on a new connection), the pool told, and the idle connection closed.
-        #expect(error(of: exchange.head) is HTTP1ConnectionError)
+        #expect(error(of: exchange.head) is ConnectionError)
         #expect(seen.goAways == 1)
         #expect(!channel.isActive)
     }

@@ -33,7 +33,7 @@ import Glibc
 
         var options = TransportOptions()
         options.additionalTrustRootsPEM = [certificates.trustRootPEM]
-        let transport = HTTP1Transport(options: options)
+        let transport = NetworkTransport(options: options)
         let response = try await transport.send(
             TransportRequest(method: "GET", url: URL(string: "https://127.0.0.1:\(port)/big.bin")!, headers: Headers()),
             deadline: .now() + .seconds(60)
@@ -74,7 +74,7 @@ import Glibc
 
         var options = TransportOptions()
         options.additionalTrustRootsPEM = [certificates.trustRootPEM]
-        let transport = HTTP1Transport(options: options)
+        let transport = NetworkTransport(options: options)
         // The first request opens the connection; the others share it, all at once.
         _ = try await fetch(transport, "https://127.0.0.1:\(port)/0.bin", within: .seconds(60))
         try await withThrowingTaskGroup(of: (Int, [UInt8], Bool).self) { group in

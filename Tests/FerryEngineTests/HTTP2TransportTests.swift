@@ -9,8 +9,8 @@ import Testing
 /// HTTP/2 on Ferry's own transport (ALPN `h2`): one connection per origin carrying concurrent requests as
 /// streams, GOAWAY and RST_STREAM, against ferry-testserver's HTTP/2 listener (swift-nio-http2).
 @Suite struct HTTP2TransportTests {
-    private func transport(_ server: TestServer, _ change: (inout TransportOptions) -> Void = { _ in }) -> HTTP1Transport {
-        HTTP1Transport(options: trusting(server, change))
+    private func transport(_ server: TestServer, _ change: (inout TransportOptions) -> Void = { _ in }) -> NetworkTransport {
+        NetworkTransport(options: trusting(server, change))
     }
 
     private func get(_ transport: any HTTPTransport, _ url: String) async throws -> (TransportResponse, [UInt8]) {
@@ -40,14 +40,14 @@ import Testing
         headers.add(name: "Upgrade", value: "h2c")
         headers.add(name: "TE", value: "gzip")
         headers.add(name: "X-Trace", value: "A1")
-        let route = HTTP1Route(target: try HTTP1Target(URL(string: "https://example.test:8443/a%20b?q=1")!), proxy: nil)
+        let route = ConnectionRoute(target: try HTTPTarget(URL(string: "https://example.test:8443/a%20b?q=1")!), proxy: nil)
         let request = TransportRequest(
             method: "POST",
             url: URL(string: "https://example.test:8443/a%20b?q=1")!,
             headers: headers,
             body: .bytes(ByteBuffer(string: "hello"))
         )
-        let fields = HTTP1Transport.http2Headers(request, route: route).map { [$0.name, $0.value] }
+        let fields = NetworkTransport.http2Headers(request, route: route).map { [$0.name, $0.value] }
         // Pseudo-header fields first; names in lower case; Host becomes :authority; the connection's own
         // fields (RFC 9113 §8.2.2) and a TE other than "trailers" are left out; the body's length is said.
         #expect(
@@ -207,10 +207,10 @@ import Testing
 
     @Test func anIdleConnectionIsClosedAfterItsIdleTime() async throws {
         try await TestServer.withServer { server in
-            var settings = HTTP1Transport.HTTP2Settings()
+            var settings = HTTP2Settings()
             settings.pingInterval = .milliseconds(200)
             settings.idleTimeout = .milliseconds(600)
-            let transport = HTTP1Transport(options: trusting(server), http2: settings)
+            let transport = NetworkTransport(options: trusting(server), http2: settings)
             defer { Task { try await transport.shutdown() } }
             let url = server.url("/bytes/10", on: .tls)
             _ = try await get(transport, url)

@@ -15,12 +15,12 @@ import Testing
         trusting(server, change)
     }
 
-    private func get(_ transport: HTTP1Transport, _ url: String) async throws -> (TransportResponse, [UInt8]) {
+    private func get(_ transport: NetworkTransport, _ url: String) async throws -> (TransportResponse, [UInt8]) {
         // The bound only tells waiting from hanging: a loaded debug run that parses every system root took over 30 s.
         try await fetch(transport, url, within: .seconds(120))
     }
 
-    private func refusal(_ transport: HTTP1Transport, _ url: String) async -> FerryError? {
+    private func refusal(_ transport: NetworkTransport, _ url: String) async -> FerryError? {
         do {
             _ = try await get(transport, url)
             return nil
@@ -37,7 +37,7 @@ import Testing
 
     @Test func httpsOverHTTP1HasTLSDetailsAndReuse() async throws {
         try await TestServer.withServer { server in
-            let transport = HTTP1Transport(options: options(server) { $0.httpVersion = .http1Only })
+            let transport = NetworkTransport(options: options(server) { $0.httpVersion = .http1Only })
             defer { Task { try await transport.shutdown() } }
             let (first, body) = try await get(transport, server.url("/bytes/200000?seed=3", on: .tls))
             #expect(first.status == 200 && first.protocolName == "http/1.1")
@@ -57,7 +57,7 @@ import Testing
 
     @Test func anUntrustedIssuerIsNamed() async throws {
         try await TestServer.withServer { server in
-            let transport = HTTP1Transport()
+            let transport = NetworkTransport()
             defer { Task { try await transport.shutdown() } }
             let error = await refusal(transport, server.url("/bytes/10", on: .tls))
             #expect(error?.code == .serverCertificateUntrusted)
@@ -67,7 +67,7 @@ import Testing
             expectPlain(error)
 
             // -k: accepted without verification.
-            let insecure = HTTP1Transport(options: { var o = TransportOptions(); o.tls.allowsUntrustedCertificates = true; return o }())
+            let insecure = NetworkTransport(options: { var o = TransportOptions(); o.tls.allowsUntrustedCertificates = true; return o }())
             defer { Task { try await insecure.shutdown() } }
             let status = try await get(insecure, server.url("/bytes/10", on: .tls)).0.status
             #expect(status == 200)
@@ -77,7 +77,7 @@ import Testing
     @Test func aNameTheCertificateDoesNotHoldIsListed() async throws {
         try await TestServer.withServer { server in
             let port = server.ports[.tls]!
-            let transport = HTTP1Transport(options: options(server) { $0.resolve = ["wrong.example:\(port)": "127.0.0.1"] })
+            let transport = NetworkTransport(options: options(server) { $0.resolve = ["wrong.example:\(port)": "127.0.0.1"] })
             defer { Task { try await transport.shutdown() } }
             let error = await refusal(transport, "https://wrong.example:\(port)/bytes/10")
             #expect(error?.code == .serverCertificateUntrusted)
@@ -85,7 +85,7 @@ import Testing
             #expect(error?.message.contains("localhost, 127.0.0.1") == true)
             expectPlain(error)
             // --resolve with the name the certificate holds: accepted, Host and SNI say localhost.
-            let right = HTTP1Transport(options: options(server) { $0.resolve = ["localhost:\(port)": "127.0.0.1"] })
+            let right = NetworkTransport(options: options(server) { $0.resolve = ["localhost:\(port)": "127.0.0.1"] })
             defer { Task { try await right.shutdown() } }
             let status = try await get(right, "https://localhost:\(port)/bytes/10").0.status
             #expect(status == 200)
@@ -96,7 +96,7 @@ import Testing
         var configuration = TestServer.Configuration()
         configuration.certificates = try TestCertificates.generate(now: Date().addingTimeInterval(-60 * 86_400))
         try await TestServer.withServer(configuration) { server in
-            let transport = HTTP1Transport(options: options(server))
+            let transport = NetworkTransport(options: options(server))
             defer { Task { try await transport.shutdown() } }
             let error = await refusal(transport, server.url("/bytes/10", on: .tls))
             #expect(error?.code == .serverCertificateUntrusted)
@@ -109,12 +109,12 @@ import Testing
         try await TestServer.withServer { server in
             let leaf = try #require(server.certificates.chain.first)
             let digest = Data(SHA256.hash(data: try leaf.extractPublicKey().toSPKIBytes())).base64EncodedString()
-            let pinned = HTTP1Transport(options: options(server) { $0.tls.pinnedPublicKeys = try! TLSSettings.parsePins("sha256//\(Data(count: 32).base64EncodedString());sha256//\(digest)") })
+            let pinned = NetworkTransport(options: options(server) { $0.tls.pinnedPublicKeys = try! TLSSettings.parsePins("sha256//\(Data(count: 32).base64EncodedString());sha256//\(digest)") })
             defer { Task { try await pinned.shutdown() } }
             let status = try await get(pinned, server.url("/bytes/10", on: .tls)).0.status
             #expect(status == 200)
 
-            let other = HTTP1Transport(options: options(server) { $0.tls.pinnedPublicKeys = [Data(count: 32).base64EncodedString()] })
+            let other = NetworkTransport(options: options(server) { $0.tls.pinnedPublicKeys = [Data(count: 32).base64EncodedString()] })
             defer { Task { try await other.shutdown() } }
             let error = await refusal(other, server.url("/bytes/10", on: .tls))
             #expect(error?.code == .serverCertificateUntrusted)
@@ -129,7 +129,7 @@ import Testing
         var configuration = TestServer.Configuration()
         configuration.tlsMinimumVersion = .tlsv13
         try await TestServer.withServer(configuration) { server in
-            let transport = HTTP1Transport(options: options(server) { $0.maximumTLSVersion = .tlsv12 })
+            let transport = NetworkTransport(options: options(server) { $0.maximumTLSVersion = .tlsv12 })
             defer { Task { try await transport.shutdown() } }
             let error = await refusal(transport, server.url("/bytes/10", on: .tls))
             #expect(error?.code == .secureConnectionFailed)
@@ -144,13 +144,13 @@ import Testing
         var configuration = TestServer.Configuration()
         configuration.clientCertificateTrustRootPEM = client.trustRootPEM
         try await TestServer.withServer(configuration) { server in
-            let anonymous = HTTP1Transport(options: options(server))
+            let anonymous = NetworkTransport(options: options(server))
             defer { Task { try await anonymous.shutdown() } }
             let error = await refusal(anonymous, server.url("/bytes/10", on: .tls))
             #expect(error != nil)
             expectPlain(error)
 
-            let identified = HTTP1Transport(options: options(server) {
+            let identified = NetworkTransport(options: options(server) {
                 $0.tls.clientCertificatePEM = client.chainPEM
                 $0.tls.clientPrivateKeyPEM = client.privateKeyPEM
             })
@@ -158,7 +158,7 @@ import Testing
             let status = try await get(identified, server.url("/bytes/10", on: .tls)).0.status
             #expect(status == 200)
 
-            let broken = HTTP1Transport(options: options(server) {
+            let broken = NetworkTransport(options: options(server) {
                 $0.tls.clientCertificatePEM = client.chainPEM
                 $0.tls.clientPrivateKeyPEM = "not a key"
             })

@@ -29,7 +29,7 @@ import Testing
                 // Not measured by the transport: nil, never invented.
                 #expect(transaction.domainLookupStartDate == nil)
                 #expect(transaction.secureConnectionStartDate == nil)
-                // http:// goes through HTTP1Transport, which sees its connections: the first request
+                // http:// goes through NetworkTransport, which sees its connections: the first request
                 // opened one, the redirects went over it again.
                 #expect(transaction.isReusedConnection == (index > 0))
                 if index == 0 {

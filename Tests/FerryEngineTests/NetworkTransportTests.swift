@@ -8,16 +8,16 @@ import Testing
 
 /// The SwiftNIO-native HTTP/1.1 transport on its own (the rest of the suite runs through it too, via
 /// ``StandardTransport``).
-@Suite struct HTTP1TransportTests {
-    /// Runs `body` with a test server and an ``HTTP1Transport``.
+@Suite struct NetworkTransportTests {
+    /// Runs `body` with a test server and an ``NetworkTransport``.
     private func withTransport(
         idleTimeout: Double = 60,
-        _ body: (TestServer, HTTP1Transport) async throws -> Void
+        _ body: (TestServer, NetworkTransport) async throws -> Void
     ) async throws {
         try await TestServer.withServer { server in
             var options = StandardTransport.Options()
             options.idleTimeout = idleTimeout
-            let transport = HTTP1Transport(options: options)
+            let transport = NetworkTransport(options: options)
             do {
                 try await body(server, transport)
                 try await transport.shutdown()
@@ -29,7 +29,7 @@ import Testing
     }
 
     private func get(
-        _ transport: HTTP1Transport,
+        _ transport: NetworkTransport,
         _ url: String,
         method: String = "GET"
     ) async throws -> (
@@ -224,7 +224,7 @@ import Testing
     }
 
     @Test func nothingListeningIsCannotConnect() async throws {
-        let transport = HTTP1Transport()
+        let transport = NetworkTransport()
         defer { Task { try await transport.shutdown() } }
         let error = await #expect(throws: FerryError.self) { _ = try await get(transport, "http://127.0.0.1:1/") }
         #expect(error?.code == .cannotConnectToHost)
@@ -236,57 +236,57 @@ import Testing
     }
 
     @Test func theRequestHeadNamesTheHostAndFramesTheBody() throws {
-        let target = try HTTP1Target(URL(string: "http://[::1]:8080/a%20b/c?x=1&y=%2F")!)
+        let target = try HTTPTarget(URL(string: "http://[::1]:8080/a%20b/c?x=1&y=%2F")!)
         #expect(target.host == "::1")
         #expect(target.port == 8080)
         #expect(target.hostHeader == "[::1]:8080")
         #expect(target.requestTarget == "/a%20b/c?x=1&y=%2F")
-        let plain = try HTTP1Target(URL(string: "http://Example.org")!)
+        let plain = try HTTPTarget(URL(string: "http://Example.org")!)
         #expect(plain.hostHeader == "Example.org")
         #expect(plain.requestTarget == "/")
-        #expect(plain.origin == "http://example.org:80")
-        let secure = try HTTP1Target(URL(string: "https://Example.org/x")!)
+        #expect(plain.origin == PoolKey.Origin(secure: false, host: "example.org", port: 80))
+        let secure = try HTTPTarget(URL(string: "https://Example.org/x")!)
         #expect(secure.secure && secure.port == 443 && secure.hostHeader == "Example.org")
-        #expect(secure.origin == "https://example.org:443")
+        #expect(secure.origin == PoolKey.Origin(secure: true, host: "example.org", port: 443))
 
         var headers = Headers()
         headers.add(name: "Connection", value: "close")
         headers.add(name: "Content-Length", value: "999")
-        let (head, keepAlive) = HTTP1Transport.requestHead(
+        let (head, keepAlive) = NetworkTransport.requestHead(
             TransportRequest(
                 method: "PUT",
                 url: URL(string: "http://h/x")!,
                 headers: headers,
                 body: .bytes(ByteBuffer(bytes: [1, 2]))
             ),
-            route: HTTP1Route(target: try HTTP1Target(URL(string: "http://h/x")!), proxy: nil)
+            route: ConnectionRoute(target: try HTTPTarget(URL(string: "http://h/x")!), proxy: nil)
         )
         #expect(!keepAlive)
         #expect(head.uri == "/x")
         #expect(head.headers["Content-Length"] == ["2"])
         #expect(head.headers["Host"] == ["h"])
-        let (chunked, _) = HTTP1Transport.requestHead(
+        let (chunked, _) = NetworkTransport.requestHead(
             TransportRequest(
                 method: "POST",
                 url: URL(string: "http://h/x")!,
                 headers: Headers(),
                 body: .stream(length: nil, TransportBodyStream([ByteBuffer]().async))
             ),
-            route: HTTP1Route(target: try HTTP1Target(URL(string: "http://h/x")!), proxy: nil)
+            route: ConnectionRoute(target: try HTTPTarget(URL(string: "http://h/x")!), proxy: nil)
         )
         #expect(chunked.headers["Transfer-Encoding"] == ["chunked"])
 
         // Through an HTTP proxy: the absolute URL, and the proxy's Basic credentials.
         let proxy = ProxyServer(kind: .http, host: "p", port: 3128, username: "u", password: "pw")
-        let (proxied, _) = HTTP1Transport.requestHead(
+        let (proxied, _) = NetworkTransport.requestHead(
             TransportRequest(method: "GET", url: URL(string: "http://h:8080/x?y=1")!, headers: Headers()),
-            route: HTTP1Route(target: try HTTP1Target(URL(string: "http://h:8080/x?y=1")!), proxy: proxy)
+            route: ConnectionRoute(target: try HTTPTarget(URL(string: "http://h:8080/x?y=1")!), proxy: proxy)
         )
         #expect(proxied.uri == "http://h:8080/x?y=1")
         #expect(proxied.headers["Proxy-Authorization"] == ["Basic dTpwdw=="])
         // A tunnel (https) or SOCKS: the origin form, no proxy credentials in the request.
-        let tunnelled = HTTP1Route(target: try HTTP1Target(URL(string: "https://h/x")!), proxy: proxy)
+        let tunnelled = ConnectionRoute(target: try HTTPTarget(URL(string: "https://h/x")!), proxy: proxy)
         #expect(!tunnelled.usesAbsoluteForm)
-        #expect(tunnelled.key != HTTP1Route(target: try HTTP1Target(URL(string: "https://h/x")!), proxy: nil).key)
+        #expect(tunnelled.key != ConnectionRoute(target: try HTTPTarget(URL(string: "https://h/x")!), proxy: nil).key)
     }
 }

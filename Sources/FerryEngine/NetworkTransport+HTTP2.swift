@@ -3,32 +3,14 @@ import NIOCore
 import NIOHPACK
 import NIOHTTP1
 
-/// HTTP/2 on ``HTTP1Transport``'s connections: the handler a connection gets when ALPN picks `h2`, and
+/// HTTP/2 on ``NetworkTransport``'s connections: the handler a connection gets when ALPN picks `h2`, and
 /// how a request runs on one of its streams (docs/ARCHITECTURE.md, "The engine").
-extension HTTP1Transport {
-    /// Settings of the HTTP/2 connections (tests shorten the PING interval).
-    struct HTTP2Settings: Sendable {
-        /// Bytes a stream may have in flight before the reader takes them (SETTINGS_INITIAL_WINDOW_SIZE and
-        /// the stream window kept topped up). 64 KiB, the protocol's default, allows one window a round
-        /// trip; this much keeps a path of 1 Gbit/s and 30 ms full, and is what a slow reader can leave
-        /// buffered per stream.
-        var streamWindow = 4 << 20
-        /// The connection's window, shared by its streams.
-        var connectionWindow = 16 << 20
-        /// The largest frame the server may send (SETTINGS_MAX_FRAME_SIZE). DATA content is never
-        /// gathered whole, so this bounds only what other frames may hold.
-        var maximumFrameSize = 256 << 10
-        /// How often an idle connection is checked with a PING.
-        var pingInterval = TimeAmount.seconds(20)
-        /// How long an idle connection is kept.
-        var idleTimeout = TimeAmount.seconds(60)
-    }
-
+extension NetworkTransport {
     /// Puts the HTTP/2 client on a connection whose ALPN chose `h2` (on its loop).
     static func configureHTTP2(
         _ channel: any Channel,
-        origin: String,
-        pool: HTTP1ConnectionPool,
+        key: PoolKey,
+        pool: ConnectionPool,
         settings: HTTP2Settings,
         idleTimeout: TimeAmount
     ) throws -> HTTP2Connection {
@@ -36,7 +18,7 @@ extension HTTP1Transport {
         let connection = HTTP2Connection(
             channel: channel,
             handler: NIOLoopBound(handler, eventLoop: channel.eventLoop),
-            origin: origin
+            key: key
         )
         handler.events = HTTP2ClientHandler.Events(
             maximumStreams: { connection.maximumStreams($0) },
@@ -58,7 +40,7 @@ extension HTTP1Transport {
     /// Runs one exchange on a new stream of `connection`, whose slot the caller reserved.
     func exchangeHTTP2(
         _ request: TransportRequest,
-        route: HTTP1Route,
+        route: ConnectionRoute,
         on connection: HTTP2Connection,
         timing: TransportTiming,
         deadline: NIODeadline
@@ -67,7 +49,7 @@ extension HTTP1Transport {
         let loop = handler.eventLoop
         let id = connection.nextExchangeID()
         let slot = HandlerSlot(handler)
-        let shared = HTTP1ExchangeState(timing: timing, url: request.url, informational: TransferContext.current?.informationalResponses)
+        let shared = ExchangeContext(timing: timing, url: request.url, informational: TransferContext.current?.informationalResponses)
         let answer = loop.makePromise(of: ExchangeAnswer.self)
         let body: HTTP2ClientHandler.Request.Body
         switch request.body {
@@ -110,7 +92,7 @@ extension HTTP1Transport {
         _ stream: TransportBodyStream,
         length: Int64?,
         handler: NIOLoopBound<HTTP2ClientHandler>,
-        shared: HTTP1ExchangeState,
+        shared: ExchangeContext,
         id: Int
     ) async {
         let loop = handler.eventLoop
@@ -145,7 +127,7 @@ extension HTTP1Transport {
 
     /// The request's header fields for HTTP/2: the pseudo-header fields, then the caller's with their
     /// names in lower case, without those HTTP/2 forbids (RFC 9113 §8.2.2) and with the body's length.
-    static func http2Headers(_ request: TransportRequest, route: HTTP1Route) -> HPACKHeaders {
+    static func http2Headers(_ request: TransportRequest, route: ConnectionRoute) -> HPACKHeaders {
         let target = route.target
         var authority = target.hostHeader
         var fields: [(String, String)] = []

@@ -33,7 +33,7 @@ public struct ByteStream: Sendable {
     public var tlsVersion: String?
 }
 
-extension HTTP1Transport: ByteStreamConnector {
+extension NetworkTransport: ByteStreamConnector {
     public func openByteStream(host: String, port: Int, tls: [String]?, deadline: NIODeadline) async throws -> ByteStream {
         guard (1...65535).contains(port) else {
             throw FerryError(.badURL, "the port \(port) is not between 1 and 65535")
@@ -44,13 +44,13 @@ extension HTTP1Transport: ByteStreamConnector {
         guard let url = URL(string: "\(tls == nil ? "http" : "https")://\(named):\(port)/") else {
             throw FerryError(.badURL, "\(host) is not a host name or address")
         }
-        let target = try HTTP1Target(url)
+        let target = try HTTPTarget(url)
         var proxy = try proxies.get().proxy(for: url)
         if let server = proxy, server.username == nil, let credential = options.proxyCredential?(server) {
             proxy?.username = credential.user
             proxy?.password = credential.password
         }
-        let route = HTTP1Route(target: target, proxy: proxy)
+        let route = ConnectionRoute(target: target, proxy: proxy)
         let made = try await connect(route, deadline: deadline, purpose: .raw(tlsProtocols: tls))
         guard case .raw(let channel, let info) = made else {
             preconditionFailure("a byte stream came back as an HTTP connection")
@@ -88,7 +88,7 @@ extension HTTP1Transport: ByteStreamConnector {
             _ = try await handshake.futureResult.get()
         } catch {
             channel.close(promise: nil)
-            throw Self.handshakeError(error, report: report, host: host, tls: tls, url: "https://\(host):\(stream.port)/")
+            throw ConnectionFactory.handshakeError(error, report: report, host: host, tls: tls, url: "https://\(host):\(stream.port)/")
         }
     }
 
@@ -105,14 +105,14 @@ extension HTTP1Transport: ByteStreamConnector {
     }
 }
 
-extension HTTP1Transport {
+extension NetworkTransport {
     /// Hands the connection of exchange `id` over as a byte stream (``TransportResponse/detach``): the
     /// HTTP handlers leave its pipeline, a stream reader takes their place, and the body bytes already
     /// read (those `body` still holds, then those its handler held) come first.
     static func detach(
         _ connection: HTTP1Connection,
         exchange id: Int,
-        target: HTTP1Target,
+        target: HTTPTarget,
         body: TransportBodyStream
     ) async throws -> ByteStreamConnection {
         let channel = connection.channel
