@@ -30,6 +30,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/vapor/multipart-kit.git", from: "4.7.1"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
@@ -43,24 +44,23 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
-        // MARK: Layers (docs/ARCHITECTURE.md). Thin until their issue lands; their places exist.
-        .target(
-            name: "FerryCore",
-            dependencies: [.product(name: "HTTPTypes", package: "swift-http-types")],
-            swiftSettings: swiftSettings
-        ),
+        // MARK: Layers (docs/ARCHITECTURE.md). Each target declares exactly what its files import
+        // (contrib/check-package.py imports, run by PackageManifestTests).
+        .target(name: "FerryCore", swiftSettings: swiftSettings),
         .target(
             name: "FerryEngine",
             dependencies: [
                 "CFerryZlib",
                 "FerryCore",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -76,12 +76,17 @@ let package = Package(
         .target(
             name: "FerryDaemon",
             dependencies: [
+                "FerryCore",
                 "FerryEngine",
                 "FerryStore",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             swiftSettings: swiftSettings
@@ -89,10 +94,12 @@ let package = Package(
         .target(
             name: "Ferry",
             dependencies: [
+                "FerryCore",
                 "FerryEngine",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
@@ -108,9 +115,9 @@ let package = Package(
             dependencies: [
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 "Ferry",
+                "FerryCore",
                 "FerryEngine",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
@@ -136,6 +143,7 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "MultipartKit", package: "multipart-kit"),
             ],
             swiftSettings: swiftSettings
@@ -150,7 +158,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "FerrydTool",
-            dependencies: ["FerryDaemon", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["FerryCore", "FerryDaemon", .product(name: "Logging", package: "swift-log")],
             path: "Sources/ferryd",
             swiftSettings: swiftSettings
         ),
@@ -182,6 +190,7 @@ let package = Package(
             dependencies: [
                 "FerryCLI",
                 "Ferry",
+                "FerryCore",
                 "FerryTestServer",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -203,29 +212,40 @@ let package = Package(
         ),
         .testTarget(
             name: "FerryFoundationNetworkingTests",
-            dependencies: ["FerryFoundationNetworking", "SamenessOnFoundation", "SamenessOnFerry", "FerryTestServer"],
+            dependencies: ["Ferry", "FerryFoundationNetworking", "SamenessOnFoundation", "SamenessOnFerry", "FerryTestServer"],
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "FerryCoreTests", dependencies: ["FerryCore"], swiftSettings: swiftSettings),
-        .testTarget(name: "FerryStoreTests", dependencies: ["FerryStore"], swiftSettings: swiftSettings),
+        .testTarget(name: "FerryStoreTests", dependencies: ["FerryCore", "FerryStore"], swiftSettings: swiftSettings),
         .testTarget(
             name: "FerryDaemonTests",
             dependencies: [
+                "FerryCore",
                 "FerryDaemon",
                 "FerryStore",
                 "FerryEngine",
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "FerryEngineTests",
             dependencies: [
+                "FerryCore",
                 "FerryEngine",
                 "FerryTestServer",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -237,7 +257,6 @@ let package = Package(
                 "FerryEngine",
                 "FerryStore",
                 "FerryTestServer",
-                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings
@@ -246,8 +265,8 @@ let package = Package(
             name: "FerryTestServerTests",
             dependencies: [
                 "FerryTestServer",
-                "CFerryZlib",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
