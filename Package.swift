@@ -264,6 +264,7 @@ let package = Package(
         .testTarget(
             name: "FerryTestServerTests",
             dependencies: [
+                "FerryCore",
                 "FerryTestServer",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -322,7 +322,7 @@ struct ForegroundDownload {
     /// `-R`: gives the regular file at `path` the time of the answer's Last-Modified, as curl does;
     /// nothing without one (or with one that is not a date), and nothing for a device or FIFO.
     static func setRemoteTime(of path: String, from headers: Headers) {
-        guard let value = headers["last-modified"], let date = CookieDate.parse(value),
+        guard let value = headers["last-modified"], let date = HTTPDate.date(value),
             !DownloadDestination.isSpecialFile(path)
         else { return }
         let seconds = date.timeIntervalSince1970.rounded(.down)

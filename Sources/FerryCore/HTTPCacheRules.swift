@@ -91,11 +91,11 @@ public enum HTTPCacheRules {
         if let maxAge = control.maxAge { return TimeInterval(maxAge) }
         let date = dateValue(stored)
         if let expires = stored.headers["expires"] {
-            guard let expiry = CookieDate.parse(expires) else { return 0 }
+            guard let expiry = HTTPDate.date(expires) else { return 0 }
             return max(0, expiry.timeIntervalSince(date))
         }
         if heuristicallyCacheable.contains(stored.statusCode), let lastModified = stored.headers["last-modified"],
-            let modified = CookieDate.parse(lastModified), modified < date
+            let modified = HTTPDate.date(lastModified), modified < date
         {
             return date.timeIntervalSince(modified) / 10
         }
@@ -237,7 +237,7 @@ public enum HTTPCacheRules {
 
     /// The response's `Date`, or when it arrived when it has none (or an unparsable one).
     private static func dateValue(_ stored: CachedResponse) -> Date {
-        stored.headers["date"].flatMap(CookieDate.parse) ?? stored.responseDate
+        stored.headers["date"].flatMap { HTTPDate.date($0) } ?? stored.responseDate
     }
 
     private static func normalized(_ value: String) -> String {

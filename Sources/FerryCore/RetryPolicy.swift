@@ -43,11 +43,7 @@ public struct RetryPolicy: Sendable, Hashable, Codable {
         if !text.isEmpty, text.allSatisfy({ $0.isASCII && $0.isNumber }), let number = Double(text) {
             seconds = number
         } else {
-            let formatter = DateFormatter()
-            formatter.locale = Locale(identifier: "en_US_POSIX")
-            formatter.timeZone = TimeZone(identifier: "GMT")
-            formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-            guard let date = formatter.date(from: text) else { return nil }
+            guard let date = HTTPDate.date(text, now: now) else { return nil }
             seconds = max(0, date.timeIntervalSince(now))
         }
         return seconds <= maximumRetryAfter ? seconds : nil

@@ -1,3 +1,5 @@
+import FerryCore
+
 /// The validators of one version of a resource (RFC 9110 §8.8).
 public struct Validators: Sendable, Hashable {
     /// A strong entity tag, quotes included, e.g. `"bytes-100-7-v0"`.

@@ -1,3 +1,4 @@
+import FerryCore
 import Testing
 
 @testable import FerryTestServer
