@@ -13,9 +13,8 @@ import Testing
 /// NetworkTransportTests, TLSTransportTests and the proxy tests.) On the main actor: an embedded loop
 /// may be used only from one thread.
 @MainActor @Suite struct ConnectionFactoryTests {
-    private let loop = EmbeddedEventLoop()
-
-    private func factory() -> ConnectionFactory {
+    /// Made in each test, on the thread that uses it (an embedded loop refuses other threads).
+    private func factory(_ loop: EmbeddedEventLoop) -> ConnectionFactory {
         ConnectionFactory(
             options: TransportOptions(),
             group: loop,
@@ -29,13 +28,13 @@ import Testing
         ConnectionRoute(target: try HTTPTarget(URL(string: url)!), proxy: nil)
     }
 
-    private func connectedChannel() throws -> EmbeddedChannel {
+    private func connectedChannel(_ loop: EmbeddedEventLoop) throws -> EmbeddedChannel {
         let channel = EmbeddedChannel(loop: loop)
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 443)).wait()
         return channel
     }
 
-    private func configured(_ attempt: ConnectionFactory.Attempt) throws -> ConnectionFactory.Connection? {
+    private func configured(_ attempt: ConnectionFactory.Attempt, _ loop: EmbeddedEventLoop) throws -> ConnectionFactory.Connection? {
         var result: Result<ConnectionFactory.Connection, any Error>?
         attempt.configured.futureResult.whenComplete { result = $0 }
         loop.run()
@@ -43,10 +42,11 @@ import Testing
     }
 
     @Test func plainHTTPGetsTheHTTP1PipelineAtOnce() throws {
-        let channel = try connectedChannel()
+        let loop = EmbeddedEventLoop()
+        let channel = try connectedChannel(loop)
         let attempt = ConnectionFactory.Attempt(route: try route("http://files.test/"), tls: nil, raw: false, tunnel: nil, loop: loop)
-        try factory().installHandlers(attempt, on: channel)
-        guard case .http1(let connection) = try configured(attempt) else {
+        try factory(loop).installHandlers(attempt, on: channel)
+        guard case .http1(let connection) = try configured(attempt, loop) else {
             Issue.record("expected an HTTP/1.1 connection")
             return
         }
@@ -59,10 +59,11 @@ import Testing
     }
 
     @Test func aByteStreamGetsNoHTTPHandlers() throws {
-        let channel = try connectedChannel()
+        let loop = EmbeddedEventLoop()
+        let channel = try connectedChannel(loop)
         let attempt = ConnectionFactory.Attempt(route: try route("http://files.test:7/"), tls: nil, raw: true, tunnel: nil, loop: loop)
-        try factory().installHandlers(attempt, on: channel)
-        guard case .raw(let raw, _) = try configured(attempt) else {
+        try factory(loop).installHandlers(attempt, on: channel)
+        guard case .raw(let raw, _) = try configured(attempt, loop) else {
             Issue.record("expected a byte stream")
             return
         }
@@ -73,10 +74,11 @@ import Testing
 
     @Test(arguments: [("h2", true), ("http/1.1", false), (nil, false)] as [(String?, Bool)])
     func alpnsChoicePicksTheProtocol(negotiated: String?, http2: Bool) throws {
-        let channel = try connectedChannel()
+        let loop = EmbeddedEventLoop()
+        let channel = try connectedChannel(loop)
         let promise = loop.makePromise(of: ConnectionFactory.Connection.self)
         let key = try route("https://files.test/").key
-        try channel.pipeline.syncOperations.addHandler(factory().alpnHandler(promise, key: key, secure: true))
+        try channel.pipeline.syncOperations.addHandler(factory(loop).alpnHandler(promise, key: key, secure: true))
         var result: ConnectionFactory.Connection?
         promise.futureResult.whenSuccess { result = $0 }
         #expect(result == nil, "nothing before the handshake")
@@ -96,7 +98,8 @@ import Testing
     }
 
     @Test func theConnectTimeoutIsTheIdleTimeoutUnlessSetAndNeverPastTheDeadline() {
-        let factory = factory()
+        let loop = EmbeddedEventLoop()
+        let factory = factory(loop)
         #expect(factory.connectTimeout(.distantFuture) == .seconds(30))
         let soon = factory.connectTimeout(.now() + .seconds(2))
         #expect(soon <= .seconds(2) && soon > .zero)
