@@ -79,6 +79,7 @@ let package = Package(
                 "FerryCore",
                 "FerryEngine",
                 "FerryStore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -158,7 +159,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "FerrydTool",
-            dependencies: ["FerryCore", "FerryDaemon", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["FerryDaemon"],
             path: "Sources/ferryd",
             swiftSettings: swiftSettings
         ),
