@@ -131,6 +131,7 @@ let package = Package(
             dependencies: [
                 "CFerryZlib",
                 "FerryCore",
+                "FerryEngine",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -14,10 +14,8 @@ private func pipe2(_ descriptors: UnsafeMutablePointer<Int32>, _ flags: Int32) -
 /// Short-lived helper programs Ferry runs (NetworkManager's query, `systemctl --user`), started with
 /// posix_spawn and waited for on a thread of their own.
 ///
-/// Not Foundation's `Process`: `Process.run()` crashed full test runs twice (SIGSEGV in its memcpy, once
-/// in this library's network probe, which ferryd runs all day). Not swift-subprocess either (measured):
-/// its waits run on the cooperative pool, and under a loaded full test run a program that prints one
-/// line took over 2 s to be read, and one killed at a 0.5 s timeout took 17 s to be done with.
+/// Started by ``ProcessSpawn`` (why not Foundation's `Process` or swift-subprocess: there); `Process.run()`
+/// crashed full test runs twice, once in this library's network probe, which ferryd runs all day.
 public enum HelperProgram {
     /// What the program at `executable` prints on stdout (at most 1 MiB kept), when it exits with 0
     /// within `timeout` seconds; nil when it cannot be started, fails, or takes longer (it is killed
@@ -26,13 +24,11 @@ public enum HelperProgram {
         var ends: [Int32] = [-1, -1]
         guard pipe2(&ends, O_CLOEXEC) == 0 else { return nil }
         let (reader, writer) = (ends[0], ends[1])
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, writer, 1)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        let spawned = spawn(executable, arguments, actions: &actions, ownGroup: true, searchingPath: false)
+        var spawn = ProcessSpawn(executable, arguments: arguments)
+        spawn.standardOutput = .descriptor(writer)
+        spawn.standardError = .null
+        spawn.ownProcessGroup = true
+        let spawned = Result { () throws(ProcessSpawn.Failure) in try spawn.start() }
         close(writer)
         guard case .success(let pid) = spawned else {
             close(reader)
@@ -70,16 +66,17 @@ public enum HelperProgram {
     /// process's goes, and returns its exit status (128 + the signal for one that was killed).
     /// - Throws: ``FerryError`` with ``FerryError/Code/fileDoesNotExist`` when it cannot be started.
     public static func status(ofProgramNamed name: String, _ arguments: [String]) async throws -> Int32 {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        switch spawn(name, arguments, actions: &actions, ownGroup: false, searchingPath: true) {
-        case .failure(let failure):
-            throw FerryError(.fileDoesNotExist, "cannot run \(name): \(String(cString: strerror(failure.code)))")
-        case .success(let pid):
-            return await withCheckedContinuation { continuation in
-                Thread.detachNewThread { continuation.resume(returning: reap(pid)) }
-            }
+        var spawn = ProcessSpawn(name, arguments: arguments)
+        spawn.searchesPath = true
+        spawn.standardInput = .inherit
+        let pid: pid_t
+        do {
+            pid = try spawn.start()
+        } catch {
+            throw FerryError(.fileDoesNotExist, "cannot run \(name): \(String(cString: strerror(error.code)))")
+        }
+        return await withCheckedContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(returning: ProcessSpawn.reap(pid)) }
         }
     }
 
@@ -114,7 +111,7 @@ public enum HelperProgram {
                 usleep(5000)
             }
             reaping.withLock { $0 = true }
-            return HelperProgram.reap(pid)
+            return ProcessSpawn.reap(pid)
         }
     }
 
@@ -123,45 +120,5 @@ public enum HelperProgram {
         let now = DispatchTime.now().uptimeNanoseconds
         guard now < deadline else { return nil }
         return Int32(min((deadline - now) / 1_000_000 + 1, UInt64(Int32.max)))
-    }
-
-    /// Why a program could not be started: posix_spawn's error number.
-    private struct SpawnFailure: Error {
-        var code: Int32
-    }
-
-    /// posix_spawn (or posix_spawnp) with this process's environment; the child's pid, or errno.
-    private static func spawn(
-        _ program: String,
-        _ arguments: [String],
-        actions: inout posix_spawn_file_actions_t,
-        ownGroup: Bool,
-        searchingPath: Bool
-    ) -> Result<pid_t, SpawnFailure> {
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        if ownGroup {
-            posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
-            posix_spawnattr_setpgroup(&attributes, 0)
-        }
-        let argv = ([program] + arguments).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var pid: pid_t = 0
-        let code =
-            searchingPath
-            ? posix_spawnp(&pid, program, &actions, &attributes, argv, environ)
-            : posix_spawn(&pid, program, &actions, &attributes, argv, environ)
-        return code == 0 ? .success(pid) : .failure(SpawnFailure(code: code))
-    }
-
-    /// Waits for `pid` (blocking: call it on a thread of its own); its exit status, or 128 + its signal.
-    private static func reap(_ pid: pid_t) -> Int32 {
-        var code: Int32 = 0
-        while waitpid(pid, &code, 0) < 0 {
-            guard errno == EINTR else { return -1 }
-        }
-        let signal = code & 0x7F
-        return signal == 0 ? (code >> 8) & 0xFF : 128 + signal
     }
 }

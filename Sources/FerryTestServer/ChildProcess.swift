@@ -1,25 +1,12 @@
+import FerryEngine
 public import Foundation
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-@_silgen_name("posix_spawn_file_actions_addclosefrom_np")
-private func addCloseFrom(_ actions: UnsafeMutablePointer<posix_spawn_file_actions_t>, _ from: Int32) -> Int32
-
-@_silgen_name("posix_spawn_file_actions_addchdir_np")
-private func addChdir(
-    _ actions: UnsafeMutablePointer<posix_spawn_file_actions_t>,
-    _ path: UnsafePointer<CChar>
-)
-    -> Int32
-
-/// A child process started with posix_spawn, for tests that run Ferry's executables (or curl) as a
-/// user would.
-///
-/// Not Foundation's `Process`: on Linux its `run()` copies 256 bytes for every entry of /proc/self/fd,
-/// which can read past glibc's buffer and crash the parent; it crashed this suite once
-/// (swiftlang/swift-corelibs-foundation#5472, fixed after Swift 6.3.1).
+/// A child process for tests that run Ferry's executables (or curl) as a user would, started by
+/// FerryEngine's `ProcessSpawn` (why not Foundation's `Process`: there; it crashed this suite once).
 public final class ChildProcess: @unchecked Sendable {
     /// Where the child's standard output and error go.
     public enum Output: Sendable {
@@ -77,36 +64,29 @@ public final class ChildProcess: @unchecked Sendable {
                 throw TestServerError("pipe failed: \(String(cString: strerror(errno)))")
             }
         }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        var spawn = ProcessSpawn(executable, arguments: arguments)
+        spawn.environment = environment
+        spawn.directory = directory
+        spawn.passing = passing
         switch output {
         case .pipes:
-            posix_spawn_file_actions_adddup2(&actions, out[1], 1)
-            posix_spawn_file_actions_adddup2(&actions, err[1], 2)
+            spawn.standardOutput = .descriptor(out[1])
+            spawn.standardError = .descriptor(err[1])
         case .file(let path):
-            posix_spawn_file_actions_addopen(&actions, 1, path, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-            posix_spawn_file_actions_adddup2(&actions, 1, 2)
+            spawn.standardOutput = .append(path: path, mode: 0o644)
+            spawn.standardError = .standardOutput
         case .discarded:
-            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-            posix_spawn_file_actions_adddup2(&actions, 1, 2)
+            spawn.standardOutput = .null
+            spawn.standardError = .standardOutput
         }
-        for (index, descriptor) in passing.enumerated() {
-            posix_spawn_file_actions_adddup2(&actions, descriptor, 3 + Int32(index))
-        }
-        _ = addCloseFrom(&actions, 3 + Int32(passing.count))
-        if let directory { _ = directory.withCString { addChdir(&actions, $0) } }
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { for pointer in envp { free(pointer) } }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+        let started = Result { () throws(ProcessSpawn.Failure) in try spawn.start() }
         for descriptor in [out[1], err[1]] where descriptor >= 0 { close(descriptor) }
-        guard result == 0 else {
+        let pid: pid_t
+        switch started {
+        case .success(let started): pid = started
+        case .failure(let failure):
             for descriptor in [out[0], err[0]] where descriptor >= 0 { close(descriptor) }
-            throw TestServerError("cannot start \(executable): \(String(cString: strerror(result)))")
+            throw TestServerError(failure.description)
         }
         return ChildProcess(
             pid: pid,
