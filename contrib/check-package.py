@@ -165,6 +165,18 @@ def check_imports():
 FUNCTION = re.compile(r"^(\s*)(?:@[\w()\":, .]+\s+)*(?:(?:public|internal|private|fileprivate|package|static|class|final|override|mutating|nonisolated|convenience|required|@MainActor|@inlinable|@discardableResult)\s+)*(?:func\s+[^\s(<]+|init[?!]?|deinit|(?:var|subscript)\s[^{=]*\{$)")
 
 
+def has_body(lines, start):
+    """Whether the declaration at `start` opens a body: a `{` before a blank line, a comment or another
+    declaration (a `@_silgen_name` function has none)."""
+    for k in range(start, min(start + 12, len(lines))):
+        line = lines[k].split("//")[0]
+        if "{" in line:
+            return True
+        if k > start and (not lines[k].strip() or lines[k].strip().startswith(("///", "@", "func ", "private ", "public "))):
+            return False
+    return False
+
+
 def long_functions(path, limit):
     """(line, name, length) of each function in `path` longer than `limit` lines (by its braces)."""
     with open(path, encoding="utf-8") as handle:
@@ -173,7 +185,7 @@ def long_functions(path, limit):
     i = 0
     while i < len(lines):
         match = FUNCTION.match(lines[i])
-        if not match or "{" not in "".join(lines[i : i + 12]):
+        if not match or not has_body(lines, i):
             i += 1
             continue
         depth = 0

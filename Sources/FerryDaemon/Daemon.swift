@@ -20,17 +20,7 @@ public enum Daemon {
     ///   be made, the database cannot be opened).
     public static func run(_ configuration: DaemonConfiguration, logger: Logger) async throws {
         let paths = configuration.paths
-        // Everything the daemon creates is the user's alone: database, partial and delivered files.
-        umask(0o077)
-        let socketDirectory = (paths.socket as NSString).deletingLastPathComponent
-        // Made with mode 0700 when missing; one already there is never chmodded, and used only when it is
-        // this user's alone (PrivateDirectory says why).
-        for (directory, purpose) in [
-            (paths.stateDirectory, "ferryd's state"), (paths.partialDirectory, "partial downloads"),
-            (paths.deliveryDirectory, "finished downloads"), (socketDirectory, "ferryd's control socket"),
-        ] {
-            try PrivateDirectory.make(directory, purpose: purpose)
-        }
+        try makeDirectories(paths)
         let lock = try DaemonLock(path: paths.lockFile)
         defer { withExtendedLifetime(lock) {} }
         // With socket activation the path is systemd's socket and Hummingbird serves a private one behind
@@ -38,33 +28,9 @@ public enum Daemon {
         let served = configuration.inheritedSocket == nil ? paths.socket : paths.stateDirectory + "/ferryd.relay.sock"
         unlink(served)
 
-        let store: FerryStore
-        do {
-            store = try FerryStore(path: paths.database, clock: { [clock = configuration.clock] in clock.now() })
-        } catch let error as FerryStoreError {
-            throw FerryError(.cannotCreateFile, error.message)
-        }
-        let recovered = try store.recoverAfterRestart()
-        if !recovered.isEmpty { logger.info("recovered \(recovered.count) interrupted transfer(s); they resume") }
-
-        var options = StandardTransport.Options()
-        options.idleTimeout = configuration.requestTimeout
-        options.maximumConnectionsPerHost = configuration.maximumConnectionsPerHost
-        // Tasks without recorded settings use ferryd's environment: no proxy variables (a task records its
-        // creator's), the system's trust roots.
-        var plain = options
-        plain.proxies = ProxySettings()
+        let store = try openStore(configuration, logger: logger)
         let metrics = DaemonMetrics()
-        let transports = TransportCache(
-            base: SessionTransport(
-                try StandardTransport(options: plain),
-                maximumConnectionsPerHost: configuration.maximumConnectionsPerHost,
-                metrics: metrics.transport,
-                logger: Logger(label: "ferryd.transport")
-            ),
-            options: options,
-            metrics: metrics.transport
-        )
+        let transports = try makeTransports(configuration, metrics: metrics)
         let hub = EventHub()
         let launcher = Launcher(store: store, hub: hub, configuration: configuration, logger: logger, metrics: metrics)
         let scheduler = Scheduler(
@@ -133,6 +99,53 @@ public enum Daemon {
         await transports.shutdown()
         unlink(served)
         logger.info("ferryd stopped")
+    }
+
+    /// Makes the daemon's directories with mode 0700 when missing; one already there is never chmodded,
+    /// and used only when it is this user's alone (PrivateDirectory says why). Everything the daemon
+    /// creates from now on is the user's alone: database, partial and delivered files.
+    private static func makeDirectories(_ paths: DaemonPaths) throws {
+        umask(0o077)
+        let socketDirectory = (paths.socket as NSString).deletingLastPathComponent
+        for (directory, purpose) in [
+            (paths.stateDirectory, "ferryd's state"), (paths.partialDirectory, "partial downloads"),
+            (paths.deliveryDirectory, "finished downloads"), (socketDirectory, "ferryd's control socket"),
+        ] {
+            try PrivateDirectory.make(directory, purpose: purpose)
+        }
+    }
+
+    /// Opens the database and recovers the transfers the last run left running.
+    private static func openStore(_ configuration: DaemonConfiguration, logger: Logger) throws -> FerryStore {
+        let store: FerryStore
+        do {
+            store = try FerryStore(path: configuration.paths.database, clock: { [clock = configuration.clock] in clock.now() })
+        } catch let error as FerryStoreError {
+            throw FerryError(.cannotCreateFile, error.message)
+        }
+        let recovered = try store.recoverAfterRestart()
+        if !recovered.isEmpty { logger.info("recovered \(recovered.count) interrupted transfer(s); they resume") }
+        return store
+    }
+
+    /// The transports tasks run on. Tasks without recorded settings use ferryd's environment: no proxy
+    /// variables (a task records its creator's), the system's trust roots.
+    private static func makeTransports(_ configuration: DaemonConfiguration, metrics: DaemonMetrics) throws -> TransportCache {
+        var options = StandardTransport.Options()
+        options.idleTimeout = configuration.requestTimeout
+        options.maximumConnectionsPerHost = configuration.maximumConnectionsPerHost
+        var plain = options
+        plain.proxies = ProxySettings()
+        return TransportCache(
+            base: SessionTransport(
+                try StandardTransport(options: plain),
+                maximumConnectionsPerHost: configuration.maximumConnectionsPerHost,
+                metrics: metrics.transport,
+                logger: Logger(label: "ferryd.transport")
+            ),
+            options: options,
+            metrics: metrics.transport
+        )
     }
 }
 

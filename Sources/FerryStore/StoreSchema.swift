@@ -5,56 +5,7 @@ import GRDB
 enum StoreSchema {
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
-        migrator.registerMigration("v1: sessions, tasks, events, launches") { db in
-            try db.create(table: "session") { table in
-                table.primaryKey("identifier", .text)
-                table.column("nextTaskIdentifier", .integer).notNull().defaults(to: 1)
-                table.column("nextEventSequence", .integer).notNull().defaults(to: 1)
-                table.column("createdAt", .datetime).notNull()
-            }
-            try db.create(table: "task") { table in
-                table.column("session", .text).notNull().references("session", onDelete: .cascade)
-                table.column("taskIdentifier", .integer).notNull()
-                table.primaryKey(["session", "taskIdentifier"])
-                table.column("kind", .text).notNull()
-                table.column("state", .text).notNull()
-                table.column("originalRequest", .blob).notNull()
-                table.column("bodyFile", .text)
-                table.column("currentRequest", .blob)
-                table.column("taskDescription", .text)
-                table.column("priority", .double).notNull().defaults(to: 0.5)
-                table.column("discretionary", .boolean).notNull().defaults(to: false)
-                table.column("partialPath", .text)
-                table.column("bytesReceived", .integer).notNull().defaults(to: 0)
-                table.column("expectedLength", .integer)
-                table.column("entityTag", .text)
-                table.column("lastModified", .text)
-                table.column("bytesSent", .integer).notNull().defaults(to: 0)
-                table.column("responseStatus", .integer)
-                table.column("responseHeaders", .blob)
-                table.column("errorCode", .integer)
-                table.column("errorName", .text)
-                table.column("errorMessage", .text)
-                table.column("createdAt", .datetime).notNull()
-                table.column("updatedAt", .datetime).notNull()
-            }
-            try db.create(index: "task_by_state", on: "task", columns: ["state", "priority"])
-            try db.create(table: "event") { table in
-                table.column("session", .text).notNull().references("session", onDelete: .cascade)
-                table.column("sequence", .integer).notNull()
-                table.primaryKey(["session", "sequence"])
-                table.column("taskIdentifier", .integer)
-                table.column("kind", .text).notNull()
-                table.column("payload", .blob)
-                table.column("createdAt", .datetime).notNull()
-            }
-            try db.create(table: "launch") { table in
-                table.primaryKey("session", .text).references("session", onDelete: .cascade)
-                table.column("command", .text).notNull()
-                table.column("delaySeconds", .double).notNull().defaults(to: 0)
-                table.column("lastLaunchAt", .datetime)
-            }
-        }
+        migrator.registerMigration("v1: sessions, tasks, events, launches", migrate: createFirstSchema)
         migrator.registerMigration("v2: task resource deadline") { db in
             try db.alter(table: "task") { table in
                 table.add(column: "resourceDeadline", .datetime)
@@ -104,5 +55,57 @@ enum StoreSchema {
             }
         }
         return migrator
+    }
+
+    /// v1: the session, task, event and launch tables as first released.
+    private static func createFirstSchema(_ db: Database) throws {
+        try db.create(table: "session") { table in
+            table.primaryKey("identifier", .text)
+            table.column("nextTaskIdentifier", .integer).notNull().defaults(to: 1)
+            table.column("nextEventSequence", .integer).notNull().defaults(to: 1)
+            table.column("createdAt", .datetime).notNull()
+        }
+        try db.create(table: "task") { table in
+            table.column("session", .text).notNull().references("session", onDelete: .cascade)
+            table.column("taskIdentifier", .integer).notNull()
+            table.primaryKey(["session", "taskIdentifier"])
+            table.column("kind", .text).notNull()
+            table.column("state", .text).notNull()
+            table.column("originalRequest", .blob).notNull()
+            table.column("bodyFile", .text)
+            table.column("currentRequest", .blob)
+            table.column("taskDescription", .text)
+            table.column("priority", .double).notNull().defaults(to: 0.5)
+            table.column("discretionary", .boolean).notNull().defaults(to: false)
+            table.column("partialPath", .text)
+            table.column("bytesReceived", .integer).notNull().defaults(to: 0)
+            table.column("expectedLength", .integer)
+            table.column("entityTag", .text)
+            table.column("lastModified", .text)
+            table.column("bytesSent", .integer).notNull().defaults(to: 0)
+            table.column("responseStatus", .integer)
+            table.column("responseHeaders", .blob)
+            table.column("errorCode", .integer)
+            table.column("errorName", .text)
+            table.column("errorMessage", .text)
+            table.column("createdAt", .datetime).notNull()
+            table.column("updatedAt", .datetime).notNull()
+        }
+        try db.create(index: "task_by_state", on: "task", columns: ["state", "priority"])
+        try db.create(table: "event") { table in
+            table.column("session", .text).notNull().references("session", onDelete: .cascade)
+            table.column("sequence", .integer).notNull()
+            table.primaryKey(["session", "sequence"])
+            table.column("taskIdentifier", .integer)
+            table.column("kind", .text).notNull()
+            table.column("payload", .blob)
+            table.column("createdAt", .datetime).notNull()
+        }
+        try db.create(table: "launch") { table in
+            table.primaryKey("session", .text).references("session", onDelete: .cascade)
+            table.column("command", .text).notNull()
+            table.column("delaySeconds", .double).notNull().defaults(to: 0)
+            table.column("lastLaunchAt", .datetime)
+        }
     }
 }
