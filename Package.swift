@@ -27,6 +27,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-http-structured-headers.git", from: "1.7.0"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
@@ -46,7 +47,14 @@ let package = Package(
     targets: [
         // MARK: Layers (docs/ARCHITECTURE.md). Each target declares exactly what its files import
         // (contrib/check-package.py imports, run by PackageManifestTests).
-        .target(name: "FerryCore", swiftSettings: swiftSettings),
+        .target(
+            name: "FerryCore",
+            dependencies: [
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "RawStructuredFieldValues", package: "swift-http-structured-headers"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "FerryEngine",
             dependencies: [

@@ -1,3 +1,5 @@
+import HTTPTypes
+
 /// Request or response header fields, in order, with case-insensitive names.
 ///
 /// Ferry checks fields before a request leaves (``validate()``): a name must be an RFC 9110 token, and
@@ -112,10 +114,15 @@ public struct Headers: Sendable, Hashable, Codable, Sequence, ExpressibleByDicti
         }
     }
 
-    /// Checks one field.
+    /// Checks one field: the name by swift-http-types' token rule (`HTTPField.Name`, RFC 9110 §5.1),
+    /// the value here. `HTTPField.isValidValue` would also refuse leading or trailing white space and
+    /// other control characters, which curl sends and servers take; Ferry refuses only what could
+    /// inject another field (CR, LF, NUL). Measured on 5,000,000 typical fields (release build, with
+    /// this value check): 150 ns a field with the library's name check, 129 with the hand-written one it
+    /// replaced; 0.2 µs on a request of ten fields, for one token rule in one place.
     /// - Throws: ``FerryError`` with code ``FerryError/Code/invalidHeader``.
     public static func validate(name: String, value: String) throws {
-        guard !name.isEmpty, name.utf8.allSatisfy(isTokenByte) else {
+        guard !name.isEmpty, HTTPField.Name(name) != nil else {
             throw FerryError(
                 .invalidHeader,
                 "header name \(String(reflecting: name)) is not a valid token (RFC 9110 §5.1): use letters, digits and !#$%&'*+-.^_`|~"
@@ -127,20 +134,6 @@ public struct Headers: Sendable, Hashable, Codable, Sequence, ExpressibleByDicti
                 .invalidHeader,
                 "the value of header \(name) contains \(character), which could inject headers: remove line breaks from it"
             )
-        }
-    }
-
-    private static func isTokenByte(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-            UInt8(ascii: "0")...UInt8(ascii: "9"):
-            true
-        case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"),
-            UInt8(ascii: "'"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."),
-            UInt8(ascii: "^"), UInt8(ascii: "_"), UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"):
-            true
-        default:
-            false
         }
     }
 }

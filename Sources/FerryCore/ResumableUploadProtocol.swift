@@ -1,4 +1,5 @@
 public import Foundation
+import RawStructuredFieldValues
 
 /// The client's side of the IETF draft "Resumable Uploads for HTTP" (draft-ietf-httpbis-resumable-upload;
 /// SPEC S4.6), as pure functions: the header fields of each request for an interop version, and what the
@@ -52,9 +53,10 @@ public enum ResumableUploadProtocol {
         headers["upload-draft-interop-version"] != nil || headers["upload-limit"] != nil
     }
 
-    /// The `Upload-Offset` of an answer: a non-negative integer, else nil.
+    /// The `Upload-Offset` of an answer: a structured-field integer (RFC 9651) that is not negative,
+    /// else nil.
     public static func offset(_ headers: Headers) -> Int64? {
-        guard let value = headers["upload-offset"]?.trimmingCharacters(in: .whitespaces), let offset = Int64(value),
+        guard let value = headers["upload-offset"], case .integer(let offset)? = item(value)?.rfc9651BareItem,
             offset >= 0
         else { return nil }
         return offset
@@ -76,12 +78,17 @@ public enum ResumableUploadProtocol {
         return location
     }
 
+    /// A structured-field boolean (`?1`, `?0`; parameters allowed, RFC 9651 §3.3.6); nil for anything else.
     private static func boolean(_ value: String) -> Bool? {
-        switch value.trimmingCharacters(in: .whitespaces) {
-        case "?1": true
-        case "?0": false
-        default: nil
-        }
+        guard case .bool(let flag)? = item(value)?.rfc9651BareItem else { return nil }
+        return flag
+    }
+
+    /// `value` as a structured-field item, or nil when it is not one. Parsed by
+    /// swift-http-structured-headers (RawStructuredFieldValues), not by hand.
+    static func item(_ value: String) -> Item? {
+        var parser = StructuredFieldValueParser(Array(value.utf8))
+        return try? parser.parseItemFieldValue()
     }
 }
 
@@ -100,16 +107,19 @@ public struct UploadLimit: Sendable, Hashable, Codable {
     /// `max-age`: seconds the server keeps an incomplete upload.
     public var maximumAge: Int64?
 
-    /// Parses `max-size=1000, max-append-size=100`; unknown keys are ignored; nil when a known key has a
-    /// value that is not a non-negative integer.
+    /// Parses the structured-field dictionary `max-size=1000, max-append-size=100` (RFC 9651, by
+    /// swift-http-structured-headers); unknown keys are ignored; nil when the value is not a dictionary,
+    /// or a known key's value is not a non-negative integer.
     public init?(_ value: String) {
-        for member in value.split(separator: ",") {
-            let parts = member.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
-            guard parts.count == 2 else { continue }
+        var parser = StructuredFieldValueParser(Array(value.utf8))
+        guard let dictionary = try? parser.parseDictionaryFieldValue() else { return nil }
+        for (key, member) in dictionary {
             let known = ["max-size", "min-size", "max-append-size", "min-append-size", "max-age"]
-            guard known.contains(parts[0]) else { continue }
-            guard let number = Int64(parts[1]), number >= 0 else { return nil }
-            switch parts[0] {
+            guard known.contains(key) else { continue }
+            guard case .item(let item) = member, case .integer(let number) = item.rfc9651BareItem, number >= 0 else {
+                return nil
+            }
+            switch key {
             case "max-size": maximumSize = number
             case "min-size": minimumSize = number
             case "max-append-size": maximumAppendSize = number
