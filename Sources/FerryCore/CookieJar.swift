@@ -76,44 +76,9 @@ public struct CookieJar: Sendable, Hashable {
         {
             return nil
         }
-        var expires: Date?
-        var maxAge: Date?
-        var domainAttribute: String?
-        var pathAttribute: String?
-        var secure = false
-        var httpOnly = false
-        var sameSite = Cookie.SameSite.default
-        for (name, value) in parsed.attributes {
-            switch name.lowercased() {
-            case "expires":
-                if let date = CookieDate.parse(value) { expires = min(date, now.addingTimeInterval(Self.maximumLifetime)) }
-            case "max-age":
-                guard let first = value.utf8.first, first == UInt8(ascii: "-") || (0x30...0x39).contains(first),
-                    value.utf8.dropFirst().allSatisfy({ (0x30...0x39).contains($0) })
-                else { continue }
-                let seconds = Double(value) ?? (first == UInt8(ascii: "-") ? -1 : Self.maximumLifetime)
-                maxAge =
-                    seconds <= 0
-                    ? Date.distantPast : now.addingTimeInterval(min(seconds, Self.maximumLifetime))
-            case "domain":
-                guard !value.isEmpty else { continue }
-                let trimmed = value.hasPrefix(".") ? String(value.dropFirst()) : value
-                domainAttribute = trimmed.lowercased()
-            case "path":
-                pathAttribute = value.hasPrefix("/") ? value : nil
-                if pathAttribute == nil { pathAttribute = Self.defaultPath(url) }
-            case "secure":
-                secure = true
-            case "httponly":
-                httpOnly = true
-            case "samesite":
-                sameSite = Cookie.SameSite(rawValue: value.lowercased()) ?? .default
-            default:
-                continue
-            }
-        }
-        // Max-Age wins over Expires; neither: a session cookie.
-        let expiry = maxAge ?? expires
+        let attributes = Self.attributes(of: parsed, from: url, now: now)
+        let (expiry, domainAttribute, pathAttribute) = (attributes.expiry, attributes.domain, attributes.path)
+        let (secure, httpOnly, sameSite) = (attributes.secure, attributes.httpOnly, attributes.sameSite)
         var domain = domainAttribute ?? ""
         if !domain.isEmpty, domain.hasSuffix(".") {
             // A trailing dot names a different host than the request's.
@@ -173,6 +138,63 @@ public struct CookieJar: Sendable, Hashable {
         store(cookie)
         evict(now: now, keeping: cookie.key)
         return cookie
+    }
+
+    /// What a `Set-Cookie`'s attributes say (§5.6), each as its last occurrence does.
+    private struct Attributes {
+        /// Max-Age wins over Expires; neither: a session cookie.
+        var expiry: Date?
+        var domain: String?
+        var path: String?
+        var secure: Bool
+        var httpOnly: Bool
+        var sameSite: Cookie.SameSite
+    }
+
+    private static func attributes(of parsed: SetCookie, from url: URL, now: Date) -> Attributes {
+        var expires: Date?
+        var maxAge: Date?
+        var domain: String?
+        var path: String?
+        var secure = false
+        var httpOnly = false
+        var sameSite = Cookie.SameSite.default
+        for (name, value) in parsed.attributes {
+            switch name.lowercased() {
+            case "expires":
+                if let date = CookieDate.parse(value) { expires = min(date, now.addingTimeInterval(Self.maximumLifetime)) }
+            case "max-age":
+                guard let first = value.utf8.first, first == UInt8(ascii: "-") || (0x30...0x39).contains(first),
+                    value.utf8.dropFirst().allSatisfy({ (0x30...0x39).contains($0) })
+                else { continue }
+                let seconds = Double(value) ?? (first == UInt8(ascii: "-") ? -1 : Self.maximumLifetime)
+                maxAge =
+                    seconds <= 0
+                    ? Date.distantPast : now.addingTimeInterval(min(seconds, Self.maximumLifetime))
+            case "domain":
+                guard !value.isEmpty else { continue }
+                let trimmed = value.hasPrefix(".") ? String(value.dropFirst()) : value
+                domain = trimmed.lowercased()
+            case "path":
+                path = value.hasPrefix("/") ? value : Self.defaultPath(url)
+            case "secure":
+                secure = true
+            case "httponly":
+                httpOnly = true
+            case "samesite":
+                sameSite = Cookie.SameSite(rawValue: value.lowercased()) ?? .default
+            default:
+                continue
+            }
+        }
+        return Attributes(
+            expiry: maxAge ?? expires,
+            domain: domain,
+            path: path,
+            secure: secure,
+            httpOnly: httpOnly,
+            sameSite: sameSite
+        )
     }
 
     /// Stores `cookie` as it is (an API's set), replacing the one with its name, domain and path.

@@ -217,15 +217,7 @@ public struct Downloader: Sendable {
             events.didReceiveResponse(response.status, response.headers)
             if outcome.refusedRedirect {
                 // The redirect response itself is the result, body and all.
-                let job = BodyJob(
-                    response: response,
-                    request: current,
-                    original: originalRequest,
-                    path: path,
-                    writeOffset: 0,
-                    validators: nil,
-                    redirects: redirectCount
-                )
+                let job = BodyJob(response: response, request: current, original: originalRequest, path: path, redirects: redirectCount)
                 return try await finish(job, deadline: deadline, events: events)
             }
             // A 206 nobody asked for is a fragment, never the file (RFC 9110 §15.3.7).
@@ -303,9 +295,9 @@ public struct Downloader: Sendable {
         var original: Request
         var path: String
         /// Where the body goes in the file; the file is cut to this length first.
-        var writeOffset: Int64
+        var writeOffset: Int64 = 0
         /// The validators of the version being written; nil when it cannot be resumed at all.
-        var validators: Validators?
+        var validators: Validators? = nil
         var redirects: Int
     }
 

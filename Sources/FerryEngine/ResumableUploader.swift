@@ -90,23 +90,8 @@ public struct ResumableUploader: Sendable {
         events: Events = Events()
     ) async throws -> Outcome {
         try request.validate()
-        var state: UploadResumption
-        if let resumption {
-            guard resumption.length == body.length else {
-                throw FerryError(
-                    .invalidResumeData,
-                    "the resume data is for an upload of \(resumption.length) bytes, but the body has \(body.length); start the upload again",
-                    failingURL: request.url.absoluteString
-                )
-            }
-            state = resumption
-        } else {
-            guard let created = try await create(request, length: body.length, deadline: deadline) else {
-                return .unsupported
-            }
-            state = created
-            try events.didConfirm(state)
-        }
+        guard var state = try await start(request, body: body, resumingFrom: resumption, deadline: deadline, events: events)
+        else { return .unsupported }
         func resumeData(_ state: UploadResumption) -> ResumeData {
             ResumeData(
                 originalRequest: request,
@@ -185,6 +170,30 @@ public struct ResumableUploader: Sendable {
                 askOffset = true
             }
         }
+    }
+
+    /// The upload's state to begin from: the resume data's (for a body of the same length), or a new
+    /// upload resource created on the server; nil when the server does not speak the draft.
+    private func start(
+        _ request: Request,
+        body: Body,
+        resumingFrom resumption: UploadResumption?,
+        deadline: NIODeadline,
+        events: Events
+    ) async throws -> UploadResumption? {
+        if let resumption {
+            guard resumption.length == body.length else {
+                throw FerryError(
+                    .invalidResumeData,
+                    "the resume data is for an upload of \(resumption.length) bytes, but the body has \(body.length); start the upload again",
+                    failingURL: request.url.absoluteString
+                )
+            }
+            return resumption
+        }
+        guard let created = try await create(request, length: body.length, deadline: deadline) else { return nil }
+        try events.didConfirm(created)
+        return created
     }
 
     /// Cancels an upload on the server (DELETE), so it can free what it holds. Errors are ignored: the
