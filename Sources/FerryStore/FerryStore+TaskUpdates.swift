@@ -63,9 +63,9 @@ extension FerryStore {
     static func heldBack(by network: NetworkState, offline: Bool) -> String? {
         var reasons: [String] = []
         if offline, !network.isOnline { reasons.append("1") }
-        if network.isMetered { reasons.append("NOT allowsMetered OR isDiscretionary") }
+        if network.isMetered { reasons.append("NOT allowsMetered OR discretionary") }
         if network.isConstrained { reasons.append("NOT allowsConstrained") }
-        if network.power == .battery { reasons.append("isDiscretionary") }
+        if network.power == .battery { reasons.append("discretionary") }
         return reasons.isEmpty ? nil : reasons.map { "(\($0))" }.joined(separator: " OR ")
     }
 

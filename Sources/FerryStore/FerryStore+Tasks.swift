@@ -162,33 +162,57 @@ extension FerryStore {
         // The task is born in its first state, with its resume data: no moment exists in which the
         // scheduler could start a task that was asked to wait, or start it without its progress.
         let state: StoredTask.State = task.suspended ? .suspended : .pending
-        // Dates as they read back: SQLite keeps milliseconds.
+        let chunkedUpload = task.chunks.map(ChunkedUploadProgress.init(chunksInFlight:))
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO task (session, taskIdentifier, kind, state, originalRequest, currentRequest, bodyFile,
+                                  taskDescription, priority, discretionary, resourceDeadline,
+                                  destination, destinationMode, connection, createdAt, updatedAt,
+                                  allowsMetered, allowsConstrained, bandwidthLimit, form, chunkedUpload,
+                                  limits, requestBody, decodesContent, earliestBegin)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """
+        ).execute(arguments: [
+            session, identifier, task.kind.rawValue, state.rawValue, encoded,
+            try task.resumeData.map { try JSONEncoder().encode($0.currentRequest) }, task.bodyFile,
+            task.taskDescription, task.priority, task.discretionary, deadline, task.destination,
+            task.destinationMode, try task.connection.map { try JSONEncoder().encode($0) }, now, now,
+            task.allowsMetered, task.allowsConstrained, task.bandwidthLimit,
+            try task.form.map { try JSONEncoder().encode($0) }, try chunkedUpload.map { try JSONEncoder().encode($0) },
+            try task.limits.map { try JSONEncoder().encode($0) }, task.requestBody, task.decodesContent,
+            task.earliestBegin,
+        ])
+        // What was just inserted, without reading it back (decoding the request again costs more than
+        // the insert).
         var stored = StoredTask(
             session: session,
             taskIdentifier: identifier,
             kind: task.kind,
             state: state,
             originalRequest: task.request,
-            at: Self.asStored(now)
+            bodyFile: task.bodyFile,
+            taskDescription: task.taskDescription,
+            priority: task.priority,
+            isDiscretionary: task.discretionary,
+            // As it reads back: SQLite keeps milliseconds.
+            resourceDeadline: deadline.map(Self.asStored),
+            destination: task.destination,
+            destinationMode: task.destinationMode,
+            connection: task.connection,
+            bytesReceived: 0,
+            bytesSent: 0
         )
-        stored.bodyFile = task.bodyFile
-        stored.taskDescription = task.taskDescription
-        stored.priority = task.priority
-        stored.isDiscretionary = task.discretionary
-        stored.resourceDeadline = deadline.map(Self.asStored)
-        stored.destination = task.destination
-        stored.destinationMode = task.destinationMode
-        stored.connection = task.connection
         stored.allowsMetered = task.allowsMetered
         stored.allowsConstrained = task.allowsConstrained
         stored.bandwidthLimit = task.bandwidthLimit
         stored.form = task.form
-        stored.chunkedUpload = task.chunks.map(ChunkedUploadProgress.init(chunksInFlight:))
+        stored.chunkedUpload = chunkedUpload
         stored.limits = task.limits
         stored.requestBody = task.requestBody
         stored.decodesContent = task.decodesContent
         stored.earliestBegin = task.earliestBegin.map(Self.asStored)
         if let resumeData = task.resumeData {
+            try Progress(resumeData).write(db, session: session, identifier: identifier, at: now)
             stored.currentRequest = resumeData.currentRequest
             stored.partialPath = resumeData.partialFilePath
             stored.bytesReceived = resumeData.bytesReceived
@@ -197,9 +221,6 @@ extension FerryStore {
             stored.lastModified = resumeData.lastModified
             stored.segments = resumeData.segments
         }
-        // Written whole as a record, and returned without reading it back (decoding the request again
-        // costs more than the insert).
-        try stored.insert(db)
         return stored
     }
 
@@ -243,7 +264,7 @@ extension FerryStore {
                 db,
                 sql: """
                     SELECT * FROM task WHERE state = ?\(filter)
-                    ORDER BY isDiscretionary, priority DESC, createdAt, session, taskIdentifier
+                    ORDER BY discretionary, priority DESC, createdAt, session, taskIdentifier
                     LIMIT ?
                     """,
                 arguments: arguments
@@ -263,7 +284,7 @@ extension FerryStore {
     }
 
     /// A date as the store gives it back (SQLite keeps milliseconds): through GRDB's own conversion
-    /// both ways, so that a record returned without reading it back equals the one read.
+    /// both ways, so that a task returned without reading it back equals the one read.
     static func asStored(_ date: Date) -> Date {
         Date.fromDatabaseValue(date.databaseValue) ?? date
     }

@@ -54,11 +54,6 @@ enum StoreSchema {
                 table.add(column: "earliestBegin", .datetime)
             }
         }
-        migrator.registerMigration("v10: the task table's columns named as StoredTask's properties") { db in
-            try db.alter(table: "task") { table in
-                table.rename(column: "discretionary", to: "isDiscretionary")
-            }
-        }
         return migrator
     }
 

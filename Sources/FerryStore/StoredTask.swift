@@ -1,12 +1,10 @@
 public import FerryCore
 public import Foundation
-public import GRDB
+import GRDB
 
 /// A background task as the daemon keeps it (SPEC S6.8: its identifier, description and original request
-/// survive restarts): a row of the `task` table, read and written as a GRDB record. Each stored property
-/// is the column of its name (nested values are JSON), so a new field is a property here and a column
-/// in a migration (``StoreSchema``), and nothing maps it by hand.
-public struct StoredTask: Sendable, Hashable, Codable {
+/// survive restarts).
+public struct StoredTask: Sendable, Hashable {
     /// What the task transfers: the control API's kinds, stored by their raw values.
     public typealias Kind = BackgroundTaskInfo.Kind
     /// Where the task is in the daemon's lifecycle (pending also holds every task that was running when
@@ -30,9 +28,9 @@ public struct StoredTask: Sendable, Hashable, Codable {
     /// The client's description.
     public var taskDescription: String?
     /// 0...1.
-    public var priority = 0.5
+    public var priority: Double
     /// Created while no client was attached (S6.10): it runs when nothing else waits.
-    public var isDiscretionary = false
+    public var isDiscretionary: Bool
     /// When the task fails with `timedOut` if it has not finished (creation plus the session's
     /// `timeoutIntervalForResource`); nil: the daemon's own limit.
     public var resourceDeadline: Date?
@@ -45,7 +43,7 @@ public struct StoredTask: Sendable, Hashable, Codable {
     /// The partial file, once the transfer has started.
     public var partialPath: String?
     /// Bytes on disk and flushed (D1: never more than what is on disk).
-    public var bytesReceived: Int64 = 0
+    public var bytesReceived: Int64
     /// The expected total, when known.
     public var expectedLength: Int64?
     /// The validators of the version being downloaded.
@@ -70,26 +68,13 @@ public struct StoredTask: Sendable, Hashable, Codable {
     /// Not before: a pending task waits until then (URLSession's `earliestBeginDate`).
     public var earliestBegin: Date?
     /// Request body bytes sent (uploads).
-    public var bytesSent: Int64 = 0
+    public var bytesSent: Int64
     /// The final response's status, once known.
     public var responseStatus: Int?
     /// The final response's header fields, once known.
     public var responseHeaders: Headers?
     /// The error the task completed with (code and message), if any.
-    public var error: FerryError? {
-        get {
-            errorCode.map { code in FerryError(FerryError.Code(rawValue: code, name: errorName ?? "code \(code)"), errorMessage ?? "") }
-        }
-        set {
-            errorCode = newValue?.code.rawValue
-            errorName = newValue?.code.name
-            errorMessage = newValue?.message
-        }
-    }
-    /// ``error``'s code, name and message, each a column.
-    var errorCode: Int?
-    var errorName: String?
-    var errorMessage: String?
+    public var error: FerryError?
     /// May use a metered network (the request's and the session's allowsCellularAccess and
     /// allowsExpensiveNetworkAccess, or a later `ferry policy`).
     public var allowsMetered = true
@@ -99,9 +84,6 @@ public struct StoredTask: Sendable, Hashable, Codable {
     public var bandwidthLimit: Int64?
     /// taskIsWaitingForConnectivity was journaled for it (it fires once).
     public var waitReported = false
-    /// When the task was created, and last changed (to the millisecond, as SQLite keeps them).
-    public var createdAt: Date
-    public var updatedAt: Date
 
     /// What the task may use, and whether it is deferred.
     public var networkPolicy: NetworkPolicy {
@@ -110,24 +92,91 @@ public struct StoredTask: Sendable, Hashable, Codable {
 }
 
 extension StoredTask {
-    /// A task as created at `now`: nothing transferred yet; the other fields are set by the caller.
-    init(session: String, taskIdentifier: Int, kind: Kind, state: State, originalRequest: Request, at now: Date) {
+    /// A task as created: nothing transferred yet.
+    init(
+        session: String,
+        taskIdentifier: Int,
+        kind: Kind,
+        state: State,
+        originalRequest: Request,
+        bodyFile: String?,
+        taskDescription: String?,
+        priority: Double,
+        isDiscretionary: Bool,
+        resourceDeadline: Date?,
+        destination: String?,
+        destinationMode: Int?,
+        connection: ConnectionSettings?,
+        bytesReceived: Int64,
+        bytesSent: Int64
+    ) {
+        self.connection = connection
         self.session = session
         self.taskIdentifier = taskIdentifier
         self.kind = kind
         self.state = state
         self.originalRequest = originalRequest
-        self.createdAt = now
-        self.updatedAt = now
+        self.bodyFile = bodyFile
+        self.taskDescription = taskDescription
+        self.priority = priority
+        self.isDiscretionary = isDiscretionary
+        self.resourceDeadline = resourceDeadline
+        self.destination = destination
+        self.destinationMode = destinationMode
+        self.bytesReceived = bytesReceived
+        self.bytesSent = bytesSent
     }
-}
 
-extension StoredTask: FetchableRecord, PersistableRecord {
-    public static let databaseTableName = "task"
+    /// Reads a row of its table.
+    init(row: Row) throws {
+        let decoder = JSONDecoder()
+        session = row["session"]
+        taskIdentifier = row["taskIdentifier"]
+        kind = try Self.decode(Kind.self, row["kind"])
+        state = try Self.decode(State.self, row["state"])
+        originalRequest = try decoder.decode(Request.self, from: row["originalRequest"] as Data)
+        bodyFile = row["bodyFile"]
+        currentRequest = try (row["currentRequest"] as Data?).map { try decoder.decode(Request.self, from: $0) }
+        taskDescription = row["taskDescription"]
+        priority = row["priority"]
+        isDiscretionary = row["discretionary"]
+        resourceDeadline = row["resourceDeadline"]
+        destination = row["destination"]
+        destinationMode = row["destinationMode"]
+        connection = try (row["connection"] as Data?).map { try decoder.decode(ConnectionSettings.self, from: $0) }
+        partialPath = row["partialPath"]
+        bytesReceived = row["bytesReceived"]
+        expectedLength = row["expectedLength"]
+        entityTag = row["entityTag"]
+        lastModified = row["lastModified"]
+        segments = try (row["segments"] as Data?).map { try decoder.decode(SegmentPlan.self, from: $0) }
+        uploadState = try (row["uploadState"] as Data?).map { try decoder.decode(UploadResumption.self, from: $0) }
+        form = try (row["form"] as Data?).map { try decoder.decode([FormField].self, from: $0) }
+        chunkedUpload = try (row["chunkedUpload"] as Data?).map { try decoder.decode(ChunkedUploadProgress.self, from: $0) }
+        requestBody = row["requestBody"]
+        decodesContent = row["decodesContent"]
+        earliestBegin = row["earliestBegin"]
+        limits = try (row["limits"] as Data?).map { try decoder.decode(TaskLimits.self, from: $0) }
+        bytesSent = row["bytesSent"]
+        allowsMetered = row["allowsMetered"]
+        allowsConstrained = row["allowsConstrained"]
+        bandwidthLimit = row["bandwidthLimit"]
+        waitReported = row["waitReported"]
+        responseStatus = row["responseStatus"]
+        responseHeaders = try (row["responseHeaders"] as Data?).map { try decoder.decode(Headers.self, from: $0) }
+        if let code: Int = row["errorCode"] {
+            error = FerryError(
+                FerryError.Code(rawValue: code, name: row["errorName"] ?? "code \(code)"),
+                row["errorMessage"] ?? ""
+            )
+        }
+    }
 
-    /// Nested values are JSON as Foundation writes it by default (dates as seconds since 2001), as
-    /// rows written before the task was a record hold them; GRDB's default would write milliseconds
-    /// since 1970.
-    public static func databaseJSONEncoder(for column: String) -> JSONEncoder { JSONEncoder() }
-    public static func databaseJSONDecoder(for column: String) -> JSONDecoder { JSONDecoder() }
+    private static func decode<Value: RawRepresentable>(_ type: Value.Type, _ raw: String) throws -> Value
+    where Value.RawValue == String {
+        guard let value = Value(rawValue: raw) else {
+            throw FerryStoreError("the store holds an unknown \(type) '\(raw)'; was it written by a newer ferryd?")
+        }
+        return value
+    }
 }
