@@ -162,9 +162,44 @@ extension GetCommand {
             }
             ended.withLock { $0.append((index, outcome)) }
         }
-        let width = parallelism
+        await Self.runAll(jobs, width: parallelism, interruption: interruption, report: report)
+        var results: [GetResult?] = Array(repeating: nil, count: items.count)
+        var firstFailure: CLIFailure?
+        for (index, outcome) in ended.withLock({ $0 }) {
+            switch outcome {
+            case .success(let report):
+                results[index] = .saved(report)
+            case .failure(let failure):
+                // The status is the first failure's, in the order they happened.
+                if firstFailure == nil { firstFailure = failure }
+                results[index] = .failed(url: items[index].url.absoluteString, failure)
+            }
+        }
+        board?.close()
+        try await close(transport)
+        let reported = results.compactMap { $0 }
+        if outputOptions.json {
+            // Every URL, failures included, in the order given.
+            CLI.printJSON(reported)
+        } else if !transfer.quiet {
+            for case .saved(let report) in reported where report.path != "-" {
+                let rate = report.seconds > 0 ? Double(report.bytes - report.resumedFrom) / report.seconds : 0
+                CLI.note("saved \(report.path) (\(ByteFormat.bytes(report.bytes)), \(ByteFormat.rate(rate)))")
+            }
+        }
+        try Self.end(firstFailure, of: items.count)
+    }
+
+    /// Runs `jobs`, at most `width` at once, the next starting when one ends (-Z, -j; one by one
+    /// otherwise); each outcome goes to `report` as it ends. An interruption cancels what runs, and
+    /// nothing more starts.
+    static func runAll(
+        _ jobs: [@Sendable () async throws -> ForegroundDownload.Report],
+        width: Int,
+        interruption: Interruption,
+        report: @escaping @Sendable (Int, Result<ForegroundDownload.Report, CLIFailure>) -> Void
+    ) async {
         let work = Task {
-            // At most `width` at once; the next starts when one ends (-Z, -j); one by one otherwise.
             await withTaskGroup(of: (Int, Result<ForegroundDownload.Report, CLIFailure>).self) { group in
                 var next = 0
                 func start() {
@@ -194,31 +229,6 @@ extension GetCommand {
         }
         interruption.onSignal { work.cancel() }
         await work.value
-        var results: [GetResult?] = Array(repeating: nil, count: items.count)
-        var firstFailure: CLIFailure?
-        for (index, outcome) in ended.withLock({ $0 }) {
-            switch outcome {
-            case .success(let report):
-                results[index] = .saved(report)
-            case .failure(let failure):
-                // The status is the first failure's, in the order they happened.
-                if firstFailure == nil { firstFailure = failure }
-                results[index] = .failed(url: items[index].url.absoluteString, failure)
-            }
-        }
-        board?.close()
-        try await close(transport)
-        let reported = results.compactMap { $0 }
-        if outputOptions.json {
-            // Every URL, failures included, in the order given.
-            CLI.printJSON(reported)
-        } else if !transfer.quiet {
-            for case .saved(let report) in reported where report.path != "-" {
-                let rate = report.seconds > 0 ? Double(report.bytes - report.resumedFrom) / report.seconds : 0
-                CLI.note("saved \(report.path) (\(ByteFormat.bytes(report.bytes)), \(ByteFormat.rate(rate)))")
-            }
-        }
-        try Self.end(firstFailure, of: items.count)
     }
 
     /// What a new file's mode would be for this process (0o666 less the umask).

@@ -70,23 +70,9 @@ extension Downloader {
         try current.validate(for: transport)
         var restarted = false
         if let resumeData {
-            if let continuation = Self.segmentedContinuation(of: resumeData, path: path) {
-                events.didResume(continuation.plan.bytesReceived, continuation.plan.total)
-                let run = SegmentRun(
-                    original: original,
-                    request: current,
-                    plan: continuation.plan,
-                    validators: continuation.validators,
-                    fresh: false,
-                    redirects: 0
-                )
-                do {
-                    return try await runSegments(run, path: path, first: nil, deadline: deadline, events: events)
-                } catch is SegmentRestart {
-                    restarted = true
-                }
-            }
-            events.didResume(0, nil)
+            let continued = try await continueSegments(resumeData, original: original, current: current, path: path, deadline: deadline, events: events)
+            if let result = continued.result { return result }
+            restarted = continued.restarted
         }
 
         let follower = RedirectFollower(transport: transport, maximumRedirects: maximumRedirects)
@@ -109,29 +95,8 @@ extension Downloader {
             )
             let total = Self.wholeLength(ofFirst: response)
             guard let total, !outcome.refusedRedirect else {
-                if response.status == 416 {
-                    // An empty resource has no byte 0 to give (or the server refuses ranges): ask plainly.
-                    try await Self.drain(response.body)
-                    return try await downloadSequential(
-                        current,
-                        resumingFrom: nil,
-                        to: path,
-                        deadline: deadline,
-                        events: events
-                    )
-                }
-                // No range support (200), an error status, a refused redirect: over this one connection
-                // (only a 200 or 206 body can be continued, so a redirect's validators do not matter).
-                events.didReceiveResponse(response.status, response.headers)
-                return try await continueAsDownload(
-                    response: response,
-                    request: current,
-                    originalRequest: original,
-                    redirects: redirectCount,
-                    to: path,
-                    deadline: deadline,
-                    events: events
-                )
+                let unsegmented = Unsegmented(response: response, request: current, original: original, redirects: redirectCount)
+                return try await downloadUnsegmented(unsegmented, to: path, deadline: deadline, events: events)
             }
             let whole = Self.wholeHeaders(response.headers, total: total)
             events.didReceiveResponse(200, whole)
@@ -179,6 +144,67 @@ extension Downloader {
                 events.didResume(0, total)
             }
         }
+    }
+
+    /// Continues resume data's segments (or its single-connection partial file as the first segment).
+    /// `result` is nil when they cannot go on and the download starts over; `restarted` says whether the
+    /// resource changed under them (a second change then fails the download).
+    private func continueSegments(
+        _ resumeData: ResumeData,
+        original: Request,
+        current: Request,
+        path: String,
+        deadline: NIODeadline,
+        events: Events
+    ) async throws -> (result: Result?, restarted: Bool) {
+        var restarted = false
+        if let continuation = Self.segmentedContinuation(of: resumeData, path: path) {
+            events.didResume(continuation.plan.bytesReceived, continuation.plan.total)
+            let run = SegmentRun(
+                original: original,
+                request: current,
+                plan: continuation.plan,
+                validators: continuation.validators,
+                fresh: false,
+                redirects: 0
+            )
+            do {
+                return (try await runSegments(run, path: path, first: nil, deadline: deadline, events: events), false)
+            } catch is SegmentRestart {
+                restarted = true
+            }
+        }
+        events.didResume(0, nil)
+        return (nil, restarted)
+    }
+
+    /// A first answer that cannot be split: not a 206 for the whole resource, or a refused redirect.
+    private struct Unsegmented {
+        var response: TransportResponse
+        var request: Request
+        var original: Request
+        var redirects: Int
+    }
+
+    /// Downloads over the one connection of `first`: a 416 (an empty resource has no byte 0 to give, or
+    /// the server refuses ranges) is asked again plainly; a 200, an error status or a refused redirect is
+    /// the download (only a 200 or 206 body can be continued, so a redirect's validators do not matter).
+    private func downloadUnsegmented(_ first: Unsegmented, to path: String, deadline: NIODeadline, events: Events) async throws -> Result {
+        let response = first.response
+        if response.status == 416 {
+            try await Self.drain(response.body)
+            return try await downloadSequential(first.request, resumingFrom: nil, to: path, deadline: deadline, events: events)
+        }
+        events.didReceiveResponse(response.status, response.headers)
+        return try await continueAsDownload(
+            response: response,
+            request: first.request,
+            originalRequest: first.original,
+            redirects: first.redirects,
+            to: path,
+            deadline: deadline,
+            events: events
+        )
     }
 
     /// Runs the connections of a segmented download until every byte is in the file.
