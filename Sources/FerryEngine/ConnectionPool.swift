@@ -16,10 +16,9 @@ final class ConnectionPool: Sendable {
     typealias Machine = ConnectionPoolStateMachine<HTTP1Connection, HTTP2Connection, EventLoopPromise<Void>>
     typealias Claim = Machine.Claim
 
-    /// Idle connections kept per key; more are closed.
-    var maximumIdlePerOrigin: Int { machine.withLockedValue { $0.maximumIdlePerKey } }
     private let machine: NIOLockedValueBox<Machine>
 
+    /// - Parameter maximumIdlePerOrigin: idle connections kept per key; more are closed.
     init(maximumIdlePerOrigin: Int) {
         machine = NIOLockedValueBox(Machine(maximumIdlePerKey: maximumIdlePerOrigin))
     }

@@ -54,7 +54,7 @@ struct ExchangeStateMachine {
     enum HeadKind: Equatable {
         /// An informational answer (1xx other than 101): hand it to the listener; the final head follows.
         case informational
-        /// The final head: held until the read is done (``readComplete()``).
+        /// The final head: held until the read is done (``handOverHead()``).
         case final
     }
 
@@ -215,9 +215,6 @@ struct ExchangeStateMachine {
         response = .streaming
         return head
     }
-
-    /// The read in progress is done (``handOverHead()``, under the name the drivers call it by).
-    mutating func readComplete() -> HTTPResponseHead? { handOverHead() }
 
     /// Trailers arrived (HTTP/2: a header block after the head). They must end the response.
     mutating func receivedTrailers(endsResponse: Bool) throws(Failure) {

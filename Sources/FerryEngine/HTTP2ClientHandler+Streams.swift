@@ -46,7 +46,7 @@ extension HTTP2ClientHandler {
     /// Hands stream `id`'s response head over with a sequence its content streams through (its read is
     /// done and the stream goes on).
     func startStreaming(_ id: UInt32) {
-        guard let stream = streams[id], let head = stream.machine.readComplete() else { return }
+        guard let stream = streams[id], let head = stream.machine.handOverHead() else { return }
         startStreaming(stream, head: head)
     }
 

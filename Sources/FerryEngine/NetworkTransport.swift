@@ -25,10 +25,7 @@ public final class NetworkTransport: HTTPTransport {
     /// TLS clients for byte streams, by the ALPN protocols they offer (made when first needed).
     let byteStreamTLS = NIOLockedValueBox<[[String]: TLSClient]>([:])
     let proxies: Result<ProxySettings, FerryError>
-    let http2Settings: HTTP2Settings
-    /// `options.idleTimeout` as NIO counts time (every connection and stream needs it).
-    let idleTimeout: TimeAmount
-    /// Opens the connections, stage by stage.
+    /// Opens the connections, stage by stage (it holds the HTTP/2 settings and the idle timeout).
     let factory: ConnectionFactory
 
     /// Creates a transport with its own connections (on SwiftNIO's shared event loops). Settings that
@@ -40,8 +37,6 @@ public final class NetworkTransport: HTTPTransport {
 
     init(options: TransportOptions, http2: HTTP2Settings) {
         self.options = options
-        self.http2Settings = http2
-        self.idleTimeout = .milliseconds(Int64(options.idleTimeout * 1000))
         self.group = MultiThreadedEventLoopGroup.singleton
         self.pool = ConnectionPool(maximumIdlePerOrigin: max(options.maximumConnectionsPerHost, 8))
         self.factory = ConnectionFactory(
@@ -49,7 +44,8 @@ public final class NetworkTransport: HTTPTransport {
             group: group,
             pool: pool,
             http2Settings: http2,
-            idleTimeout: idleTimeout
+            // `options.idleTimeout` as NIO counts time (every connection and stream needs it).
+            idleTimeout: .milliseconds(Int64(options.idleTimeout * 1000))
         )
         do {
             // h2 first, as curl and browsers offer it; the server picks.

@@ -95,19 +95,13 @@ public struct ProcessSpawn: Sendable {
         if let directory { _ = directory.withCString { addChangeDirectory(&actions, $0) } }
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
-        let envp = environment.map { $0.map { strdup("\($0.key)=\($0.value)") } + [nil] }
-        defer { envp?.forEach { free($0) } }
+        let envp = (environment ?? ProcessInfo.processInfo.environment).map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { envp.forEach { free($0) } }
         var pid: pid_t = 0
-        let code: Int32
-        if let envp {
-            code = searchesPath
-                ? posix_spawnp(&pid, executable, &actions, &attributes, argv, envp)
-                : posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
-        } else {
-            code = searchesPath
-                ? posix_spawnp(&pid, executable, &actions, &attributes, argv, environ)
-                : posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
-        }
+        let code =
+            searchesPath
+            ? posix_spawnp(&pid, executable, &actions, &attributes, argv, envp)
+            : posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
         guard code == 0 else { throw Failure(code: code, executable: executable) }
         return pid
     }

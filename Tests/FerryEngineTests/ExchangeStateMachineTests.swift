@@ -36,14 +36,14 @@ import Testing
         #expect(end.exchangeOver && !end.requestAbandoned)
         #expect(machine.isOver && machine.isReusable)
         // Nothing is handed over again once the read completes.
-        #expect(machine.readComplete() == nil)
+        #expect(machine.handOverHead() == nil)
     }
 
     @Test func aBodyThatGoesOnStreamsOnceTheReadIsDone() throws {
         var machine = ExchangeStateMachine(requestSent: true)
         _ = try machine.receivedHead(head(200))
         #expect(try machine.receivedBody(count: 10) == .holdWithHead)
-        #expect(machine.readComplete()?.status == .ok)
+        #expect(machine.handOverHead()?.status == .ok)
         #expect(machine.isStreamingBody)
         #expect(try machine.receivedBody(count: 10) == .stream)
         let end = try machine.responseEnded()
@@ -55,7 +55,7 @@ import Testing
     @Test func theRequestMayFinishAfterTheHeadAndBeforeTheEnd() throws {
         var machine = ExchangeStateMachine()
         _ = try machine.receivedHead(head(200, [("Content-Length", "2")]))
-        _ = machine.readComplete()
+        _ = machine.handOverHead()
         #expect(try machine.requestSent() == false, "the response is still coming")
         _ = try machine.receivedBody(count: 2)
         #expect(try machine.responseEnded().exchangeOver)
@@ -114,7 +114,7 @@ import Testing
         var machine = ExchangeStateMachine(requestSent: true)
         _ = try machine.receivedHead(head(200, [("Transfer-Encoding", "chunked")]))
         #expect(machine.chunked && machine.expectedLength == nil)
-        _ = machine.readComplete()
+        _ = machine.handOverHead()
         _ = try machine.receivedBody(count: 1 << 20)
         #expect(try machine.responseEnded().exchangeOver)
     }
@@ -140,7 +140,7 @@ import Testing
 
         var streaming = ExchangeStateMachine()
         _ = try streaming.receivedHead(head(200))
-        _ = streaming.readComplete()
+        _ = streaming.handOverHead()
         #expect(streaming.fail() == .failBody)
 
         var done = ExchangeStateMachine(requestSent: true)
@@ -152,7 +152,7 @@ import Testing
     @Test func anAbandonedBodyEndsTheExchangeWithoutReuse() throws {
         var machine = ExchangeStateMachine(requestSent: true)
         _ = try machine.receivedHead(head(200))
-        _ = machine.readComplete()
+        _ = machine.handOverHead()
         let first = machine.abandon()
         let second = machine.abandon()
         #expect(first && !second)
@@ -236,7 +236,7 @@ import Testing
 
         var fine = ExchangeStateMachine(requestSent: true)
         _ = try fine.receivedHead(head(200))
-        _ = fine.readComplete()
+        _ = fine.handOverHead()
         try fine.receivedTrailers(endsResponse: true)
         #expect(try fine.responseEnded().exchangeOver)
     }
@@ -257,6 +257,6 @@ import Testing
         #expect(failure { _ = try machine.receivedHead(head(200)) }?.code == .invalidOperation)
         #expect(failure { _ = try machine.receivedBody(count: 1) }?.code == .invalidOperation)
         #expect(failure { _ = try machine.requestSent() }?.code == .invalidOperation)
-        #expect(machine.readComplete() == nil)
+        #expect(machine.handOverHead() == nil)
     }
 }
