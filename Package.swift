@@ -226,7 +226,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "FerryCoreTests", dependencies: ["FerryCore"], swiftSettings: swiftSettings),
-        .testTarget(name: "FerryStoreTests", dependencies: ["FerryCore", "FerryStore"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "FerryStoreTests",
+            dependencies: ["FerryCore", "FerryStore", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "FerryDaemonTests",
             dependencies: [

@@ -62,7 +62,10 @@ public enum ControlAPI {
         }
     }
 
-    /// `POST /v1/sessions/{id}/tasks`.
+    /// `POST /v1/sessions/{id}/tasks`: what the task is (these properties), and how it transfers
+    /// (``options``, whose properties read and write as the creation's own, and whose JSON keys sit
+    /// beside these).
+    @dynamicMemberLookup
     public struct TaskCreation: Sendable, Hashable, Codable {
         /// Download or upload.
         public var kind: BackgroundTaskInfo.Kind
@@ -70,25 +73,10 @@ public enum ControlAPI {
         public var request: Request
         /// For uploads: the file whose bytes are the body (background uploads come from files only).
         public var uploadFile: String?
-        /// For uploads without ``uploadFile``: a multipart/form-data body made of these fields (text
-        /// values, and files read by ferryd each time the upload is sent). The request gets the form's
-        /// Content-Type, with its boundary, unless it has one.
-        public var form: [FormField]?
         /// For uploads of ``uploadFile``: send the file in tus 1.0 partial uploads, this many at once
         /// (1 to 32), concatenated at the end (the request's URL is the tus endpoint). Every chunk the
         /// server stores is recorded, so after a ferryd restart only the unfinished chunks are sent.
         public var chunks: Int?
-        /// Downloads: a request body whose answer is the download (curl's `-d`), base64 in JSON, at most
-        /// ``maximumRequestBody`` bytes; sent with every try, and again on a 307 or 308. Such a download
-        /// is never continued by range: each try starts over.
-        public var requestBody: Data?
-        /// Downloads: undo a gzip or deflate Content-Encoding before the bytes are written (curl's
-        /// `--compressed`; the request should carry Accept-Encoding). Such a download starts over each
-        /// try: a decoded file's offsets are not the server's.
-        public var decodesContent: Bool?
-        /// The task's own redirect, retry and speed limits (curl's `--max-redirs`, `--retry`,
-        /// `--speed-limit`/`--speed-time`); absent values take ferryd's.
-        public var limits: TaskLimits?
         /// Kept with the task across restarts.
         public var taskDescription: String?
         /// 0...1, default 0.5.
@@ -105,16 +93,6 @@ public enum ControlAPI {
         /// Seconds from creation after which the task fails with `timedOut` (the session's
         /// `timeoutIntervalForResource`); the daemon's own limit (7 days) when absent.
         public var resourceTimeout: Double?
-        /// Downloads: an absolute path where the daemon moves the finished file itself (replacing what
-        /// is there), for clients that are gone when it finishes (`ferry get --background -o`). Only a
-        /// 2xx response is moved there; another status fails the task with `badServerResponse` and
-        /// writes nothing. Its directory must exist.
-        public var destination: String?
-        /// The permission bits of the file at ``destination`` (e.g. 0o644); default 0o600.
-        public var destinationMode: Int?
-        /// How the task's connections are made (TLS trust, proxies, ...), recorded with the task; absent:
-        /// direct, with the system's trust roots as ferryd sees them.
-        public var connection: ConnectionSettings?
         /// The task's own bandwidth limit, bytes a second (`ferry get --background --limit-rate`); absent:
         /// none (the daemon-wide limit still applies).
         public var bandwidthLimit: Int64?
@@ -126,8 +104,10 @@ public enum ControlAPI {
         /// starts when the limits and the network allow (URLSession's `earliestBeginDate`). Kept across
         /// restarts; a time already past starts it at once.
         public var earliestBeginTime: Double?
+        /// How the task transfers: form, request body, decoding, limits, destination, connection.
+        public var options = TaskOptions()
 
-        /// The largest ``requestBody``: 512 KiB (its base64 fits the control API's 1 MiB body limit).
+        /// The largest ``TaskOptions/requestBody``: 512 KiB (its base64 fits the control API's 1 MiB body limit).
         public static let maximumRequestBody = 512 << 10
 
         /// What ``chunks`` may be.
@@ -151,7 +131,7 @@ public enum ControlAPI {
             destinationMode: Int? = nil,
             connection: ConnectionSettings? = nil
         ) {
-            self.connection = connection
+            self.options.connection = connection
             self.kind = kind
             self.request = request
             self.uploadFile = uploadFile
@@ -161,8 +141,56 @@ public enum ControlAPI {
             self.start = start
             self.discretionary = discretionary
             self.resourceTimeout = resourceTimeout
-            self.destination = destination
-            self.destinationMode = destinationMode
+            self.options.destination = destination
+            self.options.destinationMode = destinationMode
+        }
+            /// An option, as if it were the creation's own property (`creation.destination`).
+        public subscript<Value>(dynamicMember option: WritableKeyPath<TaskOptions, Value>) -> Value {
+            get { options[keyPath: option] }
+            set { options[keyPath: option] = newValue }
+        }
+
+        private enum CodingKeys: String, CodingKey {
+            case kind, request, uploadFile, chunks, taskDescription, priority, resumeData, start, discretionary
+            case resourceTimeout, bandwidthLimit, taskIdentifier, earliestBeginTime
+        }
+
+        /// Reads a creation: its own keys and the options' from the same JSON object.
+        public init(from decoder: any Decoder) throws {
+            let fields = try decoder.container(keyedBy: CodingKeys.self)
+            kind = try fields.decode(BackgroundTaskInfo.Kind.self, forKey: .kind)
+            request = try fields.decode(Request.self, forKey: .request)
+            uploadFile = try fields.decodeIfPresent(String.self, forKey: .uploadFile)
+            chunks = try fields.decodeIfPresent(Int.self, forKey: .chunks)
+            taskDescription = try fields.decodeIfPresent(String.self, forKey: .taskDescription)
+            priority = try fields.decodeIfPresent(Double.self, forKey: .priority)
+            resumeData = try fields.decodeIfPresent(ResumeData.self, forKey: .resumeData)
+            start = try fields.decodeIfPresent(Bool.self, forKey: .start)
+            discretionary = try fields.decodeIfPresent(Bool.self, forKey: .discretionary)
+            resourceTimeout = try fields.decodeIfPresent(Double.self, forKey: .resourceTimeout)
+            bandwidthLimit = try fields.decodeIfPresent(Int64.self, forKey: .bandwidthLimit)
+            taskIdentifier = try fields.decodeIfPresent(Int.self, forKey: .taskIdentifier)
+            earliestBeginTime = try fields.decodeIfPresent(Double.self, forKey: .earliestBeginTime)
+            options = try TaskOptions(from: decoder)
+        }
+
+        /// Writes one JSON object: the creation's own keys and the options'.
+        public func encode(to encoder: any Encoder) throws {
+            try options.encode(to: encoder)
+            var fields = encoder.container(keyedBy: CodingKeys.self)
+            try fields.encode(kind, forKey: .kind)
+            try fields.encode(request, forKey: .request)
+            try fields.encodeIfPresent(uploadFile, forKey: .uploadFile)
+            try fields.encodeIfPresent(chunks, forKey: .chunks)
+            try fields.encodeIfPresent(taskDescription, forKey: .taskDescription)
+            try fields.encodeIfPresent(priority, forKey: .priority)
+            try fields.encodeIfPresent(resumeData, forKey: .resumeData)
+            try fields.encodeIfPresent(start, forKey: .start)
+            try fields.encodeIfPresent(discretionary, forKey: .discretionary)
+            try fields.encodeIfPresent(resourceTimeout, forKey: .resourceTimeout)
+            try fields.encodeIfPresent(bandwidthLimit, forKey: .bandwidthLimit)
+            try fields.encodeIfPresent(taskIdentifier, forKey: .taskIdentifier)
+            try fields.encodeIfPresent(earliestBeginTime, forKey: .earliestBeginTime)
         }
     }
 

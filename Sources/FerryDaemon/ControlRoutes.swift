@@ -193,7 +193,7 @@ struct ControlRoutes: Sendable {
         try resumeData?.currentRequest.validate()
         // The partial file is written when the task runs: an absolute path, checked like a destination
         // (a relative one would be made in ferryd's working directory).
-        if let partial = resumeData?.partialFilePath, !Self.isAbsoluteFilePath(partial) {
+        if let partial = resumeData?.partialFilePath, !ControlAPI.isAbsoluteFilePath(partial) {
             throw FerryError(.invalidOperation, "resume data's partialFilePath must be an absolute file path, not '\(partial)'")
         }
         guard let scheme = target.url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
@@ -225,35 +225,22 @@ struct ControlRoutes: Sendable {
             guard resumeData == nil else {
                 throw FerryError(.invalidOperation, "resume data continues downloads, not uploads")
             }
-            guard creation.requestBody == nil, creation.decodesContent != true else {
-                throw FerryError(.invalidOperation, "requestBody and decodesContent are a download's; an upload sends uploadFile or a form")
-            }
-            try Self.checkUploadBody(creation)
         case .download:
-            guard creation.uploadFile == nil, creation.form == nil, creation.chunks == nil else {
+            guard creation.uploadFile == nil, creation.chunks == nil else {
                 throw FerryError(.invalidOperation, "a download has no upload file, form or chunks; use kind \"upload\"")
             }
-            if let destination = creation.destination {
-                guard Self.isAbsoluteFilePath(destination) else {
-                    throw FerryError(
-                        .invalidOperation,
-                        "the destination must be an absolute file path, not '\(destination)'"
-                    )
-                }
-                try ControlError.conflict { try Self.checkDestinationDirectory(destination) }
-            }
-            if let body = creation.requestBody, body.count > ControlAPI.TaskCreation.maximumRequestBody {
-                throw FerryError(
-                    .invalidOperation,
-                    "a download's requestBody is at most \(ControlAPI.TaskCreation.maximumRequestBody) bytes, not \(body.count)"
-                )
-            }
-            if let mode = creation.destinationMode, !(0...0o777).contains(mode) {
-                throw FerryError(.invalidOperation, "destinationMode holds permission bits, 0 to 0o777 (511)")
-            }
+        }
+        try creation.options.validate(for: creation.kind)
+        if let limit = creation.bandwidthLimit, limit <= 0 {
+            throw FerryError(.invalidOperation, "bandwidthLimit is bytes a second, above 0 (leave it out for none)")
+        }
+        try ControlAPI.validateEarliestBeginTime(creation.earliestBeginTime)
+        // What the daemon's file system says: the rest of the checks.
+        if creation.kind == .upload { try Self.checkUploadBody(creation) }
+        if let destination = creation.destination, creation.kind == .download {
+            try ControlError.conflict { try Self.checkDestinationDirectory(destination) }
         }
         if let connection = creation.connection {
-            try connection.validate()
             // A cookie file to load that cannot be read: the daemon's file system contradicts a
             // well-formed request (409, as for a missing upload file).
             if let load = connection.cookies?.load {
@@ -267,11 +254,6 @@ struct ControlRoutes: Sendable {
             // transport made here is the one the task will use (one per distinct settings).
             _ = try scheduler.transports.transport(for: connection)
         }
-        try creation.limits?.validate()
-        if let limit = creation.bandwidthLimit, limit <= 0 {
-            throw FerryError(.invalidOperation, "bandwidthLimit is bytes a second, above 0 (leave it out for none)")
-        }
-        try ControlAPI.validateEarliestBeginTime(creation.earliestBeginTime)
         var task = FerryStore.NewTask(
             kind: creation.kind,
             request: target,
@@ -279,32 +261,18 @@ struct ControlRoutes: Sendable {
             taskDescription: creation.taskDescription,
             priority: creation.priority ?? 0.5,
             discretionary: creation.discretionary ?? !hub.isAttached(session),
-            resourceTimeout: creation.resourceTimeout,
-            destination: creation.destination,
-            destinationMode: creation.destinationMode,
-            connection: creation.connection
+            resourceTimeout: creation.resourceTimeout
         )
+        task.options = creation.options
         task.suspended = creation.start == false
         task.allowsMetered = target.allowsCellularAccess && target.allowsExpensiveNetworkAccess
         task.allowsConstrained = target.allowsConstrainedNetworkAccess
         task.bandwidthLimit = creation.bandwidthLimit
         task.resumeData = resumeData
         task.identifier = creation.taskIdentifier
-        task.form = creation.form
         task.chunks = creation.chunks
-        task.limits = creation.limits
-        task.requestBody = creation.requestBody
-        task.decodesContent = creation.decodesContent ?? false
         task.earliestBegin = creation.earliestBeginTime.map(Date.init(timeIntervalSince1970:))
         return task
-    }
-
-    /// Whether `path` names a file absolutely: it starts with `/`, does not end with one, and holds no NUL
-    /// (docs/openapi.json's pattern for destinations and partial files). By bytes: "/" or NUL followed by
-    /// a combining mark is one Character.
-    static func isAbsoluteFilePath(_ path: String) -> Bool {
-        let bytes = path.utf8
-        return bytes.first == UInt8(ascii: "/") && bytes.last != UInt8(ascii: "/") && !bytes.contains(0)
     }
 
     /// An upload's body: a readable file (sent whole, resumably, or in tus chunks), or a multipart form

@@ -20,7 +20,7 @@ extension StoredTask {
             statusCode: responseStatus,
             responseHeaders: responseHeaders,
             error: error,
-            destination: destination
+            destination: options.destination
         )
         info.allowsMeteredNetwork = allowsMetered
         info.allowsConstrainedNetwork = allowsConstrained

@@ -255,7 +255,7 @@ struct TransferRunner: Sendable {
         do {
             var driver = DownloadDriver(transport: transport)
             driver.downloader.requestBody = task.requestBody.map { ByteBuffer(bytes: $0) }
-            driver.downloader.decodesContent = task.decodesContent
+            driver.downloader.decodesContent = task.decodesContent == true
             if let redirects = task.limits?.maximumRedirects { driver.downloader.maximumRedirects = redirects }
             outcome = try await driver.run(plan)
         } catch var error as FerryError {

@@ -5,7 +5,9 @@ import GRDB
 /// The task table, creating and reading: new tasks (with their first event), one task, a session's
 /// tasks, and the next time a task may begin.
 extension FerryStore {
-    /// A task to create: what the client asked for.
+    /// A task to create: what the client asked for. Its ``options`` read and write as its own
+    /// properties (`task.destination`).
+    @dynamicMemberLookup
     public struct NewTask: Sendable {
         public var kind: StoredTask.Kind
         public var request: Request
@@ -14,9 +16,8 @@ extension FerryStore {
         public var priority: Double
         public var discretionary: Bool
         public var resourceTimeout: Double?
-        public var destination: String?
-        public var destinationMode: Int?
-        public var connection: ConnectionSettings?
+        /// How it transfers (form, request body, limits, destination, connection, ...).
+        public var options = TaskOptions()
         /// Created suspended (resumed later by a client) instead of pending.
         public var suspended = false
         /// The identifier the client chose; nil: the session's next.
@@ -29,18 +30,16 @@ extension FerryStore {
         public var allowsConstrained = true
         /// The task's own bandwidth limit, bytes a second; nil: none.
         public var bandwidthLimit: Int64?
-        /// An upload whose body is a multipart form of these fields.
-        public var form: [FormField]?
         /// An upload in tus chunks, this many at once.
         public var chunks: Int?
-        /// The task's own redirect, retry and speed limits.
-        public var limits: TaskLimits?
-        /// A download's request body.
-        public var requestBody: Data?
-        /// A download whose Content-Encoding is undone.
-        public var decodesContent = false
         /// Not before: the task stays pending until then.
         public var earliestBegin: Date?
+
+        /// An option, as if it were the new task's own property.
+        public subscript<Value>(dynamicMember option: WritableKeyPath<TaskOptions, Value>) -> Value {
+            get { options[keyPath: option] }
+            set { options[keyPath: option] = newValue }
+        }
 
         /// A task description; see ``StoredTask`` for the fields.
         public init(
@@ -55,7 +54,7 @@ extension FerryStore {
             destinationMode: Int? = nil,
             connection: ConnectionSettings? = nil
         ) {
-            self.connection = connection
+            self.options.connection = connection
             self.kind = kind
             self.request = request
             self.bodyFile = bodyFile
@@ -63,8 +62,8 @@ extension FerryStore {
             self.priority = priority
             self.discretionary = discretionary
             self.resourceTimeout = resourceTimeout
-            self.destination = destination
-            self.destinationMode = destinationMode
+            self.options.destination = destination
+            self.options.destinationMode = destinationMode
         }
     }
 
@@ -166,21 +165,19 @@ extension FerryStore {
         try db.cachedStatement(
             sql: """
                 INSERT INTO task (session, taskIdentifier, kind, state, originalRequest, currentRequest, bodyFile,
-                                  taskDescription, priority, discretionary, resourceDeadline,
-                                  destination, destinationMode, connection, createdAt, updatedAt,
-                                  allowsMetered, allowsConstrained, bandwidthLimit, form, chunkedUpload,
-                                  limits, requestBody, decodesContent, earliestBegin)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                  taskDescription, priority, discretionary, resourceDeadline, options,
+                                  createdAt, updatedAt, allowsMetered, allowsConstrained, bandwidthLimit,
+                                  chunkedUpload, earliestBegin)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """
         ).execute(arguments: [
             session, identifier, task.kind.rawValue, state.rawValue, encoded,
             try task.resumeData.map { try JSONEncoder().encode($0.currentRequest) }, task.bodyFile,
-            task.taskDescription, task.priority, task.discretionary, deadline, task.destination,
-            task.destinationMode, try task.connection.map { try JSONEncoder().encode($0) }, now, now,
+            task.taskDescription, task.priority, task.discretionary, deadline,
+            // No options (most tasks): nothing to encode or store.
+            task.options.isEmpty ? nil : try JSONEncoder().encode(task.options), now, now,
             task.allowsMetered, task.allowsConstrained, task.bandwidthLimit,
-            try task.form.map { try JSONEncoder().encode($0) }, try chunkedUpload.map { try JSONEncoder().encode($0) },
-            try task.limits.map { try JSONEncoder().encode($0) }, task.requestBody, task.decodesContent,
-            task.earliestBegin,
+            try chunkedUpload.map { try JSONEncoder().encode($0) }, task.earliestBegin,
         ])
         // What was just inserted, without reading it back (decoding the request again costs more than
         // the insert).
@@ -196,20 +193,14 @@ extension FerryStore {
             isDiscretionary: task.discretionary,
             // As it reads back: SQLite keeps milliseconds.
             resourceDeadline: deadline.map(Self.asStored),
-            destination: task.destination,
-            destinationMode: task.destinationMode,
-            connection: task.connection,
+            options: task.options,
             bytesReceived: 0,
             bytesSent: 0
         )
         stored.allowsMetered = task.allowsMetered
         stored.allowsConstrained = task.allowsConstrained
         stored.bandwidthLimit = task.bandwidthLimit
-        stored.form = task.form
         stored.chunkedUpload = chunkedUpload
-        stored.limits = task.limits
-        stored.requestBody = task.requestBody
-        stored.decodesContent = task.decodesContent
         stored.earliestBegin = task.earliestBegin.map(Self.asStored)
         if let resumeData = task.resumeData {
             try Progress(resumeData).write(db, session: session, identifier: identifier, at: now)

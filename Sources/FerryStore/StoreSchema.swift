@@ -1,3 +1,5 @@
+import FerryCore
+import Foundation
 import GRDB
 
 /// The database schema as versioned migrations. A migration, once released, never changes: new ones
@@ -54,7 +56,39 @@ enum StoreSchema {
                 table.add(column: "earliestBegin", .datetime)
             }
         }
+        migrator.registerMigration("v10: a task's options as one column", migrate: gatherTaskOptions)
         return migrator
+    }
+
+    /// The columns v10 gathers into `options`.
+    static let optionColumns = ["form", "limits", "requestBody", "decodesContent", "destination", "destinationMode", "connection"]
+
+    /// v10: the options a task is created with (``FerryCore/TaskOptions``) as one JSON column, so a new
+    /// option needs no migration. Each task's values move over, and their old columns go.
+    private static func gatherTaskOptions(_ db: Database) throws {
+        try db.alter(table: "task") { table in table.add(column: "options", .blob) }
+        let decoder = JSONDecoder()
+        let encoder = JSONEncoder()
+        let rows = try Row.fetchCursor(
+            db,
+            sql: "SELECT session, taskIdentifier, \(optionColumns.joined(separator: ", ")) FROM task"
+        )
+        let update = try db.makeStatement(sql: "UPDATE task SET options = ? WHERE session = ? AND taskIdentifier = ?")
+        while let row = try rows.next() {
+            var options = TaskOptions()
+            options.form = try (row["form"] as Data?).map { try decoder.decode([FormField].self, from: $0) }
+            options.limits = try (row["limits"] as Data?).map { try decoder.decode(TaskLimits.self, from: $0) }
+            options.requestBody = row["requestBody"]
+            options.decodesContent = (row["decodesContent"] as Bool?) == true ? true : nil
+            options.destination = row["destination"]
+            options.destinationMode = row["destinationMode"]
+            options.connection = try (row["connection"] as Data?).map { try decoder.decode(ConnectionSettings.self, from: $0) }
+            guard !options.isEmpty else { continue }
+            try update.execute(arguments: [try encoder.encode(options), row["session"], row["taskIdentifier"]])
+        }
+        try db.alter(table: "task") { table in
+            for column in optionColumns { table.drop(column: column) }
+        }
     }
 
     /// v1: the session, task, event and launch tables as first released.

@@ -3,7 +3,9 @@ public import Foundation
 import GRDB
 
 /// A background task as the daemon keeps it (SPEC S6.8: its identifier, description and original request
-/// survive restarts).
+/// survive restarts). Its ``options`` (form, request body, limits, destination, connection, ...) read and
+/// write as its own properties (`task.destination`).
+@dynamicMemberLookup
 public struct StoredTask: Sendable, Hashable {
     /// What the task transfers: the control API's kinds, stored by their raw values.
     public typealias Kind = BackgroundTaskInfo.Kind
@@ -34,12 +36,8 @@ public struct StoredTask: Sendable, Hashable {
     /// When the task fails with `timedOut` if it has not finished (creation plus the session's
     /// `timeoutIntervalForResource`); nil: the daemon's own limit.
     public var resourceDeadline: Date?
-    /// Where the daemon moves the finished download itself, if the client asked.
-    public var destination: String?
-    /// The permission bits of the file at ``destination``.
-    public var destinationMode: Int?
-    /// How its connections are made, as the creating client asked; nil: direct, ferryd's trust roots.
-    public var connection: ConnectionSettings?
+    /// How the task transfers, as its client asked (one JSON column).
+    public var options = TaskOptions()
     /// The partial file, once the transfer has started.
     public var partialPath: String?
     /// Bytes on disk and flushed (D1: never more than what is on disk).
@@ -55,16 +53,8 @@ public struct StoredTask: Sendable, Hashable {
     public var segments: SegmentPlan?
     /// A resumable upload's state: its upload resource and the offset the server confirmed.
     public var uploadState: UploadResumption?
-    /// An upload whose body is a multipart form of these fields (``bodyFile`` is nil then).
-    public var form: [FormField]?
     /// An upload of ``bodyFile`` in tus chunks: how many at once, and the chunks the server has stored.
     public var chunkedUpload: ChunkedUploadProgress?
-    /// A download's request body (curl's `-d`), sent with every try; such a download starts over each try.
-    public var requestBody: Data?
-    /// A download whose gzip or deflate Content-Encoding is undone as it is written (curl's `--compressed`).
-    public var decodesContent = false
-    /// The task's own redirect, retry and speed limits; nil: ferryd's.
-    public var limits: TaskLimits?
     /// Not before: a pending task waits until then (URLSession's `earliestBeginDate`).
     public var earliestBegin: Date?
     /// Request body bytes sent (uploads).
@@ -85,6 +75,12 @@ public struct StoredTask: Sendable, Hashable {
     /// taskIsWaitingForConnectivity was journaled for it (it fires once).
     public var waitReported = false
 
+    /// An option, as if it were the task's own property.
+    public subscript<Value>(dynamicMember option: WritableKeyPath<TaskOptions, Value>) -> Value {
+        get { options[keyPath: option] }
+        set { options[keyPath: option] = newValue }
+    }
+
     /// What the task may use, and whether it is deferred.
     public var networkPolicy: NetworkPolicy {
         NetworkPolicy(allowsMetered: allowsMetered, allowsConstrained: allowsConstrained, isDiscretionary: isDiscretionary)
@@ -104,13 +100,11 @@ extension StoredTask {
         priority: Double,
         isDiscretionary: Bool,
         resourceDeadline: Date?,
-        destination: String?,
-        destinationMode: Int?,
-        connection: ConnectionSettings?,
+        options: TaskOptions,
         bytesReceived: Int64,
         bytesSent: Int64
     ) {
-        self.connection = connection
+        self.options = options
         self.session = session
         self.taskIdentifier = taskIdentifier
         self.kind = kind
@@ -121,8 +115,6 @@ extension StoredTask {
         self.priority = priority
         self.isDiscretionary = isDiscretionary
         self.resourceDeadline = resourceDeadline
-        self.destination = destination
-        self.destinationMode = destinationMode
         self.bytesReceived = bytesReceived
         self.bytesSent = bytesSent
     }
@@ -141,9 +133,7 @@ extension StoredTask {
         priority = row["priority"]
         isDiscretionary = row["discretionary"]
         resourceDeadline = row["resourceDeadline"]
-        destination = row["destination"]
-        destinationMode = row["destinationMode"]
-        connection = try (row["connection"] as Data?).map { try decoder.decode(ConnectionSettings.self, from: $0) }
+        options = try (row["options"] as Data?).map { try decoder.decode(TaskOptions.self, from: $0) } ?? TaskOptions()
         partialPath = row["partialPath"]
         bytesReceived = row["bytesReceived"]
         expectedLength = row["expectedLength"]
@@ -151,12 +141,8 @@ extension StoredTask {
         lastModified = row["lastModified"]
         segments = try (row["segments"] as Data?).map { try decoder.decode(SegmentPlan.self, from: $0) }
         uploadState = try (row["uploadState"] as Data?).map { try decoder.decode(UploadResumption.self, from: $0) }
-        form = try (row["form"] as Data?).map { try decoder.decode([FormField].self, from: $0) }
         chunkedUpload = try (row["chunkedUpload"] as Data?).map { try decoder.decode(ChunkedUploadProgress.self, from: $0) }
-        requestBody = row["requestBody"]
-        decodesContent = row["decodesContent"]
         earliestBegin = row["earliestBegin"]
-        limits = try (row["limits"] as Data?).map { try decoder.decode(TaskLimits.self, from: $0) }
         bytesSent = row["bytesSent"]
         allowsMetered = row["allowsMetered"]
         allowsConstrained = row["allowsConstrained"]

@@ -58,6 +58,53 @@ import Testing
         }
     }
 
+    /// Every option a creation carries goes through the control API's JSON into the store, and reads
+    /// back the same after a restart. Between them the two samples set every option (checked by
+    /// reflection), so an option added to ``TaskOptions`` without a value here fails, and one that is
+    /// decoded, stored or read back wrongly fails too.
+    @Test func everyOptionRoundTripsThroughTheAPITheStoreAndARestart() async throws {
+        try await withRoutes { fixture, client in
+            var download = TaskOptions()
+            download.requestBody = Data("q=1".utf8)
+            download.decodesContent = true
+            download.limits = TaskLimits(maximumRedirects: 2, maximumAttempts: 4, lowSpeedLimit: 100, lowSpeedTime: 30)
+            download.destination = fixture.directory + "/out.bin"
+            download.destinationMode = 0o640
+            download.connection = ConnectionSettings()
+            download.connection?.connectTimeout = 7
+            let photo = fixture.directory + "/photo.jpg"
+            try Data("jpeg".utf8).write(to: URL(fileURLWithPath: photo))
+            var upload = TaskOptions()
+            upload.form = [FormField(name: "a", value: "1"), FormField(name: "photo", file: photo)]
+            upload.limits = TaskLimits(maximumAttempts: 2)
+            let unset = Set(Self.absentOptions(download)).intersection(Self.absentOptions(upload))
+            #expect(unset.isEmpty, "no sample sets \(unset.sorted()); give it a value here")
+
+            var created: [(Int, TaskOptions)] = []
+            for (kind, options) in [(BackgroundTaskInfo.Kind.download, download), (.upload, upload)] {
+                var creation = ControlAPI.TaskCreation(kind: kind, request: FerryCore.Request(url: URL(string: "http://127.0.0.1:9/f")!))
+                creation.start = false
+                creation.options = options
+                let answer = try await client.execute(uri: Self.tasks, method: .post, body: try Self.json(creation))
+                #expect(answer.status == .created, "\(String(buffer: answer.body))")
+                let info = try JSONDecoder().decode(BackgroundTaskInfo.self, from: Data(buffer: answer.body))
+                created.append((info.taskIdentifier, options))
+            }
+            let restarted = try FerryStore(path: fixture.directory + "/state.sqlite")
+            for (identifier, options) in created {
+                #expect(try restarted.task(session: "s", identifier: identifier).options == options)
+            }
+        }
+    }
+
+    /// The names of the options `options` leaves nil.
+    static func absentOptions(_ options: TaskOptions) -> [String] {
+        Mirror(reflecting: options).children.compactMap { child in
+            let value = Mirror(reflecting: child.value)
+            return value.displayStyle == .optional && value.children.isEmpty ? child.label : nil
+        }
+    }
+
     @Test func aLaunchCommandIsRegisteredAndForgotten() async throws {
         try await withRoutes { fixture, client in
             let launch = "\(ControlAPI.prefix)/sessions/s/launch"

@@ -1,5 +1,6 @@
 import FerryCore
 import Foundation
+import GRDB
 import Testing
 
 @testable import FerryStore
@@ -46,9 +47,61 @@ import Testing
         let read = try fixture.reopen().task(session: "s", identifier: created.taskIdentifier)
         #expect(read == created)
         #expect(read.state == .suspended && read.isDiscretionary && read.priority == 0.8)
-        #expect(read.requestBody == Data("q=1".utf8) && read.decodesContent && read.bandwidthLimit == 65_536)
+        #expect(read.requestBody == Data("q=1".utf8) && read.decodesContent == true && read.bandwidthLimit == 65_536)
         #expect(read.currentRequest?.url.host == "cdn.files.test" && read.bytesReceived == 4096)
         #expect(read.entityTag == "\"v1\"" && read.partialPath == "/tmp/a.bin.part")
         #expect(abs((read.earliestBegin?.timeIntervalSince1970 ?? 0) - 2_000_000_000.123) < 0.001)
+    }
+
+    /// A database written before v10 kept each option in a column of its own: opening it moves every
+    /// task's options into the one column, and a task without options reads as having none.
+    @Test func optionsKeptInTheirOldColumnsMoveIntoOne() throws {
+        let fixture = try StoreFixture()
+        let path = fixture.directory.appendingPathComponent("old.sqlite").path
+        let form = [FormField(name: "a", value: "1")]
+        let limits = TaskLimits(maximumRedirects: 3)
+        var connection = ConnectionSettings()
+        connection.connectTimeout = 7
+        do {
+            let old = try DatabaseQueue(path: path)
+            try StoreSchema.migrator.migrate(old, upTo: "v9: not before (earliestBeginDate)")
+            let encoder = JSONEncoder()
+            try old.write { db in
+                try db.execute(sql: "INSERT INTO session (identifier, createdAt) VALUES ('s', 0)")
+                try db.execute(
+                    sql: """
+                        INSERT INTO task (session, taskIdentifier, kind, state, originalRequest, form, limits,
+                                          requestBody, decodesContent, destination, destinationMode, connection,
+                                          createdAt, updatedAt)
+                        VALUES ('s', 1, 'download', 'pending', ?, ?, ?, ?, 1, '/tmp/a', 420, ?, 0, 0)
+                        """,
+                    arguments: [
+                        try encoder.encode(request("a")), try encoder.encode(form), try encoder.encode(limits),
+                        Data("q=1".utf8), try encoder.encode(connection),
+                    ]
+                )
+                try db.execute(
+                    sql: """
+                        INSERT INTO task (session, taskIdentifier, kind, state, originalRequest, createdAt, updatedAt)
+                        VALUES ('s', 2, 'download', 'pending', ?, 0, 0)
+                        """,
+                    arguments: [try encoder.encode(request("b"))]
+                )
+            }
+        }
+        let store = try FerryStore(path: path)
+        var expected = TaskOptions()
+        expected.form = form
+        expected.limits = limits
+        expected.requestBody = Data("q=1".utf8)
+        expected.decodesContent = true
+        expected.destination = "/tmp/a"
+        expected.destinationMode = 0o644
+        expected.connection = connection
+        #expect(try store.task(session: "s", identifier: 1).options == expected)
+        #expect(try store.task(session: "s", identifier: 2).options.isEmpty)
+        let columns = try DatabaseQueue(path: path).read { db in try db.columns(in: "task").map(\.name) }
+        #expect(columns.contains("options"))
+        #expect(Set(columns).isDisjoint(with: StoreSchema.optionColumns))
     }
 }
