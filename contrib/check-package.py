@@ -192,7 +192,8 @@ def long_functions(path, limit):
         started = False
         j = i
         while j < len(lines):
-            code = re.sub(r'"(?:[^"\\]|\\.)*"', '""', lines[j].split("//")[0])
+            # Strings first: a URL's "//" is not a comment.
+            code = re.sub(r'"(?:[^"\\]|\\.)*"', '""', lines[j]).split("//")[0]
             depth += code.count("{") - code.count("}")
             if "{" in code:
                 started = True

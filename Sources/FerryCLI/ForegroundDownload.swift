@@ -97,96 +97,21 @@ struct ForegroundDownload {
     var requestBody: ByteBuffer?
 
     func run() async throws -> Report {
-        let (directory, initialName, fixedName) = try place()
-        try Self.checkWritableDirectory(directory)
-        // What -o names, links followed: a device or FIFO is written through (no part file, no rename);
-        // a file is replaced once the download is complete.
-        let destination = try DownloadDestination(inspecting: directory + "/" + initialName)
-        let target = destination.path
-        if includesHeads, destination.isSpecial {
-            throw CLIFailure(
-                "-i writes the heads into the file before the body, and \(target) is not a regular file; use -D - to see the heads",
-                status: .usage
-            )
-        }
-        let partial = destination.writePath
-        let record = ResumeRecord.path(beside: target)
-        let hadPart = !destination.isSpecial && FileManager.default.fileExists(atPath: partial)
+        let files = try prepareFiles()
+        let hadPart = !files.destination.isSpecial && FileManager.default.fileExists(atPath: files.partial)
         // One writer per part file: a second `ferry get` to the same name fails here, naming the first.
-        let lock = destination.isSpecial ? nil : try await Self.lock(partial)
+        let lock = files.destination.isSpecial ? nil : try await Self.lock(files.partial)
         defer { lock?.release() }
-        let resumeData = try startingPoint(destination, hadPart: hadPart, record: record)
-        var request = Request(url: url)
-        request.method = method
-        for field in headers { request.headers.add(name: field.name, value: field.value) }
-        request.connections = connections
-        request.expectedDigest = checksum
-        if destination.isSpecial {
-            if checksum != nil {
-                throw CLIFailure(destination.notAFile("--checksum cannot read the bytes back"), status: .usage)
-            }
-            if connections > 1, !quiet {
-                CLI.note(destination.notAFile("one connection, not \(connections): its bytes must arrive in order"))
-            }
-            request.connections = 1
-        }
-
-        let display = ProgressDisplay(name: initialName, quiet: quiet, board: board)
-        var events = Downloader.Events()
-        let wroteAny = Mutex(false)
-        // An error status's body is not the download: no progress for it (a 404 drew a full bar
-        // before "nothing was saved").
-        let showsProgress = Mutex(true)
-        events.didReceiveResponse = { status, _ in
-            showsProgress.withLock { $0 = (200..<300).contains(status) }
-        }
-        let moved = ByteCounter()
-        events.didWrite = { written, total, expected in
-            moved.set(total)
-            if written > 0 { wroteAny.withLock { $0 = true } }
-            if showsProgress.withLock({ $0 }) { display.update(done: total, total: expected) }
-        }
-        let resumedFrom = Mutex<Int64>(0)
-        let continuing = resumeData != nil
-        let quiet = quiet
-        let name = url.absoluteString
-        events.didResume = { offset, _ in
-            resumedFrom.withLock { $0 = offset }
-            if continuing, offset == 0, !quiet {
-                CLI.note("\(name): the server's file is not the one the partial download holds; downloading from the start")
-            }
-        }
-        let writer = ResumeRecordWriter(path: record)
-        // Written out every second (not every 8 MiB as in ferryd: at 1 GB/s that was 128 records a
-        // second); made durable at most every 30 s (ResumeRecord says why).
+        let resumeData = try startingPoint(files.destination, hadPart: hadPart, record: files.record)
+        let request = try makeRequest(files.destination)
+        let display = ProgressDisplay(name: files.name, quiet: quiet, board: board)
+        let observed = Observed()
+        let writer = ResumeRecordWriter(path: files.record)
         // A part of the file (-r, or a Range of -H) is not the file: no record, so -C can never take it
         // for the start of the whole.
         let ranged = request.headers["range"] != nil
-        if !destination.isSpecial, !ranged {
-            events.checkpoint = Downloader.Checkpoint(into: writer, everyBytes: Int64.max / 2, everySeconds: 1, durableEverySeconds: 30)
-        }
-
-        // The engine's one driver: curl's --retry rules, checkpoints into the resume record, delivery.
-        var plan = DownloadDriver.Plan(request: request, path: partial, deadline: deadline, events: events)
-        plan.resumeData = resumeData
-        plan.retries = .curl(retries)
-        if let retryDelay, retryDelay > 0 { plan.retries.backoff = { _ in retryDelay } }
-        let (interruption, url) = (interruption, url)
-        plan.mayRetry = { !interruption.happened }
-        plan.willRetry = { attempt, delay, reason in
-            if !quiet { CLI.note("\(url.absoluteString): \(reason); try \(attempt) in \(Self.seconds(delay))") }
-        }
-        plan.didDiscard = { try? FileManager.default.removeItem(atPath: record) }
-        plan.deliversErrorBodies = keepsErrorBody
-        if fixedName || !takesServerName {
-            plan.destination = destination
-        } else {
-            // -J: the server's Content-Disposition name, in the directory, never replacing what is there.
-            plan.chooseDestination = { result in
-                guard let name = RemoteName.fromContentDisposition(result.headers) else { return destination }
-                return DownloadDestination(newFileIn: directory, named: name)
-            }
-        }
+        let events = events(display, observed, continuing: resumeData != nil, checkpoints: files.destination.isSpecial || ranged ? nil : writer)
+        let plan = makePlan(request, files: files, resumeData: resumeData, events: events)
         let started = ProgressDisplay.now()
         let startDate = Date()
         let result: Downloader.Result
@@ -198,76 +123,16 @@ struct ForegroundDownload {
         )
         do {
             do {
-                var driver = DownloadDriver(transport: transport)
-                driver.downloader.decodesContent = decodesContent
-                if let maximumRedirects { driver.downloader.maximumRedirects = maximumRedirects }
-                driver.downloader.requestBody = requestBody
-                let (ready, finalPlan) = (driver, plan)
-                let outcome = try await TransferContext.$current.withValue(context) {
-                    try await SpeedFloor.enforce(speedFloor, counter: moved) { try await ready.run(finalPlan) }
-                }
-                switch outcome {
-                case .finished(let finished):
-                    result = finished
-                case .refused(let answer, _):
-                    // A non-2xx answer: nothing saved (a device or FIFO got the error page), or with
-                    // --fail-with-body the error page.
-                    display.finish()
-                    try? FileManager.default.removeItem(atPath: record)
-                    throw CLIFailure(
-                        destination.isSpecial || keepsErrorBody
-                            ? "\(url.absoluteString): the server answered \(answer.status); its error page went to \(answer.path)"
-                            : "\(url.absoluteString): the server answered \(answer.status); nothing was saved",
-                        status: .transferFailed,
-                        httpStatus: answer.status
-                    )
-                case .tryLater(_, let error):
-                    throw CLIFailure(error, context: url.absoluteString)
-                }
+                result = try await transfer(plan, context: context, counter: observed.moved, display: display, files: files)
             } catch let error as FerryError {
                 display.finish()
-                if error.code == .checksumMismatch, let checksum {
-                    throw await mismatch(checksum, partial: partial, record: record, target: target)
-                }
-                // -C can continue only what its record describes: a record that cannot be written (the
-                // disk that filled up holds it too) means nothing can be continued.
-                var recordFailure: String?
-                if let data = error.resumeData, !ranged {
-                    do {
-                        try writer.written(data)
-                    } catch {
-                        recordFailure = (error as? CLIFailure)?.message ?? "\(error)"
-                    }
-                }
-                let continuable = error.resumeData != nil && recordFailure == nil && !ranged
-                // A download that started afresh and cannot be continued leaves nothing behind: -C would not
-                // trust a part file without a record. (One continued from a record keeps what it had.)
-                if !continuable, resumeData == nil, !destination.isSpecial, !interruption.happened {
-                    Self.remove(partial, record)
-                }
-                if interruption.happened {
-                    throw CLIFailure(
-                        "interrupted; \(continuable ? "continue with -C" : "start again") to finish \(target)",
-                        status: .interrupted
-                    )
-                }
-                var failure = CLIFailure(error, context: url.absoluteString)
-                if continuable {
-                    failure.message += "; the partial download is kept: continue with -C"
-                } else if let recordFailure, resumeData == nil {
-                    failure.message += "; its resume record could not be written either (\(recordFailure)), so nothing was kept: download it again"
-                } else if error.code == .cannotWriteToFile, resumeData == nil, !destination.isSpecial {
-                    failure.message += decodesContent
-                        ? "; nothing was kept (a decoded download cannot be continued): download it again"
-                        : "; nothing was kept: download it again"
-                }
-                throw failure
+                throw await failure(error, files: files, writer: writer, continuedFromRecord: resumeData != nil, ranged: ranged)
             } catch let failure as CLIFailure {
                 display.finish()
                 throw failure
             } catch is SpeedFloor.TooSlow {
                 display.finish()
-                throw Self.tooSlow(speedFloor, url: url, continuable: FileManager.default.fileExists(atPath: record))
+                throw Self.tooSlow(speedFloor, url: url, continuable: FileManager.default.fileExists(atPath: files.record))
             }
         } catch var failure as CLIFailure where failure.status != .interrupted {
             // -w's figures of what happened before the failure, printed as curl prints them.
@@ -276,46 +141,24 @@ struct ForegroundDownload {
                 transactions: context.recordedTransactions,
                 url: url,
                 // An error status's page is not the download (unless --fail-with-body keeps it).
-                bytes: failure.httpStatus != nil && !keepsErrorBody ? 0 : max(0, moved.value - resumedFrom.withLock { $0 }),
+                bytes: failure.httpStatus != nil && !keepsErrorBody ? 0 : max(0, observed.moved.value - observed.resumedFrom.withLock { $0 }),
                 start: startDate,
                 total: ProgressDisplay.now() - started,
-                file: target
+                file: files.target
             )
             throw failure
         }
         display.finish()
         let seconds = ProgressDisplay.now() - started
-        try? FileManager.default.removeItem(atPath: record)
-        let final = result.path
-        if includesHeads { try Self.prependHeads(context.recordedTransactions, to: final) }
-        if takesRemoteTime { Self.setRemoteTime(of: final, from: result.headers) }
-        let last = context.recordedTransactions.last
-        return Report(
-            url: url.absoluteString,
-            path: final,
-            status: result.status,
-            bytes: result.length,
-            resumedFrom: resumedFrom.withLock { $0 },
-            seconds: seconds,
-            sha256: checksum?.algorithm == .sha256 ? checksum?.hex : nil,
-            checksum: checksum?.description,
-            connections: connections,
-            protocol: result.protocolName,
-            tlsVersion: last?.negotiatedTLSProtocolVersion,
-            proxy: last?.proxy,
-            remoteAddress: last?.remoteAddress,
-            fetchType: Self.fetchTypeName(last?.resourceFetchType ?? .networkLoad),
-            writeOut: WriteOut.Values(
-                transactions: context.recordedTransactions,
-                status: result.status,
-                protocolName: result.protocolName,
-                url: result.finalRequest.url,
-                redirects: result.redirectCount,
-                bytes: result.length - resumedFrom.withLock { $0 },
-                start: startDate,
-                total: seconds,
-                file: final
-            )
+        try? FileManager.default.removeItem(atPath: files.record)
+        if includesHeads { try Self.prependHeads(context.recordedTransactions, to: result.path) }
+        if takesRemoteTime { Self.setRemoteTime(of: result.path, from: result.headers) }
+        return report(
+            result,
+            transactions: context.recordedTransactions,
+            resumedFrom: observed.resumedFrom.withLock { $0 },
+            start: startDate,
+            seconds: seconds
         )
     }
 
@@ -382,7 +225,7 @@ struct ForegroundDownload {
 
     /// The bytes of a download whose digest is wrong go to TARGET.ferry-mismatch for inspection (not to
     /// TARGET, and not left where -C would take them for a download to continue).
-    private func mismatch(
+    func mismatch(
         _ checksum: ContentDigest,
         partial: String,
         record: String,
@@ -399,7 +242,7 @@ struct ForegroundDownload {
     }
 
     /// The directory, the name to start with, and whether that name is final (`-o`).
-    private func place() throws -> (String, String, Bool) {
+    func place() throws -> (String, String, Bool) {
         switch target {
         case .file(let path):
             let absolute = CLI.absolute(path)
@@ -480,7 +323,7 @@ struct ForegroundDownload {
     }
 
     /// Removes what this download left, regular files only (never a device or FIFO it wrote through).
-    private static func remove(_ paths: String...) {
+    static func remove(_ paths: String...) {
         for path in paths { DownloadDestination.removeFile(path) }
     }
 }

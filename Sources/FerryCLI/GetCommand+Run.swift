@@ -11,9 +11,9 @@ extension GetCommand {
     func run() async throws {
         try checkURLCount()
         let items = try items()
-        if createDirs, !head { try makeDirectories(for: items) }
+        if save.createDirs, !shape.head { try makeDirectories(for: items) }
         let headers = try CLI.headers(transfer.headerLines)
-        if head {
+        if shape.head {
             try await heads(items.map(\.url), headers: headers)
         } else if background {
             try await submit(items, headers: headers)
@@ -48,10 +48,10 @@ extension GetCommand {
 
     func target(for item: GetItem) -> ForegroundDownload.Target {
         // -o in --dir: the name within it, as aria2c's --out in --dir and curl's -o in --output-dir.
-        if let output { return .file(dir.map { ($0 as NSString).appendingPathComponent(output) } ?? output) }
+        if let output = save.output { return .file(save.dir.map { ($0 as NSString).appendingPathComponent(output) } ?? output) }
         // An input file's out=NAME: that name in --dir (or here).
-        if let name = item.name { return .file(((dir ?? ".") as NSString).appendingPathComponent(name)) }
-        return .directory(dir ?? ".")
+        if let name = item.name { return .file(((save.dir ?? ".") as NSString).appendingPathComponent(name)) }
+        return .directory(save.dir ?? ".")
     }
 
     /// `-I`: the heads of each URL on stdout; the status is the first failure's.
@@ -61,7 +61,7 @@ extension GetCommand {
         for url in urls {
             var job = HeadRequest(url: url, headers: try transfer.headers(headers, for: url), transport: transport)
             job.deadline = transfer.deadline()
-            job.maximumRedirects = maxRedirects
+            job.maximumRedirects = shape.maxRedirects
             do {
                 _ = try await job.run()
             } catch let failure as CLIFailure {
@@ -91,30 +91,30 @@ extension GetCommand {
 
     func download(_ items: [GetItem], headers: Headers) async throws {
         // A --dir that is not there is said once, not once for each URL.
-        if let dir, items.count > 1 { try ForegroundDownload.checkWritableDirectory(CLI.absolute(dir)) }
-        let transport = try transfer.makeTransport(connectionsPerHost: max(6, connections))
+        if let dir = save.dir, items.count > 1 { try ForegroundDownload.checkWritableDirectory(CLI.absolute(dir)) }
+        let transport = try transfer.makeTransport(connectionsPerHost: max(6, reliability.connections))
         let limit = try transfer.rateLimit()
         let interruption = Interruption()
         let format = try writeOutFormat()
         let body = try requestBody()
-        let verb = (method ?? (body == nil ? "GET" : "POST")).uppercased()
+        let verb = (shape.method ?? (body == nil ? "GET" : "POST")).uppercased()
         let quiet = transfer.quiet || outputOptions.json
-        let board = parallelism > 1 ? ProgressBoard(quiet: quiet) : nil
+        let board = batch.parallelism > 1 ? ProgressBoard(quiet: quiet) : nil
 
         // One download's work, ready to run.
         func job(_ item: GetItem) throws -> @Sendable () async throws -> ForegroundDownload.Report {
             let url = item.url
             let requestHeaders = try downloadHeaders(headers, for: url, hasBody: body != nil)
-            if output == "-" {
+            if save.output == "-" {
                 var job = StandardOutputDownload(url: url, headers: requestHeaders, quiet: quiet, transport: transport, limit: limit)
                 job.deadline = transfer.deadline()
-                job.maximumRedirects = maxRedirects
+                job.maximumRedirects = shape.maxRedirects
                 job.method = verb
                 job.requestBody = body
-                job.decodesContent = compressed
+                job.decodesContent = shape.compressed
                 job.cache = transfer.cacheUse
                 job.board = board
-                job.speedFloor = speedFloor
+                job.speedFloor = reliability.speedFloor
                 let finalJob = job
                 return { try await finalJob.run() }
             }
@@ -122,28 +122,28 @@ extension GetCommand {
                 url: url,
                 headers: requestHeaders,
                 target: target(for: item),
-                resume: resume,
-                retries: tries.map { $0 - 1 } ?? retry,
-                checksum: checksum.flatMap(ContentDigest.init),
-                connections: connections,
+                resume: reliability.resume,
+                retries: reliability.tries.map { $0 - 1 } ?? reliability.retry,
+                checksum: reliability.checksum.flatMap(ContentDigest.init),
+                connections: reliability.connections,
                 limit: limit,
                 quiet: quiet,
                 transport: transport,
                 interruption: interruption
             )
-            job.decodesContent = compressed
-            job.includesHeads = include
+            job.decodesContent = shape.compressed
+            job.includesHeads = save.include
             job.cache = transfer.cacheUse
             job.deadline = transfer.deadline()
-            job.maximumRedirects = maxRedirects
+            job.maximumRedirects = shape.maxRedirects
             job.method = verb
             job.requestBody = body
             job.board = board
-            job.speedFloor = speedFloor
-            job.keepsErrorBody = failWithBody
-            job.retryDelay = retryDelay
-            job.takesRemoteTime = remoteTime
-            job.takesServerName = remoteHeaderName
+            job.speedFloor = reliability.speedFloor
+            job.keepsErrorBody = reliability.failWithBody
+            job.retryDelay = reliability.retryDelay
+            job.takesRemoteTime = save.remoteTime
+            job.takesServerName = save.remoteHeaderName
             let finalJob = job
             return { try await finalJob.run() }
         }
@@ -162,7 +162,7 @@ extension GetCommand {
             }
             ended.withLock { $0.append((index, outcome)) }
         }
-        await Self.runAll(jobs, width: parallelism, interruption: interruption, report: report)
+        await Self.runAll(jobs, width: batch.parallelism, interruption: interruption, report: report)
         var results: [GetResult?] = Array(repeating: nil, count: items.count)
         var firstFailure: CLIFailure?
         for (index, outcome) in ended.withLock({ $0 }) {
@@ -239,11 +239,11 @@ extension GetCommand {
     /// and `--compressed`'s Accept-Encoding, each unless `-H` gave it.
     func downloadHeaders(_ given: Headers, for url: URL, hasBody: Bool) throws -> Headers {
         var headers = try transfer.headers(given, for: url)
-        if let range, headers["range"] == nil { headers.add(name: "Range", value: "bytes=" + range) }
+        if let range = shape.range, headers["range"] == nil { headers.add(name: "Range", value: "bytes=" + range) }
         if hasBody, headers["content-type"] == nil {
             headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
         }
-        if compressed, headers["accept-encoding"] == nil {
+        if shape.compressed, headers["accept-encoding"] == nil {
             headers.add(name: "Accept-Encoding", value: ContentDecoder.acceptEncoding)
         }
         return headers
@@ -253,10 +253,10 @@ extension GetCommand {
     /// limits (nil when none is given: ferryd's apply).
     var backgroundLimits: TaskLimits? {
         let limits = TaskLimits(
-            maximumRedirects: maxRedirects,
-            maximumAttempts: tries ?? (retry > 0 ? retry + 1 : nil),
-            lowSpeedLimit: speedFloor?.bytesPerSecond,
-            lowSpeedTime: speedFloor?.seconds
+            maximumRedirects: shape.maxRedirects,
+            maximumAttempts: reliability.tries ?? (reliability.retry > 0 ? reliability.retry + 1 : nil),
+            lowSpeedLimit: reliability.speedFloor?.bytesPerSecond,
+            lowSpeedTime: reliability.speedFloor?.seconds
         )
         return limits == TaskLimits() ? nil : limits
     }
@@ -289,10 +289,10 @@ extension GetCommand {
                 throw CLIFailure("cannot save into \(folder): it is not an existing directory", status: .localFile)
             }
             var request = Request(url: url)
-            request.method = (method ?? (body == nil ? "GET" : "POST")).uppercased()
+            request.method = (shape.method ?? (body == nil ? "GET" : "POST")).uppercased()
             request.headers = try downloadHeaders(headers, for: url, hasBody: body != nil)
-            request.connections = connections
-            request.expectedDigest = checksum.flatMap(ContentDigest.init)
+            request.connections = reliability.connections
+            request.expectedDigest = reliability.checksum.flatMap(ContentDigest.init)
             var creation = ControlAPI.TaskCreation(
                 kind: .download,
                 request: request,
@@ -306,8 +306,8 @@ extension GetCommand {
             if let maxTime = transfer.maxTime { creation.resourceTimeout = maxTime }
             creation.limits = backgroundLimits
             creation.requestBody = body
-            if compressed { creation.decodesContent = true }
-            if resume, let continued = try handOver(destination, url: url, headers: request.headers) {
+            if shape.compressed { creation.decodesContent = true }
+            if reliability.resume, let continued = try handOver(destination, url: url, headers: request.headers) {
                 creation.resumeData = continued
                 handedOver.append(ResumeRecord.path(beside: destination))
             }
@@ -372,8 +372,8 @@ extension GetCommand {
             record: record,
             url: url,
             headers: headers,
-            connections: connections,
-            expectedDigest: checksum.flatMap(ContentDigest.init),
+            connections: reliability.connections,
+            expectedDigest: reliability.checksum.flatMap(ContentDigest.init),
             quiet: transfer.quiet
         )
         switch continuation {

@@ -152,7 +152,6 @@ struct TransferRunner: Sendable {
         let partial =
             special
             ? destination!.path : task.partialPath ?? configuration.paths.partialDirectory + "/\(fileStem).part"
-        let (record, hub, meter, session) = (record, hub, meter, task.session)
         if special, let destination, task.partialPath == destination.path {
             // An earlier run already wrote part of the body into it; those bytes cannot be taken back.
             throw FerryError(
@@ -168,89 +167,13 @@ struct TransferRunner: Sendable {
             special || partial.hasPrefix(configuration.paths.partialDirectory + "/")
             ? nil : try await PartFileLock.acquire(partial)
         defer { lock?.release() }
-        let snapshot = Mutex(task.info)
-        var events = Downloader.Events()
         // A run that writes into a device or FIFO cannot be repeated once a byte went out: it is marked
         // before it starts (a kill then finds the mark), and unmarked if it ends having written nothing.
-        let wroteThrough = Mutex(false)
         if special {
             try recordNoProgress(at: partial)
         }
-        events.checkpoint = Downloader.Checkpoint(
-            into: record,
-            everyBytes: configuration.checkpointBytes,
-            everySeconds: configuration.checkpointSeconds
-        )
-        if let metrics { events.checkpoint?.didSynchronize = { metrics.checkpointSynchronized($0) } }
-        let info = task.info
-        events.didWrite = { written, total, expected in
-            if special, written > 0 { wroteThrough.withLock { $0 = true } }
-            meter.add(written)
-            meter.setPosition(total)
-            guard meter.shouldEmit(now: Int64(DispatchTime.now().uptimeNanoseconds)) else { return }
-            var progress = info
-            progress.state = .running
-            progress.bytesReceived = total
-            progress.expectedLength = expected
-            hub.signal(
-                session,
-                .event(
-                    BackgroundEvent(
-                        kind: .didWriteData,
-                        task: progress,
-                        bytes: written,
-                        totalBytes: total,
-                        totalBytesExpected: expected
-                    )
-                )
-            )
-        }
-        events.didResume = { offset, expected in
-            var progress = info
-            progress.state = .running
-            hub.signal(
-                session,
-                .event(
-                    BackgroundEvent(kind: .didResume, task: progress, totalBytes: offset, totalBytesExpected: expected)
-                )
-            )
-        }
-        // The engine's one driver: no waits inside a run (the Scheduler retries without holding a slot),
-        // a busy server's Retry-After handed back, checkpoints into the store, delivery to the destination.
-        var plan = DownloadDriver.Plan(
-            request: task.originalRequest,
-            path: partial,
-            deadline: .now() + .nanoseconds(Int64(secondsLeft * 1e9)),
-            events: events
-        )
-        plan.resumeData = task.resumeData
-        plan.destination = destination
-        plan.durableDelivery = true
-        plan.mode = mode_t(task.destinationMode ?? 0o600)
-        plan.retries = .handedBack
-        plan.now = { [clock = configuration.clock] in clock.now() }
-        plan.didDiscard = { try? record.progress(at: partial, bytes: 0, expected: nil, entityTag: nil, lastModified: nil) }
-        plan.didFinishBody = { result in
-            try record.response(status: result.status, headers: result.headers, request: result.finalRequest)
-            // The last progress event always goes out, whatever the rate limit dropped.
-            let last = snapshot.withLock { snapshot in
-                snapshot.bytesReceived = result.length
-                snapshot.expectedLength = result.length
-                return snapshot
-            }
-            hub.signal(
-                session,
-                .event(
-                    BackgroundEvent(
-                        kind: .didWriteData,
-                        task: last,
-                        bytes: 0,
-                        totalBytes: result.length,
-                        totalBytesExpected: result.length
-                    )
-                )
-            )
-        }
+        let (events, wroteThrough) = downloadEvents()
+        let plan = downloadPlan(partial: partial, destination: destination, events: events)
         let outcome: DownloadDriver.Outcome
         do {
             var driver = DownloadDriver(transport: transport)
@@ -259,7 +182,7 @@ struct TransferRunner: Sendable {
             if let redirects = task.limits?.maximumRedirects { driver.downloader.maximumRedirects = redirects }
             outcome = try await driver.run(plan)
         } catch var error as FerryError {
-            if special, !wroteThrough.withLock({ $0 }) {
+            if special, !wroteThrough() {
                 try? recordNoProgress(at: configuration.paths.partialDirectory + "/\(fileStem).part")
             }
             checkpointAfterFailure(error.resumeData)
@@ -293,6 +216,75 @@ struct TransferRunner: Sendable {
         }
         try recordFinished(at: location, result)
         return .downloaded(location: location)
+    }
+
+    /// A download's events: checkpoints into the store, progress through the meter to the session's
+    /// clients. The second value says whether any byte was written (for a device or FIFO, which cannot
+    /// be written again).
+    private func downloadEvents() -> (Downloader.Events, wroteThrough: @Sendable () -> Bool) {
+        let (hub, meter, session, info) = (hub, meter, task.session, task.info)
+        let wroteThrough = Mutex(false)
+        var events = Downloader.Events()
+        events.checkpoint = Downloader.Checkpoint(
+            into: record,
+            everyBytes: configuration.checkpointBytes,
+            everySeconds: configuration.checkpointSeconds
+        )
+        if let metrics { events.checkpoint?.didSynchronize = { metrics.checkpointSynchronized($0) } }
+        events.didWrite = { written, total, expected in
+            if written > 0 { wroteThrough.withLock { $0 = true } }
+            meter.add(written)
+            meter.setPosition(total)
+            guard meter.shouldEmit(now: Int64(DispatchTime.now().uptimeNanoseconds)) else { return }
+            var progress = info
+            progress.state = .running
+            progress.bytesReceived = total
+            progress.expectedLength = expected
+            let event = BackgroundEvent(kind: .didWriteData, task: progress, bytes: written, totalBytes: total, totalBytesExpected: expected)
+            hub.signal(session, .event(event))
+        }
+        events.didResume = { offset, expected in
+            var progress = info
+            progress.state = .running
+            hub.signal(
+                session,
+                .event(BackgroundEvent(kind: .didResume, task: progress, totalBytes: offset, totalBytesExpected: expected))
+            )
+        }
+        return (events, { wroteThrough.withLock { $0 } })
+    }
+
+    /// The engine's one driver's plan: no waits inside a run (the Scheduler retries without holding a
+    /// slot), a busy server's Retry-After handed back, checkpoints into the store, delivery to the
+    /// destination, and the last progress event always sent, whatever the rate limit dropped.
+    private func downloadPlan(
+        partial: String,
+        destination: DownloadDestination?,
+        events: Downloader.Events
+    ) -> DownloadDriver.Plan {
+        var plan = DownloadDriver.Plan(
+            request: task.originalRequest,
+            path: partial,
+            deadline: .now() + .nanoseconds(Int64(secondsLeft * 1e9)),
+            events: events
+        )
+        plan.resumeData = task.resumeData
+        plan.destination = destination
+        plan.durableDelivery = true
+        plan.mode = mode_t(task.destinationMode ?? 0o600)
+        plan.retries = .handedBack
+        plan.now = { [clock = configuration.clock] in clock.now() }
+        let (record, hub, session, info) = (record, hub, task.session, task.info)
+        plan.didDiscard = { try? record.progress(at: partial, bytes: 0, expected: nil, entityTag: nil, lastModified: nil) }
+        plan.didFinishBody = { result in
+            try record.response(status: result.status, headers: result.headers, request: result.finalRequest)
+            var last = info
+            last.bytesReceived = result.length
+            last.expectedLength = result.length
+            let event = BackgroundEvent(kind: .didWriteData, task: last, bytes: 0, totalBytes: result.length, totalBytesExpected: result.length)
+            hub.signal(session, .event(event))
+        }
+        return plan
     }
 
     /// The wait a busy answer asks for (503 or 429 with a usable Retry-After), or nil.

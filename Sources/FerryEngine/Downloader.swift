@@ -344,17 +344,9 @@ public struct Downloader: Sendable {
                 partialFilePath: path
             )
         }
-        // A checkpoint's fdatasync and record run on a pool thread while the body goes on arriving
-        // (waiting for the disk stalled the transfer by about a fifth at 1 GB/s). D1 holds: what is
-        // recorded was written before the sync began. One checkpoint at a time, in order, and none
-        // outlives this function (a late record must not overwrite what the caller records next).
-        var syncing: Task<Void, any Error>?
-        let syncs = NIOLockedValueBox(CheckpointSyncs())
+        var checkpoints = events.checkpoint.map { BodyCheckpoints($0, startingAt: sink.bytesAccepted) }
         do {
             let gate = events.gate
-            let checkpoint = events.checkpoint
-            var lastCheckpoint = (bytes: sink.bytesAccepted, time: NIODeadline.now())
-            var lastDurable = NIODeadline.now()
             for try await sent in response.body {
                 if let gate, !gate.isOpen { try await gate.passThrough() }
                 encodedLength += Int64(sent.readableBytes)
@@ -370,44 +362,9 @@ public struct Downloader: Sendable {
                     try sink.append(sent)
                     events.didWrite(Int64(sent.readableBytes), sink.bytesAccepted, expectedTotal)
                 }
-                if let checkpoint {
-                    let now = NIODeadline.now()
-                    if sink.bytesAccepted - lastCheckpoint.bytes >= checkpoint.everyBytes
-                        || now - lastCheckpoint.time >= .nanoseconds(Int64(checkpoint.everySeconds * 1e9))
-                    {
-                        lastCheckpoint = (sink.bytesAccepted, now)
-                        if now - lastDurable < .nanoseconds(Int64(checkpoint.durableEverySeconds * 1e9)),
-                            let recordWritten = checkpoint.recordWritten
-                        {
-                            try sink.flush()
-                            if let snapshot = resumeData() { try recordWritten(snapshot) }
-                            continue
-                        }
-                        lastDurable = now
-                        let pending = CheckpointSyncs.Pending(point: try sink.durabilityPoint(), snapshot: resumeData())
-                        // The disk is still busy with the last one: the body goes on (waiting here held a
-                        // 1 GB/s transfer to disk speed) and this checkpoint is handed to the running sync,
-                        // which makes it durable next, so a body that pauses now does not leave it unrecorded.
-                        guard syncs.withLockedValue({ $0.start(pending) }) else { continue }
-                        try await syncing?.value
-                        syncing = Task {
-                            var next: CheckpointSyncs.Pending? = pending
-                            while let current = next {
-                                do {
-                                    try await NIOThreadPool.singleton.runIfActive {
-                                        try checkpoint.synchronize(current.point, current.snapshot)
-                                    }
-                                } catch {
-                                    syncs.withLockedValue { $0.stop() }
-                                    throw error
-                                }
-                                next = syncs.withLockedValue { $0.next() }
-                            }
-                        }
-                    }
-                }
+                try await checkpoints?.wrote(to: sink, snapshot: resumeData)
             }
-            try await syncing?.value
+            try await checkpoints?.finish()
             try sink.flush()
             try decoder?.finish()
             if decoder != nil, let declared, encodedLength != declared {
@@ -418,12 +375,12 @@ public struct Downloader: Sendable {
                 )
             }
         } catch var error as FerryError {
-            _ = try? await syncing?.value
+            _ = try? await checkpoints?.finish()
             try? sink.flush()
             if error.resumeData == nil { error.resumeData = resumeData() }
             throw error
         } catch {
-            _ = try? await syncing?.value
+            _ = try? await checkpoints?.finish()
             try? sink.flush()
             throw FerryError(
                 .networkConnectionLost,

@@ -56,62 +56,8 @@ extension WebSocketConnection {
     ) async throws -> WebSocketConnection {
         let url = request.url
         let channel = stream.channel
-        var headers = HTTPHeaders()
-        headers.add(name: "Host", value: target.hostHeader)
-        for field in request.headers {
-            // The handshake's own fields are the upgrader's.
-            if ["host", "upgrade", "connection", "sec-websocket-key", "sec-websocket-version"].contains(field.name.asciiLowercased) {
-                continue
-            }
-            headers.add(name: field.name, value: field.value)
-        }
-        if !request.protocols.isEmpty, !request.headers.contains("Sec-WebSocket-Protocol") {
-            headers.add(name: "Sec-WebSocket-Protocol", value: request.protocols.joined(separator: ", "))
-        }
-        if options.compression {
-            headers.add(name: "Sec-WebSocket-Extensions", value: PerMessageDeflate.Parameters.offer)
-        }
-        let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: target.requestTarget, headers: headers)
-
-        let offered = request.protocols
-        let maximum = min(max(options.maximumMessageSize, 125), Int(UInt32.max))
-        let closeTimeout = options.closeTimeout
-        let compression = options.compression
-        let upgrader = NIOTypedWebSocketClientUpgrader<Upgrade>(
-            maxFrameSize: maximum,
-            enableAutomaticErrorHandling: false,
-            upgradePipelineHandler: { channel, response in
-                channel.eventLoop.makeCompletedFuture {
-                    let chosen = response.headers["Sec-WebSocket-Protocol"].first?.trimmingCharacters(in: .whitespaces)
-                    if let chosen, !offered.contains(chosen) {
-                        throw FerryError(.badServerResponse, "the server chose the subprotocol \(chosen), which was not offered")
-                    }
-                    var deflate: PerMessageDeflate?
-                    let extensions = response.headers["Sec-WebSocket-Extensions"]
-                    if !extensions.isEmpty {
-                        guard compression else {
-                            throw FerryError(.badServerResponse, "the server agreed to extensions that were not offered: \(extensions.joined(separator: ", "))")
-                        }
-                        do {
-                            deflate = try PerMessageDeflate.Parameters.accepted(extensions).map(PerMessageDeflate.init)
-                        } catch {
-                            throw FerryError(.badServerResponse, "\(error)")
-                        }
-                    }
-                    let handler = WebSocketChannelHandler(
-                        eventLoop: channel.eventLoop,
-                        maximumMessageSize: maximum,
-                        deflate: deflate,
-                        closeTimeout: closeTimeout
-                    )
-                    let operations = channel.pipeline.syncOperations
-                    // The catcher reads HTTP parts; frames follow from now on.
-                    operations.removeHandler(try operations.handler(type: RefusalCatcher.self), promise: nil)
-                    try operations.addHandler(handler)
-                    return .upgraded(NIOLoopBound(handler, eventLoop: channel.eventLoop), compressed: deflate != nil, response, chosen)
-                }
-            }
-        )
+        let head = handshakeHead(target: target, request: request, options: options)
+        let upgrader = upgrader(offering: request.protocols, options: options)
         let refusal = channel.eventLoop.makePromise(of: HTTPResponseHead.self)
         let upgraded: EventLoopFuture<Upgrade> = try await channel.eventLoop.submit {
             var configuration = NIOUpgradableHTTPClientPipelineConfiguration(
@@ -190,6 +136,71 @@ extension WebSocketConnection {
             }.get()
             return connection
         }
+    }
+
+    /// The handshake's request head: the caller's fields, less those the upgrader writes itself, with
+    /// the subprotocols and the compression offer.
+    private static func handshakeHead(target: HTTPTarget, request: UpgradeRequest, options: Options) -> HTTPRequestHead {
+        var headers = HTTPHeaders()
+        headers.add(name: "Host", value: target.hostHeader)
+        for field in request.headers {
+            // The handshake's own fields are the upgrader's.
+            if ["host", "upgrade", "connection", "sec-websocket-key", "sec-websocket-version"].contains(field.name.asciiLowercased) {
+                continue
+            }
+            headers.add(name: field.name, value: field.value)
+        }
+        if !request.protocols.isEmpty, !request.headers.contains("Sec-WebSocket-Protocol") {
+            headers.add(name: "Sec-WebSocket-Protocol", value: request.protocols.joined(separator: ", "))
+        }
+        if options.compression {
+            headers.add(name: "Sec-WebSocket-Extensions", value: PerMessageDeflate.Parameters.offer)
+        }
+        return HTTPRequestHead(version: .http1_1, method: .GET, uri: target.requestTarget, headers: headers)
+
+    }
+
+    /// The upgrader: it checks the server's subprotocol and extensions against what was offered, and
+    /// puts the WebSocket handler in the pipeline.
+    private static func upgrader(offering offered: [String], options: Options) -> NIOTypedWebSocketClientUpgrader<Upgrade> {
+        let maximum = min(max(options.maximumMessageSize, 125), Int(UInt32.max))
+        let closeTimeout = options.closeTimeout
+        let compression = options.compression
+        return NIOTypedWebSocketClientUpgrader<Upgrade>(
+            maxFrameSize: maximum,
+            enableAutomaticErrorHandling: false,
+            upgradePipelineHandler: { channel, response in
+                channel.eventLoop.makeCompletedFuture {
+                    let chosen = response.headers["Sec-WebSocket-Protocol"].first?.trimmingCharacters(in: .whitespaces)
+                    if let chosen, !offered.contains(chosen) {
+                        throw FerryError(.badServerResponse, "the server chose the subprotocol \(chosen), which was not offered")
+                    }
+                    var deflate: PerMessageDeflate?
+                    let extensions = response.headers["Sec-WebSocket-Extensions"]
+                    if !extensions.isEmpty {
+                        guard compression else {
+                            throw FerryError(.badServerResponse, "the server agreed to extensions that were not offered: \(extensions.joined(separator: ", "))")
+                        }
+                        do {
+                            deflate = try PerMessageDeflate.Parameters.accepted(extensions).map(PerMessageDeflate.init)
+                        } catch {
+                            throw FerryError(.badServerResponse, "\(error)")
+                        }
+                    }
+                    let handler = WebSocketChannelHandler(
+                        eventLoop: channel.eventLoop,
+                        maximumMessageSize: maximum,
+                        deflate: deflate,
+                        closeTimeout: closeTimeout
+                    )
+                    let operations = channel.pipeline.syncOperations
+                    // The catcher reads HTTP parts; frames follow from now on.
+                    operations.removeHandler(try operations.handler(type: RefusalCatcher.self), promise: nil)
+                    try operations.addHandler(handler)
+                    return .upgraded(NIOLoopBound(handler, eventLoop: channel.eventLoop), compressed: deflate != nil, response, chosen)
+                }
+            }
+        )
     }
 
     enum Upgrade: Sendable {

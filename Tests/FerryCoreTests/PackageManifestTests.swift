@@ -3,7 +3,8 @@ import Testing
 
 /// Package.swift declares, target by target, exactly the modules the target's files import
 /// (`contrib/check-package.py imports`), and the check fails when a manifest says otherwise; every type
-/// and test docs/ARCHITECTURE.md's "Where to change what" names exists (`… docs`).
+/// and test docs/ARCHITECTURE.md's "Where to change what" names exists (`… docs`); no source file is
+/// over 600 lines and no function over 100 (`… limits`).
 @Suite struct PackageManifestTests {
     private static let root = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -91,5 +92,35 @@ import Testing
         #expect(status == 1)
         #expect(output.contains("names Gone,") && output.contains("names GoneTests,"), "\(output)")
         #expect(!output.contains("Present,") && !output.contains("AlsoGone"))
+    }
+
+    @Test func noSourceFileOrFunctionIsTooLong() throws {
+        let (status, output) = try check(Self.root, "limits")
+        #expect(status == 0, "\(output)")
+        #expect(output.contains("0 over the limits"))
+    }
+
+    @Test func aLongFunctionOrFileFails() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-limits-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let sources = directory.appendingPathComponent("Sources/Lib")
+        try FileManager.default.createDirectory(at: sources, withIntermediateDirectories: true)
+        let body = String(repeating: "    _ = 1\n", count: 99)
+        // 101 lines, and one of exactly 100 whose URL holds "//" (not a comment that hides its brace).
+        try """
+            func long() {
+            \(body)}
+
+            func atTheLimit() {
+                if true { _ = URL(string: "http://example.test/") }
+            \(String(repeating: "    _ = 1\n", count: 97))}
+            """.write(to: sources.appendingPathComponent("Long.swift"), atomically: true, encoding: .utf8)
+        try String(repeating: "// a line\n", count: 601).write(to: sources.appendingPathComponent("Big.swift"), atomically: true, encoding: .utf8)
+        let (status, output) = try check(directory, "limits")
+        #expect(status == 1)
+        #expect(output.contains("Long.swift:1: func long() { is 101 lines (limit 100)"), "\(output)")
+        #expect(!output.contains("atTheLimit"), "\(output)")
+        #expect(output.contains("Big.swift: 601 lines (limit 600)"), "\(output)")
+        #expect(output.contains("2 over the limits"), "\(output)")
     }
 }
