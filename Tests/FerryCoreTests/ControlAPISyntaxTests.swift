@@ -21,6 +21,58 @@ import Testing
         #expect(url["pattern"] as? String == ControlAPI.urlPattern)
     }
 
+    /// A creation's JSON keys, its own and its options', are the properties docs/openapi.json gives
+    /// TaskCreation: a new option that the document does not describe (or one it describes that the
+    /// type lacks) fails here. The creation sets every field, which reflection checks.
+    @Test func aCreationsKeysAreTheDocumentsProperties() throws {
+        let url = URL(string: "https://files.test/a")!
+        var creation = ControlAPI.TaskCreation(
+            kind: .download,
+            request: Request(url: url),
+            uploadFile: "/tmp/up",
+            taskDescription: "d",
+            priority: 0.5,
+            resumeData: ResumeData(
+                originalRequest: Request(url: url),
+                currentRequest: Request(url: url),
+                bytesReceived: 1,
+                expectedLength: 2,
+                entityTag: "\"e\"",
+                lastModified: nil,
+                partialFilePath: "/tmp/p"
+            ),
+            start: true,
+            discretionary: false,
+            resourceTimeout: 60
+        )
+        creation.chunks = 2
+        creation.bandwidthLimit = 1000
+        creation.taskIdentifier = 7
+        creation.earliestBeginTime = 0
+        creation.form = [FormField(name: "a", value: "1")]
+        creation.requestBody = Data("q".utf8)
+        creation.decodesContent = true
+        creation.limits = TaskLimits(maximumRedirects: 1)
+        creation.destination = "/tmp/d"
+        creation.destinationMode = 0o600
+        creation.connection = ConnectionSettings()
+        for value in [creation as Any, creation.options] {
+            let unset = Mirror(reflecting: value).children.filter { child in
+                let inner = Mirror(reflecting: child.value)
+                return inner.displayStyle == .optional && inner.children.isEmpty
+            }
+            #expect(unset.isEmpty, "set \(unset.compactMap(\.label)) in this test's creation")
+        }
+        let encoded = try #require(try JSONSerialization.jsonObject(with: JSONEncoder().encode(creation)) as? [String: Any])
+        let components = try #require(try document()["components"] as? [String: Any])
+        let schemas = try #require(components["schemas"] as? [String: Any])
+        let schema = try #require(schemas["TaskCreation"] as? [String: Any])
+        let documented = try #require(schema["properties"] as? [String: Any])
+        #expect(Set(encoded.keys) == Set(documented.keys))
+        // And back: the same creation, options included.
+        #expect(try JSONDecoder().decode(ControlAPI.TaskCreation.self, from: JSONEncoder().encode(creation)) == creation)
+    }
+
     @Test(arguments: [
         "http://example.com", "HTTPS://example.com:8443/a/b?c=d&e#f", "http://127.0.0.1:65535/",
         "http://[::1]:8080/x", "http://h/%20space", "https://a.b/p?q=%7Bx%7D",
