@@ -19,6 +19,12 @@ public import Foundation
 /// | `POST /v1/sessions/{id}/invalidate` | ``ControlAPI/Invalidation`` → 204 |
 ///
 /// Errors answer 4xx/5xx with ``ControlAPI/ErrorBody``.
+///
+/// Written by hand, not generated from the document: swift-openapi-generator 1.14.3 skips the document's
+/// `null` and `not {}` schemas (a generated creation has no resume data, limits or connection), makes 24
+/// properties untyped, checks none of its patterns, and its types would be a second shape of these,
+/// mapped field by field at both ends (measured 2026-11-27; docs/ARCHITECTURE.md, "The daemon").
+/// `ControlAPITests`, `ControlAPISyntaxTests` and schemathesis keep these types and the document in step.
 public enum ControlAPI {
     /// The path prefix of this version of the API.
     public static let prefix = "/v1"
