@@ -38,4 +38,29 @@ import Testing
         _ = try store.createTasks(registeringSession: true, session: "s", limit: 3, [task])
         #expect(try store.tasks(session: "s").count == 3)
     }
+
+    /// Past the limit in identifiers issued, the session's tasks are counted: removed ones make room, and
+    /// an identifier chosen far ahead refuses nothing by itself.
+    @Test func aSessionThatIssuedMoreThanItsLimitCountsWhatItHolds() throws {
+        let fixture = try StoreFixture()
+        let store = fixture.store
+        let task = FerryStore.NewTask(kind: .download, request: request("x"))
+        _ = try store.createTasks(registeringSession: true, session: "s", limit: 3, [task, task, task])
+        for identifier in 1...2 {
+            try store.transition(session: "s", identifier: identifier, to: .completed, event: (.didComplete, nil))
+        }
+        _ = try store.removeFinishedTasks(finishedBefore: nil, session: "s")
+        // Identifiers 1-3 issued, one task held: two more fit, a third does not.
+        _ = try store.createTasks(registeringSession: true, session: "s", limit: 3, [task, task])
+        #expect(throws: FerryStoreError.self) {
+            _ = try store.createTasks(registeringSession: true, session: "s", limit: 3, [task])
+        }
+        #expect(try store.tasks(session: "s").map(\.taskIdentifier) == [3, 4, 5])
+
+        var chosen = task
+        chosen.identifier = 1_000_000
+        _ = try store.createTasks(registeringSession: true, session: "t", limit: 3, [chosen])
+        _ = try store.createTasks(registeringSession: true, session: "t", limit: 3, [task, task])
+        #expect(try store.tasks(session: "t").count == 3)
+    }
 }
