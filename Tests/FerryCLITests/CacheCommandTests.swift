@@ -20,7 +20,7 @@ import Testing
             let directory = try makeDirectory()
             defer { try? FileManager.default.removeItem(atPath: directory) }
             let cli = CLIRunner(directory: directory)
-            let fresh = server.url("/bytes/70000?seed=5&cache_control=max-age%3D60")
+            let fresh = server.url("/bytes/70000?seed=5&cache_control=max-age%3D86400")
             var fetchTypes: [String] = []
             for name in ["a", "b"] {
                 let run = try await cli.run(["get", "--cache", "http-cache", "--json", fresh, "-o", name])

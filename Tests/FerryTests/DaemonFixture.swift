@@ -48,9 +48,17 @@ final class DaemonFixture: @unchecked Sendable {
         throw FixtureError("ferryd does not answer; log:\n\(log)")
     }
 
+    /// The pid ferryd wrote into the lock file it holds while it runs: a daemon that started but was
+    /// not seen serving in time (a starved test process) is stopped too, not left running.
+    private var lockHolder: Int32? {
+        (try? String(contentsOfFile: client.paths.lockFile, encoding: .utf8))
+            .flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+    }
+
     /// Sends `signal` to the daemon and waits until it has exited.
     func stop(signal: Int32 = SIGTERM) async throws {
-        guard let pid = await client.status()?.pid ?? startedPid.flatMap({ kill($0, 0) == 0 ? $0 : nil }) else { return }
+        let alive: (Int32) -> Int32? = { kill($0, 0) == 0 ? $0 : nil }
+        guard let pid = await client.status()?.pid ?? startedPid.flatMap(alive) ?? lockHolder.flatMap(alive) else { return }
         kill(pid, signal)
         try await eventually("ferryd \(pid) exits", within: 20) { kill(pid, 0) != 0 }
     }

@@ -47,7 +47,7 @@ import Testing
         #expect(session.cookies?.cookies.isEmpty == false)
         #expect(session.cookies?.path == nil)
 
-        let cached = origin + "/bytes/100?cache_control=max-age%3D60"
+        let cached = origin + "/bytes/100?cache_control=max-age%3D86400"
         _ = try await session.data(for: request(cached))
         _ = try await session.data(for: request(cached))
         #expect(session.cache?.directory == nil)

@@ -97,7 +97,7 @@ import Testing
 
     @Test func aFreshResponseIsServedWithoutAskingTheServer() async throws {
         try await withCachingSession { server, session, _ in
-            let url = server.url("/bytes/3000?seed=4&cache_control=max-age%3D60")
+            let url = server.url("/bytes/3000?seed=4&cache_control=max-age%3D86400")
             let first = await fetch(session, url)
             let second = await fetch(session, url)
             #expect(server.counters.requests(path: "/bytes/3000") == 1)
@@ -182,7 +182,7 @@ import Testing
 
     @Test func privateResponsesAreKeptByThisPrivateCache() async throws {
         try await withCachingSession { server, session, _ in
-            let url = server.url("/bytes/30?cache_control=private%2C%20max-age%3D60")
+            let url = server.url("/bytes/30?cache_control=private%2C%20max-age%3D86400")
             _ = await fetch(session, url)
             #expect(await fetch(session, url).fetchTypes == [.localCache])
             #expect(server.counters.requests(path: "/bytes/30") == 1)
@@ -191,7 +191,7 @@ import Testing
 
     @Test func varyKeepsOneEntryPerVariant() async throws {
         try await withCachingSession { server, session, _ in
-            let url = server.url("/echo?cache_control=max-age%3D60&vary=Accept-Language")
+            let url = server.url("/echo?cache_control=max-age%3D86400&vary=Accept-Language")
             let english = await fetch(session, url, headers: [("Accept-Language", "en")])
             let french = await fetch(session, url, headers: [("Accept-Language", "fr")])
             let englishAgain = await fetch(session, url, headers: [("Accept-Language", "en")])
@@ -206,7 +206,7 @@ import Testing
 
     @Test func anUnsafeRequestInvalidatesWhatItChanged() async throws {
         try await withCachingSession { server, session, _ in
-            let url = server.url("/echo?cache_control=max-age%3D60")
+            let url = server.url("/echo?cache_control=max-age%3D86400")
             _ = await fetch(session, url)
             #expect(await fetch(session, url).fetchTypes == [.localCache])
             _ = await fetch(session, url, method: "POST")
@@ -263,7 +263,7 @@ import Testing
 
     @Test func willCacheResponseMayRefuseOrChangeTheEntry() async throws {
         try await withCachingSession { server, session, directory in
-            let refused = server.url("/bytes/50?cache_control=max-age%3D60")
+            let refused = server.url("/bytes/50?cache_control=max-age%3D86400")
             _ = await fetch(session, refused, willCache: { _ in nil })
             let disk = ResponseCache(memoryCapacity: 0, diskCapacity: 10 << 20, directory: directory.path)
             #expect(disk.cachedResponses(for: URL(string: refused)!).isEmpty)
@@ -271,7 +271,7 @@ import Testing
             #expect(server.counters.requests(path: "/bytes/50") == 2)
 
             // Memory only: served from the cache, yet no file on disk.
-            let memoryOnly = server.url("/bytes/51?cache_control=max-age%3D60")
+            let memoryOnly = server.url("/bytes/51?cache_control=max-age%3D86400")
             _ = await fetch(session, memoryOnly) { proposed in
                 var changed = proposed
                 changed.storagePolicy = .allowedInMemoryOnly
@@ -285,8 +285,9 @@ import Testing
 
     @Test func aCachedRedirectIsFollowedWithoutAskingTheServer() async throws {
         try await withCachingSession { server, session, _ in
-            // Each hop is its own entry: the 301 (fresh for a minute) and the page it leads to.
-            let url = server.url("/redirect/1?code=301&cache_control=max-age%3D60&to=/bytes/60%3Fcache_control%3Dmax-age%253D60")
+            // Each hop is its own entry: the 301 and the page it leads to. Both are fresh for a day, as in
+            // every test here: a loaded machine has taken over a minute between two fetches.
+            let url = server.url("/redirect/1?code=301&cache_control=max-age%3D86400&to=/bytes/60%3Fcache_control%3Dmax-age%253D86400")
             let first = await fetch(session, url)
             let second = await fetch(session, url)
             #expect(first.fetchTypes == [.networkLoad, .networkLoad])
@@ -297,7 +298,7 @@ import Testing
 
     @Test func theDiskCacheOutlivesTheSession() async throws {
         try await withCachingSession(memory: 0) { server, session, directory in
-            let url = server.url("/bytes/4096?seed=9&cache_control=max-age%3D60")
+            let url = server.url("/bytes/4096?seed=9&cache_control=max-age%3D86400")
             let first = await fetch(session, url)
             // Another cache over the same directory (another process, say) finds it.
             let other = ResponseCache(memoryCapacity: 0, diskCapacity: 10 << 20, directory: directory.path)

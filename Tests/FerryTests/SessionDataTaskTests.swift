@@ -68,7 +68,8 @@ import Testing
             do {
                 try await eventually("the download task completes") { recorder.completions >= 1 }
             } catch {
-                Issue.record("no task completed; the delegate saw: \(recorder.events)")
+                let tasks = await session.allTasks.map { "\($0) received \($0.countOfBytesReceived) of \($0.countOfBytesExpectedToReceive)" }
+                Issue.record("no task completed; the delegate saw: \(recorder.events); the session holds: \(tasks)")
                 throw error
             }
             #expect(recorder.completions == 1)
