@@ -11,6 +11,7 @@ extension DaemonCommand {
     /// `ferry daemon metrics`: ferryd's metrics in the Prometheus text format.
     struct Metrics: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "metrics",
             abstract: "Print ferryd's metrics in the Prometheus text format (what GET /metrics answers)."
         )
 
@@ -30,6 +31,7 @@ extension DaemonCommand {
     /// `ferry daemon log`: the end of ferryd's log, and what follows with `-f`.
     struct Log: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "log",
             abstract: "Print the end of ferryd's log (JSON lines in the state directory), one readable line each.",
             discussion: "With --json the lines are printed as written: one JSON object each, with time, level, message, and session and task where they apply."
         )
@@ -74,6 +76,7 @@ extension DaemonCommand {
     /// `ferry daemon install`: the systemd user units, written and enabled.
     struct Install: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "install",
             abstract: "Install ferryd as a systemd user service with socket activation (ferryd.service, ferryd.socket).",
             discussion: "Writes both units to ~/.config/systemd/user (or $XDG_CONFIG_HOME/systemd/user) and enables and starts them with systemctl --user. Without systemd, the units are written and nothing else changes: the library and the CLI start ferryd on demand, as always."
         )
@@ -129,6 +132,7 @@ extension DaemonCommand {
     /// `ferry daemon uninstall`: the units disabled and removed.
     struct Uninstall: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "uninstall",
             abstract: "Disable and remove the systemd user units `ferry daemon install` wrote (tasks and state stay)."
         )
 

@@ -28,6 +28,7 @@ struct DaemonCommand: ParsableCommand {
 
     struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "status",
             abstract: "Whether ferryd runs: pid, socket, state directory, version (exit 5 if not)."
         )
         @OptionGroup var outputOptions: OutputOptions
@@ -42,7 +43,7 @@ struct DaemonCommand: ParsableCommand {
     }
 
     struct Start: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Start ferryd unless it runs.")
+        static let configuration = CommandConfiguration(commandName: "start", abstract: "Start ferryd unless it runs.")
         @OptionGroup var outputOptions: OutputOptions
 
         func run() async throws {
@@ -56,6 +57,7 @@ struct DaemonCommand: ParsableCommand {
 
     struct Stop: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "stop",
             abstract: "Stop ferryd (SIGTERM: transfers stop at a checkpoint and continue on the next start)."
         )
         @Option(name: .long, help: "Seconds to wait for it to exit.") var timeout = 30.0

@@ -246,6 +246,7 @@ extension DaemonCommand {
     /// `ferry daemon network [--metered yes|no|auto]`.
     struct Network: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "network",
             abstract: "Show the network as ferryd sees it, or override whether it is metered or constrained.",
             discussion: """
                 auto (the default) takes NetworkManager's answer for metered; without NetworkManager the \

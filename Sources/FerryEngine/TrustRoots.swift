@@ -28,6 +28,14 @@ final class TrustRoots: Sendable {
         additionalSubjects = Set(certificates.map { DERNames.encoded($0.subject) })
     }
 
+    /// The extra roots alone, when one of them is named as the issuer of a certificate in `chain` (DER,
+    /// leaf first); nil otherwise. Reads nothing from the system.
+    func addedStore(for chain: [[UInt8]]) -> CertificateStore? {
+        guard chain.contains(where: { DERNames.of(certificate: $0).map { additionalSubjects.contains($0.issuer) } ?? false })
+        else { return nil }
+        return CertificateStore(additional)
+    }
+
     /// The roots to verify `chain` (DER, leaf first) against: the extra ones, and the system's whose
     /// subject is the issuer of a certificate in the chain (the only ones that can anchor it). When the
     /// system has none by those names, all of them (a name may be encoded differently but equal).

@@ -42,4 +42,19 @@ import X509
         // Only that root: the system's roots were not all parsed for a chain one extra root anchors.
         #expect(store == CertificateStore([root]))
     }
+
+    @Test func aChainAnExtraRootIssuedIsCheckedAgainstTheExtraRootsAlone() throws {
+        let certificates = try TestCertificates.generate()
+        let other = try TestCertificates.generate()
+        let roots = try TrustRoots(additionalPEM: [certificates.trustRootPEM, other.trustRootPEM])
+        let chain = try certificates.chain.map { try $0.toDERBytes() }
+        let added = try #require(roots.addedStore(for: chain))
+        let expected = try [certificates, other].map { try Certificate(derEncoded: try $0.trustRoot.toDERBytes()) }
+        #expect(added == CertificateStore(expected))
+        // A chain no extra root is named in gets no such store (the system's roots are looked up): the
+        // leaf as the only extra root names "localhost", which issued nothing here.
+        let leafPEM = try Certificate(derEncoded: chain[0]).serializeAsPEM().pemString
+        #expect(try TrustRoots(additionalPEM: [leafPEM]).addedStore(for: chain) == nil)
+        #expect(try TrustRoots(additionalPEM: []).addedStore(for: chain) == nil)
+    }
 }
