@@ -158,6 +158,14 @@ for round in $(seq "$rounds"); do
     # peak RSS of one).
     measure version.ferry-cli 20 sh -c 'for _ in $(seq 20); do "$0" --version >/dev/null; done' "$bin/ferry"
     measure version.curl 20 sh -c 'for _ in $(seq 20); do "$0" --version >/dev/null; done' curl
+    # A fresh process for one 1 KiB file over https, as a script calls a download tool once per file: 20
+    # runs back to back, trusting the private CA with --cacert and, apart, with -k (no chain check). Run
+    # without SSL_CERT_FILE, as a user runs them (the distribution's bundle is there to be read).
+    fresh='for _ in $(seq 20); do env -u SSL_CERT_FILE "$@" -o /dev/null "$0" || exit 1; done'
+    measure fresh.ferry-cli 20 sh -c "$fresh" "$ssmall" "$bin/ferry" get -s --cacert "$work/ca.pem"
+    measure fresh.curl 20 sh -c "$fresh" "$ssmall" curl -s --cacert "$work/ca.pem"
+    measure freshk.ferry-cli 20 sh -c "$fresh" "$ssmall" "$bin/ferry" get -s -k
+    measure freshk.curl 20 sh -c "$fresh" "$ssmall" curl -s -k
 
     # https (TLS 1.3 from nginx, h2 offered). Ferry trusts the CA through --cacert or SSL_CERT_FILE.
     tls_runs=(
@@ -225,6 +233,8 @@ groups = [
     (f"{n} x 1 KiB GETs, sequential (req/s)", "seq", ["ferry-lib", "curl", "ahc", "urlsession", "ferry-urlsession"], "curl"),
     (f"{n} x 1 KiB GETs, 16 in flight (req/s)", "par", ["ferry-lib", "curl", "ahc", "urlsession", "ferry-urlsession"], "curl"),
     ("--version, 20 runs (runs/s)", "version", ["ferry-cli", "curl"], "curl"),
+    ("https: a fresh process for 1 KiB, --cacert, 20 runs (runs/s)", "fresh", ["ferry-cli", "curl"], "curl"),
+    ("https: a fresh process for 1 KiB, -k, 20 runs (runs/s)", "freshk", ["ferry-cli", "curl"], "curl"),
     ("https: 1 GiB GET to tmpfs (MB/s)", "tmpfs", ["ferry-cli", "ferry-cli-h1", "curl", "curl-h1"], "curl"),
     ("https: 1 GiB GET to disk (MB/s)", "tlsdisk", ["ferry-cli", "ferryd", "curl", "curl-h1"], "curl"),
     ("https: 1 GiB GET, body discarded (MB/s)", "tlsnull", ["ferry-lib", "ferry-lib-h1", "curl", "curl-h1", "ferry-urlsession"], "curl"),
