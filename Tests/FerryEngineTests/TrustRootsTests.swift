@@ -33,6 +33,39 @@ import X509
         #expect(PEMBlocks.der(of: block) == (try certificates.trustRoot.toDERBytes()))
     }
 
+    @Test func aPEMBodyDecodesAsFoundationsStrictBase64() throws {
+        var generator = SystemRandomNumberGenerator()
+        for length in 0..<200 {
+            let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            let base64 = Data(bytes).base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
+            let block = "-----BEGIN CERTIFICATE-----\r\n\(base64)\n-----END CERTIFICATE-----\n"
+            #expect(PEMBlocks.der(of: block) == bytes, "length \(length)")
+        }
+        // What Foundation's strict decoder refuses is refused: a byte outside the alphabet, a group
+        // without its padding, a digit after the padding, a lone digit.
+        for body in ["QUJD*A==", "QUJDRA", "QUJDRA=", "QQ==QQ==", "QUJDR"] {
+            #expect(Data(base64Encoded: body) == nil, "\(body)")
+            #expect(PEMBlocks.der(of: "-----BEGIN X-----\n\(body)\n-----END X-----") == nil, "\(body)")
+        }
+    }
+
+    @Test func aDirectoryIsReadByItsHashNamesOnlyEachFileOnce() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-certdir-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let hashed = try TestCertificates.generate().trustRootPEM
+        let unhashed = try TestCertificates.generate().trustRootPEM
+        try hashed.write(toFile: directory + "/5ad8a5d6.0", atomically: true, encoding: .utf8)
+        try unhashed.write(toFile: directory + "/my-root.pem", atomically: true, encoding: .utf8)
+        // The same file under a second hash name (two names that hash alike, or a link): read once.
+        try FileManager.default.createSymbolicLink(atPath: directory + "/5ad8a5d6.1", withDestinationPath: directory + "/5ad8a5d6.0")
+        #expect(SystemTrustBundle.texts(firstOf: [], directories: [directory]) == [hashed])
+        #expect(SystemTrustBundle.isHashName("5ad8a5d6.0") && SystemTrustBundle.isHashName("002c0b4f.12"))
+        for name in ["5ad8a5d6.r0", "5AD8A5D6.0", "5ad8a5d.0", "5ad8a5d6.", "ca-certificates.crt", "5ad8a5d6.0.pem"] {
+            #expect(!SystemTrustBundle.isHashName(name), "\(name)")
+        }
+    }
+
     @Test func aChainGetsTheExtraRootThatIssuedIt() async throws {
         let certificates = try TestCertificates.generate()
         let roots = try TrustRoots(additionalPEM: [certificates.trustRootPEM])
