@@ -31,19 +31,28 @@ final class TrustRoots: Sendable {
     /// The extra roots alone, when one of them is named as the issuer of a certificate in `chain` (DER,
     /// leaf first); nil otherwise. Reads nothing from the system.
     func addedStore(for chain: [[UInt8]]) -> CertificateStore? {
-        guard chain.contains(where: { DERNames.of(certificate: $0).map { additionalSubjects.contains($0.issuer) } ?? false })
-        else { return nil }
+        guard namesAnAddedRoot(Self.issuers(of: chain)) else { return nil }
         return CertificateStore(additional)
+    }
+
+    /// The issuers of the certificates in `chain` (DER), as DER-encoded Names.
+    private static func issuers(of chain: [[UInt8]]) -> [[UInt8]] {
+        chain.compactMap { DERNames.of(certificate: $0)?.issuer }
+    }
+
+    /// Whether one of `issuers` is the subject of an extra root.
+    private func namesAnAddedRoot(_ issuers: [[UInt8]]) -> Bool {
+        issuers.contains(where: additionalSubjects.contains)
     }
 
     /// The roots to verify `chain` (DER, leaf first) against: the extra ones, and the system's whose
     /// subject is the issuer of a certificate in the chain (the only ones that can anchor it). When the
     /// system has none by those names, all of them (a name may be encoded differently but equal).
     func store(for chain: [[UInt8]]) async -> CertificateStore {
-        let issuers = chain.compactMap { DERNames.of(certificate: $0)?.issuer }
+        let issuers = Self.issuers(of: chain)
         var store = CertificateStore(additional)
         let named = await SystemTrustBundle.shared.roots(named: issuers)
-        if !named.isEmpty || issuers.contains(where: additionalSubjects.contains) {
+        if !named.isEmpty || namesAnAddedRoot(issuers) {
             store.append(contentsOf: named)
             return store
         }
@@ -150,9 +159,9 @@ actor SystemTrustBundle {
         var index: [[UInt8]: [[UInt8]]] = [:]
         for text in texts {
             for block in PEMBlocks.find(in: text, label: { $0 == "CERTIFICATE" }) {
-                // A block that does not decode is skipped, as OpenSSL does; so is a root read twice (a
-                // directory holds each under its name and its hash), found among those of its subject
-                // (hashing every certificate's DER a byte at a time for a set was 4 % of a fresh
+                // A block that does not decode is skipped, as OpenSSL does; so is a root read twice (the
+                // bundle and a directory's hash-named file hold the same one), found among those of its
+                // subject (hashing every certificate's DER a byte at a time for a set was 4 % of a fresh
                 // process's https request).
                 guard let der = PEMBlocks.der(of: block), let subject = DERNames.of(certificate: der)?.subject,
                     index[subject]?.contains(der) != true
