@@ -13,7 +13,7 @@ extension FerryStore {
     static func registerSession(_ identifier: String, at now: Date, _ db: Database) throws {
         try db.cachedStatement(
             sql: "INSERT INTO session (identifier, createdAt) VALUES (?, ?) ON CONFLICT(identifier) DO NOTHING"
-        ).execute(arguments: [identifier, now])
+        ).execute(arguments: [identifier, StoreTime(now)])
     }
 
     /// The session identifiers, sorted.

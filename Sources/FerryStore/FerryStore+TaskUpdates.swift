@@ -32,7 +32,8 @@ extension FerryStore {
                     """,
                 arguments: [
                     change.taskDescription, change.priority, change.allowsMeteredNetwork, change.allowsConstrainedNetwork,
-                    limit != nil, limit ?? nil, change.earliestBeginTime.map(Date.init(timeIntervalSince1970:)), clock(),
+                    limit != nil, limit ?? nil,
+                    change.earliestBeginTime.map { StoreTime(Date(timeIntervalSince1970: $0)) }, StoreTime(clock()),
                     session, identifier,
                 ]
             )
@@ -111,7 +112,7 @@ extension FerryStore {
         try write { db in
             try db.execute(
                 sql: "UPDATE task SET currentRequest = ?, updatedAt = ? WHERE session = ? AND taskIdentifier = ?",
-                arguments: [encoded, clock(), session, identifier]
+                arguments: [encoded, StoreTime(clock()), session, identifier]
             )
             try Self.requireChange(db, session: session, identifier: identifier)
         }
@@ -127,7 +128,7 @@ extension FerryStore {
                     UPDATE task SET uploadState = ?, bytesSent = MAX(bytesSent, ?), updatedAt = ?
                     WHERE session = ? AND taskIdentifier = ?
                     """,
-                arguments: [encoded, state?.offset ?? 0, clock(), session, identifier]
+                arguments: [encoded, state?.offset ?? 0, StoreTime(clock()), session, identifier]
             )
             try Self.requireChange(db, session: session, identifier: identifier)
         }
@@ -144,7 +145,7 @@ extension FerryStore {
                     UPDATE task SET chunkedUpload = ?, bytesSent = ?, updatedAt = ?
                     WHERE session = ? AND taskIdentifier = ?
                     """,
-                arguments: [encoded, progress.storedBytes, clock(), session, identifier]
+                arguments: [encoded, progress.storedBytes, StoreTime(clock()), session, identifier]
             )
             try Self.requireChange(db, session: session, identifier: identifier)
         }
@@ -166,7 +167,7 @@ extension FerryStore {
                                     updatedAt = ?
                     WHERE session = ? AND taskIdentifier = ?
                     """,
-                arguments: [status, encoded, bytesSent, clock(), session, identifier]
+                arguments: [status, encoded, bytesSent, StoreTime(clock()), session, identifier]
             )
             try Self.requireChange(db, session: session, identifier: identifier)
         }
@@ -243,7 +244,7 @@ extension FerryStore {
                     WHERE session = ? AND taskIdentifier = ?
                     """,
                 arguments: [
-                    partialPath, bytesReceived, expectedLength, entityTag, lastModified, segments, now, session,
+                    partialPath, bytesReceived, expectedLength, entityTag, lastModified, segments, StoreTime(now), session,
                     identifier,
                 ]
             )
@@ -289,7 +290,7 @@ extension FerryStore {
                     WHERE session = ? AND taskIdentifier = ?
                     """,
                 arguments: [
-                    state.rawValue, error?.code.rawValue, error?.code.name, error?.message, clock(), session,
+                    state.rawValue, error?.code.rawValue, error?.code.name, error?.message, StoreTime(clock()), session,
                     identifier,
                 ]
             )
@@ -325,7 +326,7 @@ extension FerryStore {
                         """,
                     arguments: [
                         StoredTask.State.completed.rawValue, error.code.rawValue, error.code.name, error.message,
-                        clock(), session, identifier, StoredTask.State.completed.rawValue,
+                        StoreTime(clock()), session, identifier, StoredTask.State.completed.rawValue,
                     ]
                 )
                 guard db.changesCount > 0 else { continue }
@@ -354,7 +355,7 @@ extension FerryStore {
             ).map(StoredTask.init(row:))
             try db.execute(
                 sql: "UPDATE task SET state = ?, updatedAt = ? WHERE state = ?",
-                arguments: [StoredTask.State.pending.rawValue, clock(), StoredTask.State.running.rawValue]
+                arguments: [StoredTask.State.pending.rawValue, StoreTime(clock()), StoredTask.State.running.rawValue]
             )
             return running.map { task in
                 var task = task

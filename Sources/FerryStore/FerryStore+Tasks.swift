@@ -185,11 +185,11 @@ extension FerryStore {
         ).execute(arguments: [
             session, identifier, task.kind.rawValue, state.rawValue, encoded,
             try task.resumeData.map { try JSONEncoder().encode($0.currentRequest) }, task.bodyFile,
-            task.taskDescription, task.priority, task.discretionary, deadline,
+            task.taskDescription, task.priority, task.discretionary, deadline.map(StoreTime.init),
             // No options (most tasks): nothing to encode or store.
-            task.options.isEmpty ? nil : try JSONEncoder().encode(task.options), now, now,
+            task.options.isEmpty ? nil : try JSONEncoder().encode(task.options), StoreTime(now), StoreTime(now),
             task.allowsMetered, task.allowsConstrained, task.bandwidthLimit,
-            try chunkedUpload.map { try JSONEncoder().encode($0) }, task.earliestBegin,
+            try chunkedUpload.map { try JSONEncoder().encode($0) }, task.earliestBegin.map(StoreTime.init),
         ])
         // What was just inserted, without reading it back (decoding the request again costs more than
         // the insert).
@@ -259,7 +259,7 @@ extension FerryStore {
         var arguments: StatementArguments = [state.rawValue]
         if let now {
             filter += " AND (earliestBegin IS NULL OR earliestBegin <= ?)"
-            arguments += [now]
+            arguments += [StoreTime(now)]
         }
         arguments += [Int64(clamping: limit)]
         return try pool.read { db in
@@ -281,7 +281,7 @@ extension FerryStore {
             try Date.fetchOne(
                 db,
                 sql: "SELECT MIN(earliestBegin) FROM task WHERE state = 'pending' AND earliestBegin > ?",
-                arguments: [now]
+                arguments: [StoreTime(now)]
             )
         }
     }

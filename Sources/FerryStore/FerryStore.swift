@@ -98,7 +98,7 @@ public final class FerryStore: Sendable {
         try db.execute(
             sql:
                 "INSERT INTO event (session, sequence, taskIdentifier, kind, payload, createdAt) VALUES (?, ?, ?, ?, ?, ?)",
-            arguments: [session, sequence, task, kind.rawValue, payload, now]
+            arguments: [session, sequence, task, kind.rawValue, payload, StoreTime(now)]
         )
         return StoredEvent(session: session, sequence: sequence, taskIdentifier: task, kind: kind, payload: payload)
     }
