@@ -33,7 +33,11 @@ nginx=$(command -v nginx || echo /usr/sbin/nginx)
 echo "building (release)..." >&2
 for product in ferry ferryd ferry-bench urlsession-bench-ferry; do swift build -c release --product "$product" >/dev/null; done
 (cd Benchmarks/Peers && swift build -c release >/dev/null)
+# The portable build contrib/static-build.sh makes (the Swift runtime and Foundation linked in): the
+# `ferry-static` rows, for what a process costs when it relocates one image instead of nine libraries.
+swift build -c release --static-swift-stdlib --scratch-path .build-static --product ferry >/dev/null
 bin=$root/.build/release
+static=$root/.build-static/release
 peers=$root/Benchmarks/Peers/.build/release
 
 work=$(mktemp -d /tmp/ferry-bench-XXXXXX)
@@ -122,6 +126,7 @@ for round in $(seq "$rounds"); do
     # still has to write back from the one before, so no program always goes first.
     disk_runs=(
         'measure disk.ferry-cli $MB "$bin/ferry" get -q "$big" -o "$work/out/f"; verify "$work/out/f" ferry'
+        'measure disk.ferry-static $MB "$static/ferry" get -q "$big" -o "$work/out/s"; verify "$work/out/s" ferry-static'
         'measure disk.ferry-lib $MB "$bin/ferry-bench" download "$big" "$work/out/l"; verify "$work/out/l" ferry-bench'
         'measure disk.curl $MB curl -s -o "$work/out/c" "$big"; verify "$work/out/c" curl'
         'measure disk.aria2 $MB aria2c -q -x1 -s1 --allow-overwrite=true --file-allocation=none -d "$work/out" -o a "$big"; verify "$work/out/a" aria2c'
@@ -157,14 +162,17 @@ for round in $(seq "$rounds"); do
     # What a process needs before any work: 20 runs of --version back to back (runs a second, and the
     # peak RSS of one).
     measure version.ferry-cli 20 sh -c 'for _ in $(seq 20); do "$0" --version >/dev/null; done' "$bin/ferry"
+    measure version.ferry-static 20 sh -c 'for _ in $(seq 20); do "$0" --version >/dev/null; done' "$static/ferry"
     measure version.curl 20 sh -c 'for _ in $(seq 20); do "$0" --version >/dev/null; done' curl
     # A fresh process for one 1 KiB file over https, as a script calls a download tool once per file: 20
     # runs back to back, trusting the private CA with --cacert and, apart, with -k (no chain check). Run
     # without SSL_CERT_FILE, as a user runs them (the distribution's bundle is there to be read).
     fresh='for _ in $(seq 20); do env -u SSL_CERT_FILE "$@" -o /dev/null "$0" || exit 1; done'
     measure fresh.ferry-cli 20 sh -c "$fresh" "$ssmall" "$bin/ferry" get -s --cacert "$work/ca.pem"
+    measure fresh.ferry-static 20 sh -c "$fresh" "$ssmall" "$static/ferry" get -s --cacert "$work/ca.pem"
     measure fresh.curl 20 sh -c "$fresh" "$ssmall" curl -s --cacert "$work/ca.pem"
     measure freshk.ferry-cli 20 sh -c "$fresh" "$ssmall" "$bin/ferry" get -s -k
+    measure freshk.ferry-static 20 sh -c "$fresh" "$ssmall" "$static/ferry" get -s -k
     measure freshk.curl 20 sh -c "$fresh" "$ssmall" curl -s -k
 
     # https (TLS 1.3 from nginx, h2 offered). Ferry trusts the CA through --cacert or SSL_CERT_FILE.
@@ -228,13 +236,13 @@ def load(name):
     return statistics.median(rates), min(rates), max(rates), statistics.median(r[1] for r in rows), max(r[2] for r in rows)
 n = f"{small:,}"
 groups = [
-    ("1 GiB GET to disk (MB/s)", "disk", ["ferry-cli", "ferry-lib", "ferryd", "curl", "aria2", "wget", "ahc", "urlsession", "ferry-urlsession", "dd-durable"], "curl"),
+    ("1 GiB GET to disk (MB/s)", "disk", ["ferry-cli", "ferry-static", "ferry-lib", "ferryd", "curl", "aria2", "wget", "ahc", "urlsession", "ferry-urlsession", "dd-durable"], "curl"),
     ("1 GiB GET, body discarded (MB/s)", "null", ["ferry-lib", "curl", "ahc", "urlsession", "ferry-urlsession"], "curl"),
     (f"{n} x 1 KiB GETs, sequential (req/s)", "seq", ["ferry-lib", "curl", "ahc", "urlsession", "ferry-urlsession"], "curl"),
     (f"{n} x 1 KiB GETs, 16 in flight (req/s)", "par", ["ferry-lib", "curl", "ahc", "urlsession", "ferry-urlsession"], "curl"),
-    ("--version, 20 runs (runs/s)", "version", ["ferry-cli", "curl"], "curl"),
-    ("https: a fresh process for 1 KiB, --cacert, 20 runs (runs/s)", "fresh", ["ferry-cli", "curl"], "curl"),
-    ("https: a fresh process for 1 KiB, -k, 20 runs (runs/s)", "freshk", ["ferry-cli", "curl"], "curl"),
+    ("--version, 20 runs (runs/s)", "version", ["ferry-cli", "ferry-static", "curl"], "curl"),
+    ("https: a fresh process for 1 KiB, --cacert, 20 runs (runs/s)", "fresh", ["ferry-cli", "ferry-static", "curl"], "curl"),
+    ("https: a fresh process for 1 KiB, -k, 20 runs (runs/s)", "freshk", ["ferry-cli", "ferry-static", "curl"], "curl"),
     ("https: 1 GiB GET to tmpfs (MB/s)", "tmpfs", ["ferry-cli", "ferry-cli-h1", "curl", "curl-h1"], "curl"),
     ("https: 1 GiB GET to disk (MB/s)", "tlsdisk", ["ferry-cli", "ferryd", "curl", "curl-h1"], "curl"),
     ("https: 1 GiB GET, body discarded (MB/s)", "tlsnull", ["ferry-lib", "ferry-lib-h1", "curl", "curl-h1", "ferry-urlsession"], "curl"),

@@ -4,6 +4,8 @@ the figures a run was accepted at, the way swift-nio's benchmarks keep threshold
 
     Benchmarks/thresholds.py check     names each row past its threshold; exit status 3 if any
     Benchmarks/thresholds.py update    keeps the latest run's figures as the thresholds
+    Benchmarks/thresholds.py improved  keeps, field by field, the better of the thresholds and the latest
+                                       run (a higher ratio or rate, a lower peak RSS), and adds new rows
 
 What is kept for each row: the ratio to the peer it runs side by side with (ratios vary less than rates on
 a noisy machine), the peak RSS, and for ferryd's submission rows the rate. A ratio or rate may fall by
@@ -35,10 +37,24 @@ def kept(key, row):
     return fields
 
 
+def better_of(thresholds, rows):
+    """The thresholds with each field the latest run improved (and each new row) taken from it."""
+    merged = {key: dict(limits) for key, limits in thresholds.items()}
+    changed = []
+    for key, row in sorted(rows.items()):
+        for field, value in kept(key, row).items():
+            old = merged.get(key, {}).get(field)
+            better = old is None or (value < old if field == "rss_mb" else value > old)
+            if better:
+                merged.setdefault(key, {})[field] = value
+                changed.append(f"{key} {field}: {old} -> {value}")
+    return merged, changed
+
+
 def main():
     mode = sys.argv[1] if len(sys.argv) > 1 else "check"
-    if mode not in ("check", "update"):
-        sys.exit(f"usage: {sys.argv[0]} check|update")
+    if mode not in ("check", "update", "improved"):
+        sys.exit(f"usage: {sys.argv[0]} check|update|improved")
     if not os.path.exists(latest_path):
         sys.exit(f"no {latest_path}: run Benchmarks/run.sh first")
     latest = json.load(open(latest_path))
@@ -59,6 +75,16 @@ def main():
         print(f"no {thresholds_path}: `{sys.argv[0]} update` keeps this run's figures")
         return
     thresholds = json.load(open(thresholds_path))
+    if mode == "improved":
+        kept_rows, changed = better_of(thresholds["rows"], rows)
+        thresholds["rows"] = kept_rows
+        with open(thresholds_path, "w") as out:
+            json.dump(thresholds, out, indent=1, sort_keys=True)
+            out.write("\n")
+        print(f"{thresholds_path}: {len(changed)} fields from this run")
+        for line in changed:
+            print(f"  {line}")
+        return
     tolerance = thresholds.get("tolerance", TOLERANCE)
     worse = []
     for key, limits in sorted(thresholds["rows"].items()):
