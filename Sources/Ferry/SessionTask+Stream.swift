@@ -68,9 +68,11 @@ public final class StreamTask: SessionTask, @unchecked Sendable {
     }
 
     /// Ends writing (the server reads the end of the stream); reading goes on.
-    public func closeWrite() async {
+    /// - Parameter whenClosed: called as the write side closes, before anything the server sends in
+    ///   answer is read; not called when there is no connection to close.
+    public func closeWrite(whenClosed: (@Sendable () -> Void)? = nil) async {
         guard let connection = try? await connection() else { return }
-        await connection.closeWrite()
+        await connection.closeWrite(whenClosed: whenClosed)
     }
 
     /// Stops reading: reads return the end of the stream.

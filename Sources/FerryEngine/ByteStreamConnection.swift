@@ -124,8 +124,14 @@ public final class ByteStreamConnection: Sendable {
     }
 
     /// Ends this side's writing (TCP FIN; over TLS, close_notify first). Reading goes on.
-    public func closeWrite() async {
-        try? await stream.channel.close(mode: .output).get()
+    /// - Parameter whenClosed: called on the connection's event loop as the write side closes, so before
+    ///   anything the peer sends in answer to the end of the stream is read (a caller that reports both
+    ///   keeps them in the order they happened).
+    public func closeWrite(whenClosed: (@Sendable () -> Void)? = nil) async {
+        let closing = stream.channel.eventLoop.makePromise(of: Void.self)
+        if let whenClosed { closing.futureResult.whenComplete { _ in whenClosed() } }
+        stream.channel.close(mode: .output, promise: closing)
+        try? await closing.futureResult.get()
     }
 
     /// Stops reading: bytes that arrive from now on are dropped, and reads return the end of the stream.

@@ -127,12 +127,23 @@ open class URLSessionStreamTask: URLSessionTask, @unchecked Sendable {
     open func closeWrite() {
         guard let stream else { return }
         enqueue(.write) { [self] in
-            await stream.closeWrite()
-            if let delegate = delegate(as: (any URLSessionStreamDelegate).self) {
-                let carried = Carried(value: (delegate, self))
-                let session = owner
-                onQueue { carried.value.0.urlSession(session, writeClosedFor: carried.value.1) }
+            guard let delegate = delegate(as: (any URLSessionStreamDelegate).self) else {
+                await stream.closeWrite()
+                return
             }
+            let carried = Carried(value: (delegate, self))
+            let session = owner
+            // Told as the write side closes, on the connection's event loop: before the end of the stream
+            // the server may send in answer is read, so `writeClosedFor` comes before `readClosedFor`
+            // however late this task resumes (it once came after, on a loaded machine). Told after all
+            // when there was no connection to close, as before.
+            let told = Told()
+            let tell: @Sendable () -> Void = {
+                guard !told.flag.exchange(true, ordering: .acquiringAndReleasing) else { return }
+                self.onQueue { carried.value.0.urlSession(session, writeClosedFor: carried.value.1) }
+            }
+            await stream.closeWrite(whenClosed: tell)
+            tell()
         }
     }
 
@@ -214,6 +225,11 @@ open class URLSessionStreamTask: URLSessionTask, @unchecked Sendable {
         let session = owner
         onQueue { carried.value.0.urlSession(session, readClosedFor: carried.value.1) }
     }
+}
+
+/// Whether a delegate call was made (for one that two paths may make).
+private final class Told: Sendable {
+    let flag = Atomic<Bool>(false)
 }
 
 /// A stream task's events (Apple's `URLSessionStreamDelegate`).
