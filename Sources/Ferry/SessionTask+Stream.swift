@@ -13,7 +13,7 @@ import Synchronization
 /// let (greeting, atEOF) = try await stream.readData(ofMinLength: 1, maxLength: 4096, timeout: 10)
 /// ```
 ///
-/// The task completes when the connection closes: ``closeWrite()`` and the server's close, ``SessionTask/cancel()``,
+/// The task completes when the connection closes: ``closeWrite(whenClosed:)`` and the server's close, ``SessionTask/cancel()``,
 /// or a failure.
 public final class StreamTask: SessionTask, @unchecked Sendable {
     private let slot = ConnectionSlot<ByteStreamConnection>()
