@@ -61,7 +61,9 @@ import Glibc
                 // The daemon does not answer: the task fails with a clear error instead of hanging.
                 let ended = ContinuousClock.now
                 await task.waitUntilFinished()
-                #expect(ContinuousClock.now - ended < .seconds(20))
+                // Bounded by the client's call timeouts (30 s each), not by the machine: on a loaded one the
+                // failure has come after two of them (60.1 s). The bound only tells waiting from hanging.
+                #expect(ContinuousClock.now - ended < .seconds(90))
                 #expect(task.error?.code == .backgroundSessionWasDisconnected)
                 #expect(task.error?.message.contains("does not answer") == true, "\(task.error?.message ?? "")")
                 session.invalidateAndCancel()
