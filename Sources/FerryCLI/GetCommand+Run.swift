@@ -65,6 +65,7 @@ extension GetCommand {
             do {
                 _ = try await job.run()
             } catch let failure as CLIFailure {
+                let failure = transfer.explained(failure)
                 if firstFailure == nil { firstFailure = failure }
                 if urls.count > 1 { Console.errorLine(failure.message) }
             }
@@ -116,7 +117,10 @@ extension GetCommand {
                 job.board = board
                 job.speedFloor = reliability.speedFloor
                 let finalJob = job
-                return { try await finalJob.run() }
+                let options = transfer
+                return {
+                    do { return try await finalJob.run() } catch let failure as CLIFailure { throw options.explained(failure) }
+                }
             }
             var job = ForegroundDownload(
                 url: url,
@@ -145,7 +149,10 @@ extension GetCommand {
             job.takesRemoteTime = save.remoteTime
             job.takesServerName = save.remoteHeaderName
             let finalJob = job
-            return { try await finalJob.run() }
+            let options = transfer
+            return {
+                do { return try await finalJob.run() } catch let failure as CLIFailure { throw options.explained(failure) }
+            }
         }
         let jobs = try items.map(job)
 

@@ -72,12 +72,18 @@ final class HeaderDumpTransport: HTTPTransport {
         return heads
     }
 
-    /// A head with `status` and `headers`, received over `protocolName`, as curl writes it.
-    static func render(status: Int, headers: Headers, protocolName: String) -> String {
+    /// The status line of a response received over `protocolName`, as curl writes it (`HTTP/1.1 200 OK`,
+    /// `HTTP/2 200`): `-D`, `-i` and `-v` alike.
+    static func statusLine(status: Int, protocolName: String) -> String {
         let version = protocolName == "h2" ? "HTTP/2" : "HTTP/1.1"
         // The transport keeps the status, not the server's phrase: the standard one for it.
         let reason = HTTPResponseStatus(statusCode: status).reasonPhrase
-        var text = "\(version) \(status)\(reason.isEmpty || version == "HTTP/2" ? "" : " " + reason)\r\n"
+        return "\(version) \(status)\(reason.isEmpty || version == "HTTP/2" ? "" : " " + reason)"
+    }
+
+    /// A head with `status` and `headers`, received over `protocolName`, as curl writes it.
+    static func render(status: Int, headers: Headers, protocolName: String) -> String {
+        var text = statusLine(status: status, protocolName: protocolName) + "\r\n"
         for field in headers { text += "\(field.name): \(field.value)\r\n" }
         return text + "\r\n"
     }

@@ -110,6 +110,8 @@ struct PutCommand: AsyncParsableCommand {
         let outcome: Result<(ForegroundUpload.Report, ByteBuffer), any Error>
         do {
             outcome = .success(try await upload.run())
+        } catch let failure as CLIFailure {
+            outcome = .failure(transfer.explained(failure))
         } catch {
             outcome = .failure(error)
         }

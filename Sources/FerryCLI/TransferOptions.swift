@@ -116,6 +116,21 @@ struct TransferOptions: ParsableArguments {
     )
     var maxTime: Double?
 
+    /// `failure` in the command line's words: the engine's resource timeout is this command's
+    /// `--max-time` (issue 41: "took longer than its resource timeout" named no flag a user gave).
+    func explained(_ failure: CLIFailure) -> CLIFailure {
+        guard let maxTime, failure.kind == "timedOut", failure.message.contains(FerryError.resourceTimeoutMessage) else {
+            return failure
+        }
+        let seconds = maxTime == maxTime.rounded() && maxTime < 1e15 ? String(Int64(maxTime)) : String(maxTime)
+        var explained = failure
+        explained.message = failure.message.replacingOccurrences(
+            of: FerryError.resourceTimeoutMessage,
+            with: "the transfer took longer than --max-time \(seconds) (seconds) allows"
+        )
+        return explained
+    }
+
     /// When the transfer must be over: `--max-time` from now, else never.
     func deadline() -> NIODeadline {
         guard let maxTime else { return .distantFuture }

@@ -49,7 +49,7 @@ struct VerboseTransport: HTTPTransport {
         }
         for field in request.headers { lines.append("> \(field.name): \(field.value)") }
         lines.append(">")
-        lines.append("< \(response.protocolName == "h2" ? "HTTP/2" : "HTTP/1.1") \(response.status)")
+        lines.append("< " + HeaderDumpTransport.statusLine(status: response.status, protocolName: response.protocolName))
         for field in response.headers { lines.append("< \(field.name): \(field.value)") }
         lines.append("<")
         return lines.joined(separator: "\n") + "\n"

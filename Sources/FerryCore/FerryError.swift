@@ -166,3 +166,10 @@ extension FerryError: Codable {
         try container.encodeIfPresent(resumeData, forKey: .resumeData)
     }
 }
+
+extension FerryError {
+    /// What a `timedOut` error says when the whole transfer outlasted its resource timeout (the session's
+    /// `timeoutIntervalForResource`, the command line's `--max-time`): a front end that named the limit
+    /// otherwise puts its own name in its place.
+    public static let resourceTimeoutMessage = "the transfer took longer than its resource timeout"
+}

@@ -182,7 +182,7 @@ enum DeadlineRace {
             } catch let error as FerryError where error.code == .timedOut && NIODeadline.now() >= deadline {
                 throw FerryError(
                     .timedOut,
-                    "the transfer took longer than its resource timeout",
+                    FerryError.resourceTimeoutMessage,
                     failingURL: url,
                     resumeData: error.resumeData
                 )
@@ -231,7 +231,7 @@ enum DeadlineRace {
         } catch let error as FerryError where timedOut {
             throw FerryError(
                 .timedOut,
-                "the transfer took longer than its resource timeout",
+                FerryError.resourceTimeoutMessage,
                 failingURL: url,
                 resumeData: error.resumeData
             )
