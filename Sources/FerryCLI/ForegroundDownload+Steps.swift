@@ -165,10 +165,11 @@ extension ForegroundDownload {
             // --fail-with-body the error page.
             display.finish()
             try? FileManager.default.removeItem(atPath: files.record)
+            let why = UnfollowedRedirect.explanation(status: answer.status, headers: answer.headers, base: answer.finalRequest.url)
             throw CLIFailure(
                 files.destination.isSpecial || keepsErrorBody
-                    ? "\(url.absoluteString): the server answered \(answer.status); its error page went to \(answer.path)"
-                    : "\(url.absoluteString): the server answered \(answer.status); nothing was saved",
+                    ? "\(url.absoluteString): the server answered \(answer.status)\(why); its error page went to \(answer.path)"
+                    : "\(url.absoluteString): the server answered \(answer.status)\(why); nothing was saved",
                 status: .transferFailed,
                 httpStatus: answer.status
             )

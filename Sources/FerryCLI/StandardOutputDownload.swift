@@ -39,7 +39,8 @@ struct StandardOutputDownload {
         let name = url.absoluteString
         hooks.didReceiveResponse = { status, headers, _ in
             guard (200..<300).contains(status) else {
-                throw CLIFailure("\(name): the server answered \(status); nothing was written", status: .transferFailed, httpStatus: status)
+                let why = UnfollowedRedirect.explanation(status: status, headers: headers, base: url)
+                throw CLIFailure("\(name): the server answered \(status)\(why); nothing was written", status: .transferFailed, httpStatus: status)
             }
             expected.withLock { $0 = decodesContent ? nil : headers.contentLength }
             return .allow
