@@ -117,10 +117,7 @@ extension GetCommand {
                 job.board = board
                 job.speedFloor = reliability.speedFloor
                 let finalJob = job
-                let options = transfer
-                return {
-                    do { return try await finalJob.run() } catch let failure as CLIFailure { throw options.explained(failure) }
-                }
+                return transfer.explaining { try await finalJob.run() }
             }
             var job = ForegroundDownload(
                 url: url,
@@ -149,10 +146,7 @@ extension GetCommand {
             job.takesRemoteTime = save.remoteTime
             job.takesServerName = save.remoteHeaderName
             let finalJob = job
-            let options = transfer
-            return {
-                do { return try await finalJob.run() } catch let failure as CLIFailure { throw options.explained(failure) }
-            }
+            return transfer.explaining { try await finalJob.run() }
         }
         let jobs = try items.map(job)
 

@@ -131,6 +131,16 @@ struct TransferOptions: ParsableArguments {
         return explained
     }
 
+    /// `job`, failing in the command line's words (``explained(_:)``).
+    func explaining<Value: Sendable>(
+        _ job: @escaping @Sendable () async throws -> Value
+    ) -> @Sendable () async throws -> Value {
+        let options = self
+        return {
+            do { return try await job() } catch let failure as CLIFailure { throw options.explained(failure) }
+        }
+    }
+
     /// When the transfer must be over: `--max-time` from now, else never.
     func deadline() -> NIODeadline {
         guard let maxTime else { return .distantFuture }
