@@ -258,7 +258,7 @@ extension ForegroundDownload {
                 bytes: result.length - resumedFrom,
                 start: start,
                 total: seconds,
-                file: result.path
+                file: target.asGiven(result.path)
             )
         )
     }

@@ -20,6 +20,19 @@ struct ForegroundDownload {
         case file(String)
         /// This directory, under the remote name (`-O`, `--dir`).
         case directory(String)
+
+        /// The file `path` (where the download went) as the command line named it, as curl's
+        /// `%{filename_effective}` gives it: `-o`'s path as given, or the remote name within the directory
+        /// as given (alone for the working directory).
+        func asGiven(_ path: String) -> String {
+            switch self {
+            case .file(let given):
+                return given
+            case .directory(let directory):
+                let name = (path as NSString).lastPathComponent
+                return directory == "." ? name : (directory as NSString).appendingPathComponent(name)
+            }
+        }
     }
 
     /// What one download reports (`--json`).
@@ -144,7 +157,7 @@ struct ForegroundDownload {
                 bytes: failure.httpStatus != nil && !keepsErrorBody ? 0 : max(0, observed.moved.value - observed.resumedFrom.withLock { $0 }),
                 start: startDate,
                 total: ProgressDisplay.now() - started,
-                file: files.target
+                file: target.asGiven(files.target)
             )
             throw failure
         }

@@ -116,6 +116,27 @@ import Glibc
     }
 
     @Test(.enabled(if: curl != nil, "curl is not installed (.ci/run installs it)"))
+    func filenameEffectiveIsTheNameAsGivenAsCurlsIs() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            try FileManager.default.createDirectory(atPath: directory + "/f", withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: directory + "/c", withIntermediateDirectories: true)
+            let url = server.url("/bytes/10")
+            // -o NAME, -O, and -O within a directory (ferry's --dir, curl's --output-dir).
+            let run = try await shell(
+                """
+                "$FERRY" get -s -o out.bin -w '%{filename_effective}\\n' '\(url)'; "$CURL" -s -o out2.bin -w '%{filename_effective}\\n' '\(url)'
+                cd f && "$FERRY" get -s -O -w '%{filename_effective}\\n' '\(url)'; cd ../c && "$CURL" -s -O -w '%{filename_effective}\\n' '\(url)'; cd ..
+                "$FERRY" get -s --dir f -o g -w '%{filename_effective}\\n' '\(url)'; "$CURL" -s --output-dir c -o g -w '%{filename_effective}\\n' '\(url)'
+                """,
+                in: directory
+            )
+            #expect(run.stdout == "out.bin\nout2.bin\n10\n10\nf/g\nc/g\n", "\(run.stdout)\(run.stderr)")
+        }
+    }
+
+    @Test(.enabled(if: curl != nil, "curl is not installed (.ci/run installs it)"))
     func verboseWritesTheStatusLineAsCurlDoes() async throws {
         try await TestServer.withServer { server in
             let directory = try makeDirectory()
