@@ -60,7 +60,12 @@ public struct CLIFailure: Error, CustomStringConvertible, Sendable {
 
     /// The failure of an engine or daemon error.
     public init(_ error: FerryError, context: String? = nil) {
-        let text = context.map { "\($0): \(error.message)" } ?? error.message
+        // The library's advice in the command line's words (issue 41: "the session's TLS settings").
+        let message = error.message.replacingOccurrences(
+            of: FerryError.trustTheIssuerHint,
+            with: "trust its CA with --cacert FILE (or SSL_CERT_FILE)"
+        )
+        let text = context.map { "\($0): \(message)" } ?? message
         self.init(text, status: .of(error), kind: error.code.name)
     }
 

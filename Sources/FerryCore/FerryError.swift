@@ -172,4 +172,9 @@ extension FerryError {
     /// `timeoutIntervalForResource`, the command line's `--max-time`): a front end that named the limit
     /// otherwise puts its own name in its place.
     public static let resourceTimeoutMessage = "the transfer took longer than its resource timeout"
+
+    /// What a `serverCertificateUntrusted` error for an unknown issuer says to do, in a library's
+    /// words; a command line puts its own flags in its place (`ferry` names `--cacert`).
+    public static let trustTheIssuerHint =
+        "trust its CA in the session's TLS settings (additionalTrustRootsPEM) or with SSL_CERT_FILE"
 }

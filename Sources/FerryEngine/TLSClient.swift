@@ -190,7 +190,7 @@ final class TLSClient: Sendable {
         let issuer = leaf.issuer.description
         return TLSFailure(
             .serverCertificateUntrusted,
-            "the certificate of \(host) is issued by \(issuer.isEmpty ? "an unnamed issuer" : issuer), which is not trusted; trust its CA with --cacert FILE (or SSL_CERT_FILE), or in the session's TLS settings"
+            "the certificate of \(host) is issued by \(issuer.isEmpty ? "an unnamed issuer" : issuer), which is not trusted; \(FerryError.trustTheIssuerHint)"
         )
     }
 
