@@ -7,6 +7,10 @@ import Glibc
 
 /// Shows a transfer's progress on stderr: a bar redrawn in place on a terminal (at most 10 times a
 /// second), one plain line a second otherwise, nothing when quiet. Thread safe.
+///
+/// Plain lines start a second in, only while the transfer goes on and once it has a rate, and the last
+/// figures follow only lines already shown: a log of many small downloads gets their "saved" lines, not
+/// a "12 B of 12 B (100%) at 0 B/s, ETA -" line for each (issue 41).
 final class ProgressDisplay: Sendable {
     enum Style: Sendable { case bar, lines, none }
 
@@ -27,7 +31,8 @@ final class ProgressDisplay: Sendable {
     /// A display for `name`; `quiet` shows nothing; with a `board`, the transfer shows there.
     init(name: String, quiet: Bool, board: ProgressBoard? = nil) {
         style = quiet || board != nil ? .none : (isatty(STDERR_FILENO) == 1 ? .bar : .lines)
-        state = Mutex(State(name: name))
+        // A bar draws at once; plain lines a second in.
+        state = Mutex(State(name: name, lastDraw: style == .lines ? Self.now() : -1))
         self.board = board.map { ($0, $0.add(name)) }
     }
 
@@ -48,6 +53,9 @@ final class ProgressDisplay: Sendable {
             Self.record((now, done), in: &state.samples)
             let interval = style == .bar ? 0.1 : 1.0
             guard now - state.lastDraw >= interval else { return nil }
+            // A plain line says something a bar's redraw would not: a rate (two samples at least) for a
+            // transfer still going (its end is ``finish()``'s), however slowly the process got here.
+            if style == .lines, state.samples.count < 2 || total.map({ done >= $0 }) == true { return nil }
             state.lastDraw = now
             return render(&state)
         }
@@ -59,8 +67,11 @@ final class ProgressDisplay: Sendable {
         if let (board, entry) = board { board.end(entry) }
         guard style != .none else { return }
         let text: String? = state.withLock { state in
-            // Nothing moved, or the last figures are already shown: nothing to add.
-            guard state.done > 0 || state.drawnDone >= 0, state.done != state.drawnDone || style == .bar else {
+            // Nothing moved, the last figures are already shown, or (plain lines) none was shown before:
+            // nothing to add.
+            guard state.done > 0 || state.drawnDone >= 0, state.done != state.drawnDone || style == .bar,
+                style == .bar || state.drawnDone >= 0
+            else {
                 return style == .bar && state.drawnDone >= 0 ? "\n" : nil
             }
             var text = render(&state)

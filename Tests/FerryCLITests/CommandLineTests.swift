@@ -11,12 +11,26 @@ import Glibc
 /// The built `ferry` run as a user runs it, against ferry-testserver on 127.0.0.1 (and, for
 /// --background, a ferryd of the test's own under FERRY_HOME).
 @Suite struct CommandLineTests {
+    /// Not a terminal, and done within a second: the "saved" line alone, no "12 B of 12 B (100%) at 0 B/s,
+    /// ETA -" before it (issue 41).
+    @Test func aQuickDownloadInALogGetsItsSavedLineOnly() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let run = try await CLIRunner(directory: directory).run(["get", server.url("/bytes/12"), "-o", "small.bin"])
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(run.errorLines.filter { $0.hasPrefix("small.bin: ") }.isEmpty, "\(run.stderr)")
+            #expect(run.errorLines.contains { $0.contains("saved") && $0.contains("(12 B, ") }, "\(run.stderr)")
+        }
+    }
+
     @Test func getSavesTheExactBytesAndReportsProgressInLinesWhenNotATerminal() async throws {
         try await TestServer.withServer { server in
             let directory = try makeDirectory()
             defer { try? FileManager.default.removeItem(atPath: directory) }
             let cli = CLIRunner(directory: directory)
-            let run = try await cli.run(["get", server.url("/bytes/3000000?throttle=6000000"), "-o", "out.bin"])
+            // 3 s at 1 MB/s: plain lines come once a second.
+            let run = try await cli.run(["get", server.url("/bytes/3000000?throttle=1000000"), "-o", "out.bin"])
             #expect(run.status == 0, "\(run.stderr)")
             #expect(try fileSHA256(directory + "/out.bin") == bytesSHA256(3_000_000))
             // Not a terminal: whole lines, no carriage returns, the last at 100 %.
