@@ -163,7 +163,7 @@ extension ForegroundDownload {
         case .refused(let answer, _):
             // A non-2xx answer: nothing saved (a device or FIFO got the error page), or with
             // --fail-with-body the error page.
-            display.finish()
+            display.finish(failed: true)
             try? FileManager.default.removeItem(atPath: files.record)
             let why = UnfollowedRedirect.explanation(status: answer.status, headers: answer.headers, base: answer.finalRequest.url)
             throw CLIFailure(

@@ -138,13 +138,13 @@ struct ForegroundDownload {
             do {
                 result = try await transfer(plan, context: context, counter: observed.moved, display: display, files: files)
             } catch let error as FerryError {
-                display.finish()
+                display.finish(failed: true)
                 throw await failure(error, files: files, writer: writer, continuedFromRecord: resumeData != nil, ranged: ranged)
             } catch let failure as CLIFailure {
-                display.finish()
+                display.finish(failed: true)
                 throw failure
             } catch is SpeedFloor.TooSlow {
-                display.finish()
+                display.finish(failed: true)
                 throw Self.tooSlow(speedFloor, url: url, continuable: FileManager.default.fileExists(atPath: files.record))
             }
         } catch var failure as CLIFailure where failure.status != .interrupted {

@@ -14,6 +14,8 @@ final class ProgressBoard: Sendable {
         var done: Int64 = 0
         var total: Int64?
         var ended = false
+        /// It ended without its file (an error status, a failed transfer).
+        var failed = false
         /// Its last line was printed (plain lines: once, when it ends).
         var shown = false
         /// Its recent byte counts, for its own rate.
@@ -82,10 +84,11 @@ final class ProgressBoard: Sendable {
     }
 
     /// A transfer ended (saved or failed).
-    func end(_ entry: Int) {
+    func end(_ entry: Int, failed: Bool = false) {
         guard style != .none else { return }
         let text = state.withLock { state in
             state.entries[entry].ended = true
+            state.entries[entry].failed = failed
             return render(&state, total: style == .bar)
         }
         if !text.isEmpty { Console.error(text) }
@@ -138,14 +141,16 @@ final class ProgressBoard: Sendable {
         }
     }
 
-    /// `total: 2 of 5 done, 12.0 MiB of 40.0 MiB (30%) at 5.0 MiB/s`.
+    /// `total: 2 of 5 done, 12.0 MiB of 40.0 MiB (30%) at 5.0 MiB/s`; with failures, `total: 3 of 5 done,
+    /// 1 failed, …` (issue 41: a 404 among five once counted as done).
     private static func totalLine(_ state: State) -> String {
         let done = state.entries.reduce(Int64(0)) { $0 + $1.done }
         let totals = state.entries.map(\.total)
         let total: Int64? = totals.allSatisfy { $0 != nil } ? totals.reduce(Int64(0)) { $0 + ($1 ?? 0) } : nil
-        let ended = state.entries.filter(\.ended).count
+        let ended = state.entries.filter { $0.ended && !$0.failed }.count
+        let failed = state.entries.filter(\.failed).count
         let rate = ProgressDisplay.rate(state.samples)
-        var text = "total: \(ended) of \(state.entries.count) done, \(ByteFormat.bytes(done))"
+        var text = "total: \(ended) of \(state.entries.count) done, \(failed > 0 ? "\(failed) failed, " : "")\(ByteFormat.bytes(done))"
         if let total {
             text += " of \(ByteFormat.bytes(total))"
             if total > 0 { text += " (\(Int(min(100, Double(done) * 100 / Double(total))))%)" }

@@ -62,9 +62,9 @@ final class ProgressDisplay: Sendable {
         if let text { Console.error(text) }
     }
 
-    /// The transfer ended: the last figures, and the end of the bar's line.
-    func finish() {
-        if let (board, entry) = board { board.end(entry) }
+    /// The transfer ended (`failed`: without its file): the last figures, and the end of the bar's line.
+    func finish(failed: Bool = false) {
+        if let (board, entry) = board { board.end(entry, failed: failed) }
         guard style != .none else { return }
         let text: String? = state.withLock { state in
             // Nothing moved, the last figures are already shown, or (plain lines) none was shown before:

@@ -75,7 +75,7 @@ struct StandardOutputDownload {
             guard case .loaded(let result) = outcome else { preconditionFailure("no other disposition was asked for") }
             loaded = result
         } catch {
-            display.finish()
+            display.finish(failed: true)
             var failure: CLIFailure
             switch error {
             case let error as FerryError: failure = CLIFailure(error, context: url.absoluteString)

@@ -24,6 +24,19 @@ import Glibc
         }
     }
 
+    /// `-Z`'s total counts a failed download as failed, not done (issue 41).
+    @Test func theParallelTotalCountsAFailureAsFailed() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let urls = (1...4).map { server.url("/bytes/\($0 * 1000)") } + [server.url("/status/404")]
+            let run = try await CLIRunner(directory: directory).run(["get", "-Z", "--dir", "."] + urls)
+            #expect(run.status == 1, "\(run.stderr)")
+            let total = run.errorLines.last { $0.hasPrefix("total: ") }
+            #expect(total?.hasPrefix("total: 4 of 5 done, 1 failed, ") == true, "\(run.stderr)")
+        }
+    }
+
     @Test func getSavesTheExactBytesAndReportsProgressInLinesWhenNotATerminal() async throws {
         try await TestServer.withServer { server in
             let directory = try makeDirectory()
