@@ -596,8 +596,9 @@ import Glibc
             #expect(screen.components(separatedBy: failure).count == 2, "\(screen.debugDescription)")
             #expect(screen.contains("\r\u{1B}[J" + failure), "\(screen.debugDescription)")
             #expect(!screen.contains("\u{1B}[K" + failure), "\(screen.debugDescription)")
-            // The bars went on after it, and the last total counts all three.
-            #expect(screen.contains("total: 3 of 3 done"), "\(screen.debugDescription)")
+            // The bars went on after it, and the last total counts the two saved as done and the 404 as
+            // failed (issue 41: it once said "3 of 3 done").
+            #expect(screen.contains("total: 2 of 3 done, 1 failed, "), "\(screen.debugDescription)")
             #expect(try FileManager.default.contentsOfDirectory(atPath: directory + "/saved").sorted() == ["1000000", "1500000"])
         }
     }
