@@ -32,12 +32,15 @@ struct VerboseTransport: HTTPTransport {
         let timing = response.timing
         var lines: [String] = []
         let place = timing.remoteAddress ?? request.url.host ?? "?"
+        let host = request.url.host ?? "?"
+        // Through a proxy the connection is the proxy's, and the line says so (issue 41: it once named
+        // the origin with the proxy's address).
+        let peer = timing.proxy.map { "the proxy \($0) (\(place)) for \(host)" }
         if timing.reusedConnection == true {
-            lines.append("* Re-using the connection to \(place)")
+            lines.append("* Re-using the connection to \(peer ?? place)")
         } else {
-            lines.append("* Connected to \(request.url.host ?? "?") (\(place))")
+            lines.append("* Connected to \(peer ?? "\(host) (\(place))")")
         }
-        if let proxy = timing.proxy { lines.append("* Through the proxy \(proxy)") }
         if let version = timing.tlsVersion { lines.append("* \(version), protocol \(response.protocolName)") }
         let components = URLComponents(url: request.url, resolvingAgainstBaseURL: false)
         var target = components?.percentEncodedPath ?? "/"

@@ -66,6 +66,14 @@ import Testing
             let json = try await run([:], secure, ["--proxy", address, "--json"])
             let reports = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]]
             #expect(reports?.first?["proxy"] as? String == address)
+            // -v says the connection is the proxy's (issue 41: it once named the origin with the proxy's
+            // address).
+            let verbose = try await run([:], plain, ["--proxy", address, "-v"])
+            #expect(verbose.status == 0, "\(verbose.stderr)")
+            #expect(
+                verbose.stderr.contains("* Connected to the proxy \(address) (127.0.0.1:\(proxy.port)) for 127.0.0.1"),
+                "\(verbose.stderr)"
+            )
         }
     }
 
