@@ -163,7 +163,11 @@ import Testing
             return (client.events, String(decoding: client.received, as: UTF8.self))
         }
         #expect(text == "first\nhello\nBYE\n", "\(events)")
-        #expect(events.first == "in.open" && events.dropFirst().first == "out.open", "\(events)")
+        // Each stream's open comes before its other events; between the two streams the run loop may
+        // deliver the input's bytes (already there) before the output's open (a loaded run did).
+        #expect(events.first { $0.hasPrefix("in.") } == "in.open", "\(events)")
+        #expect(events.first { $0.hasPrefix("out.") } == "out.open", "\(events)")
+        #expect(events.first == "in.open", "\(events)")
         #expect(events.contains("out.space") && events.contains("in.bytes"), "\(events)")
         #expect(events.last == "in.end", "\(events)")
         session.finishTasksAndInvalidate()
