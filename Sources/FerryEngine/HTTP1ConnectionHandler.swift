@@ -464,8 +464,27 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
                     "the server closed the connection before the response was complete"
                 )
             }
-            return FerryError(.badServerResponse, "the server's response is not valid HTTP/1.1 (\(error))")
+            return FerryError(.badServerResponse, "the server's response is not valid HTTP/1.1: \(Self.words(for: error))")
         }
         return TransportErrors.ferryError(for: error)
+    }
+
+    /// What the parser found wrong, in words (issue 41: "unknown (http_parser error)" and "invalid
+    /// constant string" told a user nothing).
+    static func words(for error: HTTPParserError) -> String {
+        switch error {
+        case .invalidConstant: return "its status line or a header line is malformed"
+        case .invalidVersion: return "its status line has no valid HTTP version"
+        case .invalidStatus: return "its status code is not a number of three digits"
+        case .headerOverflow: return "its head is too large"
+        case .invalidHeaderToken, .invalidCharactersUsed: return "a header has characters HTTP does not allow there"
+        case .invalidContentLength: return "its Content-Length is not a valid length"
+        case .unexpectedContentLength: return "it has a Content-Length where none is allowed (with Transfer-Encoding)"
+        case .invalidChunkSize: return "a chunk's size in its chunked body is not valid"
+        case .lfExpected: return "a line does not end with CRLF"
+        case .trailingGarbage: return "bytes follow where the response should have ended"
+        case .closedConnection: return "the server closed the connection in the middle of it"
+        default: return "it could not be parsed (the parser said: \(error))"
+        }
     }
 }
