@@ -8,15 +8,14 @@ enum UnfollowedRedirect {
     /// `Location` to another scheme (`file:`, `ftp:`, `data:`: ferry fetches http and https only), or
     /// none at all; empty for any other status.
     static func explanation(status: Int, headers: Headers, base: URL) -> String {
-        guard [301, 302, 303, 307, 308].contains(status) else { return "" }
+        guard Redirect.statuses.contains(status) else { return "" }
         guard let location = headers["location"], !location.isEmpty else {
             return ", a redirect without a Location to follow"
         }
         let target = URL(string: location, relativeTo: base)?.absoluteURL
-        let scheme = target?.scheme?.lowercased()
-        guard scheme != "http", scheme != "https" else { return "" }
+        if let target, Redirect.isHTTP(target) { return "" }
         let shown = String(location.prefix(200))
-        if let scheme {
+        if let scheme = target?.scheme?.lowercased() {
             return ", a redirect to \(shown), which ferry does not follow (\(scheme): is not fetched, only http and https)"
         }
         return ", a redirect to \(shown), which is not a URL ferry can follow"

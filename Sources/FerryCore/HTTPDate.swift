@@ -188,7 +188,8 @@ public enum HTTPDate {
         return era * 146_097 + dayOfEra - 719_468
     }
 
-    static func civil(fromDays dayNumber: Int64) -> (year: Int64, month: Int64, day: Int64) {
+    /// The proleptic Gregorian date of a day counted from 1970-01-01 (also the store's timestamps).
+    package static func civil(fromDays dayNumber: Int64) -> (year: Int64, month: Int64, day: Int64) {
         let z = dayNumber + 719_468
         let era = (z >= 0 ? z : z - 146_096) / 146_097
         let dayOfEra = z - era * 146_097

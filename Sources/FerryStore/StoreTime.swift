@@ -1,3 +1,4 @@
+import FerryCore
 import Foundation
 import GRDB
 
@@ -32,25 +33,19 @@ struct StoreTime: DatabaseValueConvertible {
         }
         let total = Int64(milliseconds)
         let (days, millisecondOfDay) = floorDivision(total, 86_400_000)
-        let (year, month, day) = civil(fromDays: days)
+        let (year, month, day) = HTTPDate.civil(fromDays: days)
         let hour = millisecondOfDay / 3_600_000
         let minute = millisecondOfDay / 60_000 % 60
         let second = millisecondOfDay / 1000 % 60
         let millisecond = millisecondOfDay % 1000
         var bytes = [UInt8]()
         bytes.reserveCapacity(23)
-        append(year, digits: 4, to: &bytes)
-        bytes.append(UInt8(ascii: "-"))
-        append(month, digits: 2, to: &bytes)
-        bytes.append(UInt8(ascii: "-"))
-        append(day, digits: 2, to: &bytes)
-        bytes.append(UInt8(ascii: " "))
-        append(hour, digits: 2, to: &bytes)
-        bytes.append(UInt8(ascii: ":"))
-        append(minute, digits: 2, to: &bytes)
-        bytes.append(UInt8(ascii: ":"))
-        append(second, digits: 2, to: &bytes)
-        bytes.append(UInt8(ascii: "."))
+        append(year, digits: 4, then: "-", to: &bytes)
+        append(month, digits: 2, then: "-", to: &bytes)
+        append(day, digits: 2, then: " ", to: &bytes)
+        append(hour, digits: 2, then: ":", to: &bytes)
+        append(minute, digits: 2, then: ":", to: &bytes)
+        append(second, digits: 2, then: ".", to: &bytes)
         append(millisecond, digits: 3, to: &bytes)
         return String(decoding: bytes, as: UTF8.self)
     }
@@ -60,20 +55,8 @@ struct StoreTime: DatabaseValueConvertible {
         return (quotient, value - quotient * divisor)
     }
 
-    /// The proleptic Gregorian date of a day counted from 1970-01-01 (Howard Hinnant's `civil_from_days`).
-    private static func civil(fromDays days: Int64) -> (year: Int64, month: Int64, day: Int64) {
-        let shifted = days + 719_468
-        let era = floorDivision(shifted, 146_097).quotient
-        let dayOfEra = shifted - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let monthIndex = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
-        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
-        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
-    }
-
-    private static func append(_ value: Int64, digits: Int, to bytes: inout [UInt8]) {
+    /// `value` in `digits` decimal digits, then `separator` if one is given.
+    private static func append(_ value: Int64, digits: Int, then separator: Unicode.Scalar? = nil, to bytes: inout [UInt8]) {
         var divisor: Int64 = 1
         for _ in 1..<digits { divisor *= 10 }
         var rest = value
@@ -82,5 +65,6 @@ struct StoreTime: DatabaseValueConvertible {
             rest %= divisor
             divisor /= 10
         }
+        if let separator { bytes.append(UInt8(ascii: separator)) }
     }
 }
