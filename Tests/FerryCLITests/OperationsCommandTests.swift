@@ -19,7 +19,7 @@ import Glibc
             runner.environment = ["FERRY_HOME": home]
             let cli = runner
             do {
-                try await Self.operations(cli, server: server, directory: directory)
+                try await Self.operations(cli, server: server, directory: directory, home: home)
             } catch {
                 _ = try? await cli.run(["daemon", "stop"])
                 throw error
@@ -30,7 +30,7 @@ import Glibc
         }
     }
 
-    private static func operations(_ cli: CLIRunner, server: TestServer, directory: String) async throws {
+    private static func operations(_ cli: CLIRunner, server: TestServer, directory: String, home: String) async throws {
         do {
             let submit = try await cli.run(["get", "--background", server.url("/bytes/20000"), "-o", "a.bin"])
             #expect(submit.status == 0, "\(submit.stderr)")
@@ -84,7 +84,19 @@ import Glibc
             let page = try JSONDecoder().decode(ControlAPI.StatusPage.self, from: Data(ui.stdout.utf8))
             #expect(page.url.hasPrefix("http://127.0.0.1:") && page.url.hasSuffix("?token=\(page.token)"))
             #expect(page.token.count == 64)
+            // A page open in a browser (its event stream) ends when the page stops, and a normal stop
+            // writes no error to ferryd's log (it wrote Hummingbird's "Waiting on child channel:
+            // CancellationError()" and "Server shutdown error: Already closed").
+            let events = page.url.replacingOccurrences(of: "/?token=", with: "/api/events?token=")
+            let browser = try ChildProcess.spawn("/usr/bin/curl", arguments: ["-sSN", "--max-time", "120", events])
+            #expect(await browser.standardOutput!.readLineOffPool()?.hasPrefix("data: ") == true)
             #expect(try await cli.run(["ui", "--stop"]).status == 0)
+            let closed = try await cli.finish(browser, browser.standardOutput!, browser.standardError!, timeout: 60)
+            #expect(closed.status == 0, "the event stream ends cleanly: \(closed.stderr)")
+            let daemonLog = try String(contentsOfFile: home + "/ferryd.log", encoding: .utf8)
+            let errors = daemonLog.split(separator: "\n").filter { $0.contains(#""level":"error""#) }
+            #expect(errors.isEmpty, "\(errors)")
+            #expect(daemonLog.contains("status page stopped"))
         }
     }
 

@@ -4,6 +4,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import ServiceLifecycle
 
 /// The status page's routes: the page itself (with the tasks as they are embedded, drawn as the
 /// document loads), the tasks as JSON, a server-sent event stream of them, and the pause,
@@ -57,10 +58,14 @@ struct StatusPageRoutes: Sendable {
         router.get("/api/events") { _, _ -> Response in
             let routes = self
             let body = ResponseBody { writer in
-                while !Task.isCancelled {
+                // Until the page is stopped: a graceful shutdown ends the stream, which would otherwise
+                // hold the server's shutdown for as long as a browser keeps the page open.
+                while !Task.isCancelled, !Task.isShuttingDownGracefully {
                     let data = try JSONEncoder().encode(try await routes.snapshot())
                     try await writer.write(ByteBuffer(string: "data: \(String(decoding: data, as: UTF8.self))\n\n"))
-                    try await Task.sleep(for: .milliseconds(Int64(routes.interval * 1000)))
+                    try? await cancelWhenGracefulShutdown {
+                        try await Task.sleep(for: .milliseconds(Int64(routes.interval * 1000)))
+                    }
                 }
                 try await writer.finish(nil)
             }

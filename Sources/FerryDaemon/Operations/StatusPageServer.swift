@@ -13,7 +13,9 @@ import ServiceLifecycle
 actor StatusPageServer {
     private let routes: StatusPageRoutes
     private let logger: Logger
-    private var running: (page: ControlAPI.StatusPage, task: Task<Void, any Error>)?
+    private var running: (page: ControlAPI.StatusPage, group: ServiceGroup, task: Task<Void, any Error>)?
+    /// How long a stop waits for open pages' requests to end before it cancels them.
+    static let stopBound: Duration = .seconds(5)
 
     init(routes: StatusPageRoutes, logger: Logger) {
         self.routes = routes
@@ -34,9 +36,16 @@ actor StatusPageServer {
             },
             logger: logger
         )
+        // Run in a group of its own so that stop() can shut it down gracefully: cancelling the server
+        // made Hummingbird log two errors ("Waiting on child channel: CancellationError()", "Server
+        // shutdown error: Already closed") on every `ferry ui --stop`. The event stream ends on graceful
+        // shutdown (StatusPageRoutes); a request still open after stopBound is cancelled.
+        var groupConfiguration = ServiceGroupConfiguration(services: [.init(service: app)], logger: logger)
+        groupConfiguration.maximumGracefulShutdownDuration = Self.stopBound
+        let group = ServiceGroup(configuration: groupConfiguration)
         let task = Task {
             defer { portContinuation.finish() }
-            try await app.run()
+            try await group.run()
         }
         var iterator = portStream.makeAsyncIterator()
         guard let port = await iterator.next() ?? nil else {
@@ -44,7 +53,7 @@ actor StatusPageServer {
             throw FerryError(.cannotConnectToHost, "the status page could not listen on 127.0.0.1")
         }
         let page = ControlAPI.StatusPage(url: "http://127.0.0.1:\(port)/?token=\(token)", token: token)
-        running = (page, task)
+        running = (page, group, task)
         logger.info("status page on http://127.0.0.1:\(port)/")
         return page
     }
@@ -53,7 +62,7 @@ actor StatusPageServer {
     func stop() async {
         guard let running else { return }
         self.running = nil
-        running.task.cancel()
+        await running.group.triggerGracefulShutdown()
         _ = await running.task.result
         logger.info("status page stopped")
     }
