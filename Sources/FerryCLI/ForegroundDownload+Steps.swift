@@ -97,9 +97,9 @@ extension ForegroundDownload {
         let (quiet, name) = (quiet, url.absoluteString)
         events.didResume = { offset, _ in
             observed.resumedFrom.withLock { $0 = offset }
-            if continuing, offset == 0, !quiet {
-                CLI.note("\(name): the server's file is not the one the partial download holds; downloading from the start")
-            }
+        }
+        events.didStartOver = { reason in
+            if continuing, !quiet { CLI.note("\(name): \(reason); downloading from the start") }
         }
         // Written out every second (not every 8 MiB as in ferryd: at 1 GB/s that was 128 records a
         // second); made durable at most every 30 s (ResumeRecord says why).

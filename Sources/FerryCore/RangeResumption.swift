@@ -60,14 +60,42 @@ public struct RangeResumption: Sendable, Hashable {
         case 206:
             return judgePartial(headers)
         case 200:
-            return .startOver(reason: "the server sent the whole resource (a new version, or it ignores Range)")
+            return .startOver(reason: wholeResourceReason(headers))
         case 416:
-            return .discardAndRefetch(reason: "the server refused the range (416)")
+            return .discardAndRefetch(reason: refusedRangeReason(headers))
         case 201...299:
             return .discardAndRefetch(reason: "unexpected status \(status) to a range request")
         default:
             return .httpError(status: status)
         }
+    }
+
+    /// Why a 200 answered the range, as far as its validators tell: the same version (the server does
+    /// not continue downloads), another version, or no way to know.
+    func wholeResourceReason(_ headers: Headers) -> String {
+        let (etag, lastModified) = (headers["etag"], headers["last-modified"])
+        if let validator {
+            if validator == etag || validator == lastModified {
+                return "the server sent the whole file again, the same version (it does not continue downloads)"
+            }
+            if validator.hasPrefix("\""), let etag { return "the server's file changed (ETag \(etag), was \(validator))" }
+            if !validator.hasPrefix("\""), etag == nil, let lastModified {
+                return "the server's file changed (modified \(lastModified), was \(validator))"
+            }
+        }
+        return "the server sent the whole file again (it ignores ranges, or its file changed)"
+    }
+
+    /// Why a 416 answered the range, with the length the server gives (`Content-Range: bytes */N`).
+    func refusedRangeReason(_ headers: Headers) -> String {
+        let prefix = "the server refused the range (416)"
+        guard let value = headers["content-range"]?.trimmingBlanks(), value.lowercased().hasPrefix("bytes */"),
+            let length = Int64(value.dropFirst("bytes */".count))
+        else { return prefix }
+        if length < offset {
+            return prefix + ": its file is \(length) bytes, shorter than the \(offset) already received"
+        }
+        return prefix + ": its file is \(length) bytes and \(offset) were already received"
     }
 
     private func judgePartial(_ headers: Headers) -> Decision {

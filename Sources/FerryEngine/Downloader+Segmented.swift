@@ -141,6 +141,7 @@ extension Downloader {
                     )
                 }
                 restarted = true
+                events.didStartOver(restart.reason)
                 events.didResume(0, total)
             }
         }
@@ -170,9 +171,12 @@ extension Downloader {
             )
             do {
                 return (try await runSegments(run, path: path, first: nil, deadline: deadline, events: events), false)
-            } catch is SegmentRestart {
+            } catch let restart as SegmentRestart {
                 restarted = true
+                events.didStartOver(restart.reason)
             }
+        } else {
+            events.didStartOver(Self.obstacle(continuing: resumeData, at: path) ?? "the partial download cannot be continued")
         }
         events.didResume(0, nil)
         return (nil, restarted)

@@ -25,6 +25,10 @@ public struct Downloader: Sendable {
         /// Resume data was used: the body continues at `offset` (0 when the server sent a new version,
         /// ignored the range, or could not be trusted) of `expectedTotal` bytes.
         public var didResume: @Sendable (_ offset: Int64, _ expectedTotal: Int64?) -> Void = { _, _ in }
+        /// Resume data was given but the download starts from byte 0: why, in words (the server's file
+        /// changed, it does not continue downloads, the partial file is gone, …). Called before
+        /// `didResume(0, _)`.
+        public var didStartOver: @Sendable (_ reason: String) -> Void = { _ in }
         /// Bytes were written: this time, in all, and the expected total (nil when unknown).
         public var didWrite: @Sendable (_ written: Int64, _ totalWritten: Int64, _ totalExpected: Int64?) -> Void = {
             _,
@@ -199,6 +203,14 @@ public struct Downloader: Sendable {
         var resumption = continuable ? resumeData.flatMap { Self.resumption(from: $0, path: path) } : nil
         var redirectCount = 0
         var refetched = false
+        // Why resume data, if any, is not continued (set when a ranged answer cannot be trusted).
+        var startOverReason: String?
+        if let resumeData, resumption?.canResume != true {
+            startOverReason =
+                continuable
+                ? Self.obstacle(continuing: resumeData, at: path) ?? "the partial download cannot be continued"
+                : "a download with a request body, a Range of its own or a compressed body cannot be continued"
+        }
 
         let follower = RedirectFollower(transport: transport, maximumRedirects: maximumRedirects)
         while true {
@@ -240,10 +252,12 @@ public struct Downloader: Sendable {
                     if validators.etag == nil { validators.etag = resumeData?.entityTag }
                     if validators.lastModified == nil { validators.lastModified = resumeData?.lastModified }
                     events.didResume(plan.offset, total)
-                case .startOver:
+                case .startOver(let reason):
+                    events.didStartOver(reason)
                     events.didResume(0, response.headers.contentLength)
                 case .discardAndRefetch(let reason):
                     try await Self.drain(response.body)
+                    startOverReason = reason
                     guard !refetched else {
                         throw FerryError(
                             .badServerResponse,
@@ -265,6 +279,7 @@ public struct Downloader: Sendable {
                 }
             } else if resumeData != nil {
                 // Resume data that could not be used (no validator, or a refetch): start over, and say so.
+                events.didStartOver(startOverReason ?? "the partial download cannot be continued")
                 events.didResume(0, response.headers.contentLength)
             }
             let job = BodyJob(
@@ -451,6 +466,22 @@ public struct Downloader: Sendable {
             entityTag: resumeData.entityTag,
             lastModified: resumeData.lastModified
         )
+    }
+
+    /// Why resume data cannot be continued at `path`, in words; nil when nothing stands in the way.
+    static func obstacle(continuing resumeData: ResumeData, at path: String) -> String? {
+        guard RangeResumption.validator(entityTag: resumeData.entityTag, lastModified: resumeData.lastModified) != nil else {
+            return "the server gave no ETag or Last-Modified that could prove its file is the one the partial download holds"
+        }
+        guard resumeData.bytesReceived > 0 else { return "nothing was received before" }
+        let partial = resumeData.partialFilePath
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: partial),
+            let size = (attributes[.size] as? NSNumber)?.int64Value
+        else { return "the partial file \(partial) is gone" }
+        guard size >= resumeData.bytesReceived else {
+            return "the partial file \(partial) holds \(size) bytes, fewer than the \(resumeData.bytesReceived) received"
+        }
+        return partial == path ? nil : "the partial file \(partial) could not be moved to \(path)"
     }
 
     /// Reads and drops a body we will not use, so its connection can be reused.

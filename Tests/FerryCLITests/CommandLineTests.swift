@@ -455,8 +455,22 @@ import Glibc
             #expect(cutAgain.status == 1)
             let other = try await cli.run(["get", server.url("/bytes/\(size)?seed=22"), "-o", "g.bin", "-C"])
             #expect(other.status == 0, "\(other.stderr)")
+            #expect(other.stderr.contains("the server's file changed (ETag"), "\(other.stderr)")
             #expect(other.stderr.contains("downloading from the start"), "\(other.stderr)")
             #expect(try fileSHA256(directory + "/g.bin") == digest(seed: 22, size))
+
+            // The same file from a server that ignores Range: not called another file (issue 41).
+            let cutThird = try await cli.run([
+                "get", server.url("/bytes/\(size)?seed=23&close_after=1200000&only_first=1&key=m3"), "-o", "h.bin",
+            ])
+            #expect(cutThird.status == 1)
+            let whole = try await cli.run(["get", server.url("/bytes/\(size)?seed=23&ignore_range=1"), "-o", "h.bin", "-C"])
+            #expect(whole.status == 0, "\(whole.stderr)")
+            #expect(
+                whole.stderr.contains("the server sent the whole file again, the same version (it does not continue downloads); downloading from the start"),
+                "\(whole.stderr)"
+            )
+            #expect(try fileSHA256(directory + "/h.bin") == digest(seed: 23, size))
         }
     }
 }

@@ -49,6 +49,32 @@ import Testing
         }
     }
 
+    /// A 200 says why in words: the same version (the server does not continue downloads) is not
+    /// "another file" (issue 41).
+    @Test func aFullResponseSaysWhetherTheFileChanged() {
+        func reason(_ resumption: RangeResumption, _ headers: [(String, String)]) -> String {
+            guard case .startOver(let reason) = resumption.judge(status: 200, headers: Headers(headers)) else { return "" }
+            return reason
+        }
+        let date = "Mon, 01 Jan 2024 00:00:00 GMT"
+        let byDate = RangeResumption(offset: 1000, expectedLength: 5000, entityTag: nil, lastModified: date)
+        #expect(reason(resumption, [("ETag", "\"v1\"")]).contains("the same version (it does not continue downloads)"))
+        #expect(reason(byDate, [("Last-Modified", date)]).contains("the same version"))
+        #expect(reason(resumption, [("ETag", "\"v2\"")]) == "the server's file changed (ETag \"v2\", was \"v1\")")
+        #expect(reason(byDate, [("Last-Modified", "Tue, 02 Jan 2024 00:00:00 GMT")]).contains("changed (modified Tue"))
+        #expect(reason(resumption, []).contains("it ignores ranges, or its file changed"))
+    }
+
+    @Test func a416SaysWhatTheServerClaims() {
+        func reason(_ headers: [(String, String)]) -> String {
+            guard case .discardAndRefetch(let reason) = judge(416, headers) else { return "" }
+            return reason
+        }
+        #expect(reason([("Content-Range", "bytes */600")]).hasSuffix("its file is 600 bytes, shorter than the 1000 already received"))
+        #expect(reason([("Content-Range", "bytes */1000")]).hasSuffix("its file is 1000 bytes and 1000 were already received"))
+        #expect(reason([]) == "the server refused the range (416)")
+    }
+
     @Test(arguments: [
         [("Content-Range", "bytes 1001-4999/5000")],  // wrong start: the server lies
         [("Content-Range", "bytes 0-3999/5000")],
