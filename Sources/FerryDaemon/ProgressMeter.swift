@@ -7,6 +7,7 @@ final class ProgressMeter: Sendable {
     private let bytes = Atomic<Int64>(0)
     private let lastEmit = Atomic<Int64>(0)
     private let position = Atomic<Int64>(-1)
+    private let expected = Atomic<Int64>(-1)
     private let minimumInterval: Int64
     /// Recent (time, bytes) samples, newest last, for the rate.
     private let samples = Mutex<[(time: Int64, bytes: Int64)]>([])
@@ -25,14 +26,22 @@ final class ProgressMeter: Sendable {
         return value < 0 ? nil : value
     }
 
+    /// The body's whole length as the response announced it, once known (the store has it only from
+    /// the first checkpoint on: a listing before that showed "4.1 MiB" with no total).
+    var latestExpected: Int64? {
+        let value = expected.load(ordering: .relaxed)
+        return value < 0 ? nil : value
+    }
+
     /// Adds moved bytes.
     func add(_ count: Int64) {
         bytes.add(count, ordering: .relaxed)
     }
 
-    /// Records where the transfer is in its body.
-    func setPosition(_ value: Int64) {
+    /// Records where the transfer is in its body, and the body's whole length when known.
+    func setPosition(_ value: Int64, of total: Int64? = nil) {
         position.store(value, ordering: .relaxed)
+        if let total { expected.store(total, ordering: .relaxed) }
     }
 
     /// Whether a progress event may be sent at `now` (nanoseconds on a monotonic clock); when it may, a

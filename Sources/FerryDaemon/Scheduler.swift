@@ -124,7 +124,9 @@ actor Scheduler {
             live.waitingReason = nil
             if let position = meter.latestPosition {
                 switch info.kind {
-                case .download: live.bytesReceived = max(info.bytesReceived, position)
+                case .download:
+                    live.bytesReceived = max(info.bytesReceived, position)
+                    if live.expectedLength == nil { live.expectedLength = meter.latestExpected }
                 case .upload: live.bytesSent = position
                 }
             }

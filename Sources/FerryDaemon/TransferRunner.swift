@@ -234,7 +234,7 @@ struct TransferRunner: Sendable {
         events.didWrite = { written, total, expected in
             if written > 0 { wroteThrough.withLock { $0 = true } }
             meter.add(written)
-            meter.setPosition(total)
+            meter.setPosition(total, of: expected)
             guard meter.shouldEmit(now: Int64(DispatchTime.now().uptimeNanoseconds)) else { return }
             var progress = info
             progress.state = .running

@@ -58,6 +58,32 @@ import Testing
         }
     }
 
+    /// `ferry ls` shows a running download's total from its first bytes, not from its first checkpoint
+    /// (it showed "97.7 KiB" with no total while the transfer had not reached one; issue 41).
+    @Test func aRunningDownloadShowsItsTotalFromItsFirstBytes() async throws {
+        try await TestServer.withServer { server in
+            try await withBackgroundCLI { cli, _ in
+                let size = 5_000_000
+                // 100,000 bytes, then a minute of nothing: no checkpoint comes while the test looks.
+                let url = server.url("/bytes/\(size)?stall_after=100000&stall_ms=60000&key=ls-total")
+                let submit = try await cli.run(["get", "--background", url, "-o", "t.bin"])
+                #expect(submit.status == 0, "\(submit.stderr)")
+                var running: BackgroundTaskInfo?
+                let end = Date().addingTimeInterval(60)
+                while running == nil, Date() < end {
+                    let list = try await cli.run(["ls", "--json"])
+                    let tasks = try JSONDecoder().decode([BackgroundTaskInfo].self, from: Data(list.stdout.utf8))
+                    running = tasks.first { $0.bytesReceived > 0 }
+                }
+                let seen = try #require(running, "the task never had bytes")
+                #expect(seen.bytesReceived < Int64(size))
+                #expect(seen.expectedLength == Int64(size))
+                let table = try await cli.run(["ls"])
+                #expect(table.stdout.contains("/4.8 MiB "), "\(table.stdout)")
+            }
+        }
+    }
+
     @Test func curlsLimitsBecomeTheTasksOwn() async throws {
         try await TestServer.withServer { server in
             try await withBackgroundCLI { cli, directory in
