@@ -325,7 +325,7 @@ struct ForegroundDownload {
     static func checkWritableDirectory(_ directory: String) throws {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) else {
-            throw CLIFailure("cannot save into \(directory): it does not exist", status: .localFile)
+            throw CLIFailure("cannot save into \(directory): it does not exist (--create-dirs makes it)", status: .localFile)
         }
         guard isDirectory.boolValue else {
             throw CLIFailure("cannot save into \(directory): it is not a directory", status: .localFile)

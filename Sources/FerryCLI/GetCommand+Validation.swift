@@ -1,5 +1,6 @@
 import ArgumentParser
 import FerryCore
+import Foundation
 
 /// Parts of `get`'s validation, each for one option that excludes others.
 extension GetCommand {
@@ -41,6 +42,39 @@ extension GetCommand {
 }
 
 extension GetCommand {
+    /// Other tools' habits that mean something else here (docs/CLI.md, "Coming from curl, wget or
+    /// aria2"): the error names ferry's equivalent rather than the symptom ("not an http or https URL").
+    func checkHabits() throws {
+        if urls.isEmpty, batch.inputFile == nil, let jar = transfer.cookieJar, CLI.isTransferURL(jar) {
+            // wget's -c (continue) is curl's cookie jar here, and it took the URL as its file.
+            throw ValidationError("-c is the cookie jar file (curl's), and it took '\(jar)': to continue a download as wget's -c does, use -C: ferry get -C URL")
+        }
+        guard !urls.isEmpty || batch.inputFile != nil else { throw ValidationError("give at least one URL (or --input-file FILE)") }
+        if let notURL = urls.first(where: { !CLI.isTransferURL($0) }) {
+            if save.include {
+                // wget's and aria2's -i FILE: here -i is curl's --include, and FILE became a URL.
+                throw ValidationError("'\(notURL)' is not a URL: -i is curl's --include here; for a file of URLs (wget's and aria2's -i) use --input-file \(notURL)")
+            }
+            if save.remoteName {
+                // wget's -O FILE: here -O is curl's --remote-name, a flag, and FILE became a URL.
+                throw ValidationError("'\(notURL)' is not a URL: -O is curl's --remote-name here (save under the server's name); to name the file as wget's -O does, use -o \(notURL)")
+            }
+            if transfer.quiet, !notURL.isEmpty, notURL.allSatisfy(\.isNumber) {
+                // aria2's -s N (splits): here -s is curl's --silent, a flag, and N became a URL.
+                throw ValidationError("'\(notURL)' is not a URL: -s is curl's --silent here; to split a download over \(notURL) connections as aria2's -s does, use -x \(notURL)")
+            }
+        }
+        // aria2's -d DIR: here -d is curl's --data, and a directory's name would be sent as the body.
+        if let directory = shape.data.first(where: { !$0.hasPrefix("@") && Self.isDirectory($0) }) {
+            throw ValidationError("-d is curl's --data here, and '\(directory)' is a directory: to save into it as aria2's -d does, use --dir \(directory); to send the text as the body, use --data-binary \(directory)")
+        }
+    }
+
+    private static func isDirectory(_ path: String) -> Bool {
+        var directory: ObjCBool = false
+        return !path.isEmpty && FileManager.default.fileExists(atPath: path, isDirectory: &directory) && directory.boolValue
+    }
+
     /// The options of different groups that do not go together.
     func checkCombinations() throws {
         if batch.parallelism > 1 {

@@ -58,15 +58,7 @@ struct GetCommand: AsyncParsableCommand {
                 )
             }
         }
-        if urls.isEmpty, batch.inputFile == nil, let jar = transfer.cookieJar, CLI.isTransferURL(jar) {
-            // wget's -c (continue) is curl's cookie jar here, and it took the URL as its file.
-            throw ValidationError("-c is the cookie jar file (curl's), and it took '\(jar)': to continue a download as wget's -c does, use -C: ferry get -C URL")
-        }
-        guard !urls.isEmpty || batch.inputFile != nil else { throw ValidationError("give at least one URL (or --input-file FILE)") }
-        if save.include, let notURL = urls.first(where: { !CLI.isTransferURL($0) }) {
-            // wget's and aria2's -i FILE: here -i is curl's --include, and FILE became a URL.
-            throw ValidationError("'\(notURL)' is not a URL: -i is curl's --include here; for a file of URLs (wget's and aria2's -i) use --input-file \(notURL)")
-        }
+        try checkHabits()
         try checkCombinations()
         if background { try checkBackground() } else if onComplete != nil { throw ValidationError("--on-complete needs --background") }
     }
