@@ -203,14 +203,8 @@ public struct Downloader: Sendable {
         var resumption = continuable ? resumeData.flatMap { Self.resumption(from: $0, path: path) } : nil
         var redirectCount = 0
         var refetched = false
-        // Why resume data, if any, is not continued (set when a ranged answer cannot be trusted).
-        var startOverReason: String?
-        if let resumeData, resumption?.canResume != true {
-            startOverReason =
-                continuable
-                ? Self.obstacle(continuing: resumeData, at: path) ?? "the partial download cannot be continued"
-                : "a download with a request body, a Range of its own or a compressed body cannot be continued"
-        }
+        // Why resume data, if any, is not continued (set again when a ranged answer cannot be trusted).
+        var startOverReason = resumption?.canResume == true ? nil : resumeData.map { Self.obstacle(continuing: $0, at: path, continuable) }
 
         let follower = RedirectFollower(transport: transport, maximumRedirects: maximumRedirects)
         while true {
@@ -232,19 +226,10 @@ public struct Downloader: Sendable {
                 let job = BodyJob(response: response, request: current, original: originalRequest, path: path, redirects: redirectCount)
                 return try await finish(job, deadline: deadline, events: events)
             }
-            // A 206 nobody asked for is a fragment, never the file (RFC 9110 §15.3.7).
-            if !ranged, response.status == 206,
-                let problem = PartialContentCheck.problem(requestedRange: current.headers["range"], headers: response.headers)
-            {
-                response.cancel?()
-                throw FerryError(.badServerResponse, problem + "; nothing was saved", failingURL: current.url.absoluteString)
-            }
+            if !ranged { try Self.refuseUnaskedPartial(response, to: current) }
 
             var writeOffset: Int64 = 0
-            var validators = BodyJob.Validators(
-                etag: response.headers["etag"],
-                lastModified: response.headers["last-modified"]
-            )
+            var validators = BodyJob.Validators(etag: response.headers["etag"], lastModified: response.headers["last-modified"])
             if ranged, let plan = resumption {
                 switch plan.judge(status: response.status, headers: response.headers) {
                 case .append(let total):
@@ -466,6 +451,23 @@ public struct Downloader: Sendable {
             entityTag: resumeData.entityTag,
             lastModified: resumeData.lastModified
         )
+    }
+
+    /// A 206 nobody asked for is a fragment, never the file (RFC 9110 §15.3.7): refused, nothing saved.
+    static func refuseUnaskedPartial(_ response: TransportResponse, to request: Request) throws {
+        guard response.status == 206,
+            let problem = PartialContentCheck.problem(requestedRange: request.headers["range"], headers: response.headers)
+        else { return }
+        response.cancel?()
+        throw FerryError(.badServerResponse, problem + "; nothing was saved", failingURL: request.url.absoluteString)
+    }
+
+    /// Why resume data is not continued at `path`, in words.
+    static func obstacle(continuing resumeData: ResumeData, at path: String, _ continuable: Bool) -> String {
+        guard continuable else {
+            return "a download with a request body, a Range of its own or a compressed body cannot be continued"
+        }
+        return obstacle(continuing: resumeData, at: path) ?? "the partial download cannot be continued"
     }
 
     /// Why resume data cannot be continued at `path`, in words; nil when nothing stands in the way.
