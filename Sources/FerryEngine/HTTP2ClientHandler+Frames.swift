@@ -260,7 +260,7 @@ extension HTTP2ClientHandler {
     func reset(_ id: UInt32, by code: HTTP2Frame.ErrorCode) {
         guard let stream = streams[id] else { return }
         if code == .refusedStream, !stream.machine.receivedAnything {
-            fail(id, ConnectionError.refused("HTTP/2 REFUSED_STREAM"), reset: nil)
+            fail(id, ConnectionError.refused("it reset the stream with REFUSED_STREAM"), reset: nil)
         } else if code == .noError, stream.machine.response == .complete {
             // The server took the answer as the end (it need not read the rest of the request).
             return
@@ -277,7 +277,7 @@ extension HTTP2ClientHandler {
         announceGoAway()
         // Streams above the last one the server processed were not: safe to send again elsewhere.
         for id in Array(streams.keys) where id > lastProcessed {
-            fail(id, ConnectionError.refused("GOAWAY (\(code)) below the stream"), reset: nil)
+            fail(id, ConnectionError.refused("it is closing the connection (GOAWAY, \(code)) and took no stream from this one on"), reset: nil)
         }
         closeIfDrained(context: context)
     }

@@ -232,7 +232,7 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
                 announceGoAway()
                 if let context = self.context { closeIfDrained(context: context) }
             }
-            let refusal = ConnectionError.refused("the HTTP/2 connection is closing")
+            let refusal = ConnectionError.refused("its HTTP/2 connection is closing")
             answer.fail(refusal)
             events.streamClosed()
             return

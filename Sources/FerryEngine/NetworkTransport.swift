@@ -143,7 +143,7 @@ public final class NetworkTransport: HTTPTransport {
                 if replayable && refusals <= 3 { continue }
                 throw FerryError(
                     .networkConnectionLost,
-                    "the server refused the request without processing it (\(reason))"
+                    "the server refused the request without processing it: \(reason)"
                         + (replayable ? "" : "; its streamed body cannot be sent again"),
                     failingURL: request.url.absoluteString
                 )

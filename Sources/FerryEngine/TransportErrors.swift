@@ -15,12 +15,12 @@ enum TransportErrors {
             return FerryError(.cancelled, "the transfer was cancelled", failingURL: url)
         }
         // In words, as NetworkTransport's own retries say them (issue 41: a GOAWAY that reached a user
-        // as `refused("GOAWAY (NO_ERROR) below the stream")`).
+        // as a Swift value's dump, `refused("GOAWAY (NO_ERROR) below the stream")`).
         switch error as? ConnectionError {
         case .closedBeforeResponse?:
             return FerryError(.networkConnectionLost, "the server closed the connection before answering", failingURL: url)
         case .refused(let reason)?:
-            return FerryError(.networkConnectionLost, "the server refused the request without processing it (\(reason))", failingURL: url)
+            return FerryError(.networkConnectionLost, "the server refused the request without processing it: \(reason)", failingURL: url)
         case nil:
             break
         }

@@ -7,9 +7,9 @@ import Testing
 /// The engine's own connection errors reach a user in words, never as a Swift value's dump (issue 41).
 @Suite struct TransportErrorsTests {
     @Test func aRefusedStreamIsSaidInWords() {
-        let error = TransportErrors.ferryError(for: ConnectionError.refused("GOAWAY (NO_ERROR) below the stream"), url: "https://a.test/f")
+        let error = TransportErrors.ferryError(for: ConnectionError.refused("it is closing the connection (GOAWAY, NO_ERROR) and took no stream from this one on"), url: "https://a.test/f")
         #expect(error.code == .networkConnectionLost)
-        #expect(error.message == "the server refused the request without processing it (GOAWAY (NO_ERROR) below the stream)")
+        #expect(error.message == "the server refused the request without processing it: it is closing the connection (GOAWAY, NO_ERROR) and took no stream from this one on")
         #expect(error.failingURL == "https://a.test/f")
         #expect(!error.message.contains("refused(\""))
     }

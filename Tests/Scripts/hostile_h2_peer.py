@@ -16,6 +16,7 @@ The first request's :path chooses what happens on stream 1:
   /continuation-flood   HEADERS without END_HEADERS, then 16 KiB CONTINUATION frames without end
   /ping-flood           PING frames without end, and none of the client's frames read after the request
   /settings-flood       SETTINGS frames without end, likewise
+  /goaway               GOAWAY (NO_ERROR) with last stream 0: stream 1 was refused, never processed
 """
 import asyncio
 import ssl
@@ -84,6 +85,11 @@ async def serve(reader, writer):
                 writer.write(junk)
                 await writer.drain()
                 await asyncio.sleep(0)
+        elif path == "/goaway":
+            writer.write(frame(7, 0, 0, struct.pack(">II", 0, 0)))
+            await writer.drain()
+            while True:
+                await read_frame(reader)
         elif path in ("/ping-flood", "/settings-flood"):
             one = frame(6, 0, 0, b"\x00" * 8) if path == "/ping-flood" else frame(4, 0, 0, struct.pack(">HI", 3, 100))
             burst = one * 4096

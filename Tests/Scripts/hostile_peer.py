@@ -21,6 +21,9 @@ resume data if it trusted the bytes):
   /ws/hello-then-close  the same with a text message "hello" between the 101 and the close
   /ws/hello-then-close-on-message  the 101; once a frame from the client has come, a text message
                       "hello" and the close, in one write
+  /raw/bad-status     "HTTP/1.1 2OO OK": a status that is not three digits
+  /raw/bad-length     "Content-Length: abc"
+  /raw/bad-chunk      a chunked body whose first chunk size is "zz"
 Anything else: 404.
 """
 import asyncio
@@ -42,6 +45,14 @@ def bomb(mebibytes):
         zeros = bytes(1 << 20)
         BOMBS["member"] = b"".join([compressor.compress(zeros) for _ in range(64)] + [compressor.flush()])
     return BOMBS["member"] * max(1, (mebibytes + 63) // 64)
+
+
+# Answers that are not HTTP/1.1, written as they are (the connection closes after them).
+RAW = {
+    b"/raw/bad-status": b"HTTP/1.1 2OO OK\r\nContent-Length: 2\r\n\r\nhi",
+    b"/raw/bad-length": b"HTTP/1.1 200 OK\r\nContent-Length: abc\r\n\r\nhi",
+    b"/raw/bad-chunk": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhi\r\n0\r\n\r\n",
+}
 
 
 def answer(path, headers):
@@ -90,6 +101,10 @@ async def serve(reader, writer):
                     writer.write(frame)
                 else:
                     writer.write(handshake + frame)
+                await writer.drain()
+                break
+            if path in RAW:
+                writer.write(RAW[path])
                 await writer.drain()
                 break
             status, extra, body = await asyncio.get_running_loop().run_in_executor(None, answer, path, headers)
