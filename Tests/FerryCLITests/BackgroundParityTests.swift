@@ -59,8 +59,9 @@ import Testing
     }
 
     /// `ferry ls` shows a running download's total from its first bytes, not from its first checkpoint
-    /// (it showed "97.7 KiB" with no total while the transfer had not reached one; issue 41).
-    @Test func aRunningDownloadShowsItsTotalFromItsFirstBytes() async throws {
+    /// (it showed "97.7 KiB" with no total while the transfer had not reached one; issue 41), and a
+    /// cancelled one as cancelled, not failed.
+    @Test func aRunningDownloadShowsItsTotalFromItsFirstBytesAndCancelledIsNotFailed() async throws {
         try await TestServer.withServer { server in
             try await withBackgroundCLI { cli, _ in
                 let size = 5_000_000
@@ -80,6 +81,14 @@ import Testing
                 #expect(seen.expectedLength == Int64(size))
                 let table = try await cli.run(["ls"])
                 #expect(table.stdout.contains("/4.8 MiB "), "\(table.stdout)")
+
+                // Cancelled, it is listed as cancelled, not failed.
+                let cancel = try await cli.run(["cancel", String(seen.taskIdentifier)])
+                #expect(cancel.status == 0, "\(cancel.stderr)")
+                _ = try await cli.run(["wait", String(seen.taskIdentifier), "--timeout", "30"])
+                let after = try await cli.run(["ls"])
+                let row = after.stdout.split(separator: "\n").first { $0.hasPrefix("\(seen.taskIdentifier) ") } ?? ""
+                #expect(row.contains(" cancelled ") && !row.contains(" failed "), "\(after.stdout)")
             }
         }
     }
