@@ -35,6 +35,15 @@ let package = Package(
             name: "AppleStyleDownloader",
             dependencies: [.product(name: "FerryFoundationNetworking", package: "Ferry")]
         ),
+        // GettingStarted.md's snippets, built to prove they compile (never run: they reach example.com).
+        .executableTarget(
+            name: "GettingStartedAsync",
+            dependencies: [.product(name: "Ferry", package: "Ferry")]
+        ),
+        .executableTarget(
+            name: "GettingStartedDelegate",
+            dependencies: [.product(name: "Ferry", package: "Ferry")]
+        ),
         .testTarget(
             name: "ExamplesTests",
             dependencies: [
