@@ -6,12 +6,16 @@ import Glibc
 #endif
 
 /// Shows a transfer's progress on stderr: a bar redrawn in place on a terminal (at most 10 times a
-/// second), one plain line a second otherwise, nothing when quiet. Thread safe.
+/// second), nothing when quiet. Thread safe.
 ///
-/// Plain lines start a second in, only while the transfer goes on and once it has a rate, and the last
-/// figures follow only lines already shown: a log of many small downloads gets their "saved" lines, not
-/// a "12 B of 12 B (100%) at 0 B/s, ETA -" line for each (issue 41).
+/// Not on a terminal (a log, a pipe), a file gets one line, the "saved" one its command prints with
+/// the rate over the whole transfer: a plain line a second filled logs ("12 B of 12 B (100%) at 0 B/s,
+/// ETA -" before every small file's; issue 41). Only a transfer that runs longer than a minute adds a
+/// line once a minute while it runs, so that a log shows it is alive.
 final class ProgressDisplay: Sendable {
+    /// Seconds between plain lines (not on a terminal).
+    static let plainInterval: Double = 60
+
     enum Style: Sendable { case bar, lines, none }
 
     private struct State {
@@ -27,12 +31,26 @@ final class ProgressDisplay: Sendable {
     private let state: Mutex<State>
     /// With several transfers at once: the board this one shows on, and its place there.
     private let board: (ProgressBoard, Int)?
+    /// Seconds on a monotonic clock.
+    private let clock: @Sendable () -> Double
+    private let write: @Sendable (String) -> Void
 
-    /// A display for `name`; `quiet` shows nothing; with a `board`, the transfer shows there.
-    init(name: String, quiet: Bool, board: ProgressBoard? = nil) {
-        style = quiet || board != nil ? .none : (isatty(STDERR_FILENO) == 1 ? .bar : .lines)
-        // A bar draws at once; plain lines a second in.
-        state = Mutex(State(name: name, lastDraw: style == .lines ? Self.now() : -1))
+    /// A display for `name`; `quiet` shows nothing; with a `board`, the transfer shows there. `style`
+    /// (a bar on a terminal, else lines), `clock` and `write` (stderr) are for tests.
+    init(
+        name: String,
+        quiet: Bool,
+        board: ProgressBoard? = nil,
+        style: Style? = nil,
+        clock: @escaping @Sendable () -> Double = ProgressDisplay.now,
+        write: @escaping @Sendable (String) -> Void = { Console.error($0) }
+    ) {
+        let style = quiet || board != nil ? .none : style ?? (isatty(STDERR_FILENO) == 1 ? .bar : .lines)
+        self.style = style
+        self.clock = clock
+        self.write = write
+        // A bar draws at once; plain lines an interval in.
+        state = Mutex(State(name: name, lastDraw: style == .lines ? clock() : -1))
         self.board = board.map { ($0, $0.add(name)) }
     }
 
@@ -46,12 +64,12 @@ final class ProgressDisplay: Sendable {
     func update(done: Int64, total: Int64?) {
         if let (board, entry) = board { board.update(entry, done: done, total: total) }
         guard style != .none else { return }
-        let now = Self.now()
+        let now = clock()
         let text: String? = state.withLock { state in
             state.done = done
             state.total = total
             Self.record((now, done), in: &state.samples)
-            let interval = style == .bar ? 0.1 : 1.0
+            let interval = style == .bar ? 0.1 : Self.plainInterval
             guard now - state.lastDraw >= interval else { return nil }
             // A plain line says something a bar's redraw would not: a rate (two samples at least) for a
             // transfer still going (its end is ``finish()``'s), however slowly the process got here.
@@ -59,26 +77,20 @@ final class ProgressDisplay: Sendable {
             state.lastDraw = now
             return render(&state)
         }
-        if let text { Console.error(text) }
+        if let text { write(text) }
     }
 
-    /// The transfer ended (`failed`: without its file): the last figures, and the end of the bar's line.
+    /// The transfer ended (`failed`: without its file): on a terminal, the bar's last figures and the
+    /// end of its line. Plain lines add nothing: the command's "saved" line (or its error) is the file's.
     func finish(failed: Bool = false) {
         if let (board, entry) = board { board.end(entry, failed: failed) }
-        guard style != .none else { return }
+        guard style == .bar else { return }
         let text: String? = state.withLock { state in
-            // Nothing moved, the last figures are already shown, or (plain lines) none was shown before:
-            // nothing to add.
-            guard state.done > 0 || state.drawnDone >= 0, state.done != state.drawnDone || style == .bar,
-                style == .bar || state.drawnDone >= 0
-            else {
-                return style == .bar && state.drawnDone >= 0 ? "\n" : nil
-            }
-            var text = render(&state)
-            if style == .bar { text += "\n" }
-            return text
+            // Nothing moved and nothing drawn: no line to end.
+            guard state.done > 0 || state.drawnDone >= 0 else { return nil }
+            return render(&state) + "\n"
         }
-        if let text { Console.error(text) }
+        if let text { write(text) }
     }
 
     private func render(_ state: inout State) -> String {
