@@ -46,6 +46,11 @@ struct VerboseTransport: HTTPTransport {
         var target = components?.percentEncodedPath ?? "/"
         if target.isEmpty { target = "/" }
         if let query = components?.percentEncodedQuery { target += "?" + query }
+        // Plain http through an HTTP proxy goes in absolute form (RFC 9112 §3.2.2), as curl -v shows it;
+        // https is tunnelled (CONNECT) and SOCKS carries the origin form.
+        if let proxy = timing.proxy, proxy.hasPrefix("http"), request.url.scheme == "http" {
+            target = request.url.absoluteString
+        }
         lines.append("> \(request.method) \(target) \(response.protocolName == "h2" ? "HTTP/2" : "HTTP/1.1")")
         if let host = request.url.host, request.headers["host"] == nil {
             lines.append("> Host: \(host)\(request.url.port.map { ":\($0)" } ?? "")")

@@ -74,6 +74,8 @@ import Testing
                 verbose.stderr.contains("* Connected to the proxy \(address) (127.0.0.1:\(proxy.port)) for 127.0.0.1"),
                 "\(verbose.stderr)"
             )
+            // The request line as the proxy gets it: in absolute form.
+            #expect(verbose.stderr.contains("> GET \(plain) HTTP/1.1\n"), "\(verbose.stderr)")
         }
     }
 
