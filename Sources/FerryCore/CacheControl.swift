@@ -36,9 +36,22 @@ public struct CacheControl: Sendable, Hashable {
 
     /// `no-store`: the message must not be stored.
     public var noStore: Bool { has("no-store") }
-    /// `no-cache`: a stored response must be validated before use (a response's `no-cache="field"` is
-    /// taken as the whole directive, the stricter reading).
-    public var noCache: Bool { has("no-cache") }
+    /// `no-cache` without field names: a stored response must be validated before use. The qualified
+    /// form (`no-cache="Set-Cookie"`) is ``noCacheFields`` instead.
+    public var noCache: Bool { directives["no-cache"].map { $0 == nil } ?? false }
+    /// The lower-case field names of a qualified `no-cache="a, b"` (RFC 9111 §5.2.2.4): the response may
+    /// be reused without validation, but never with those fields, so they are not stored. Empty when
+    /// there is none.
+    public var noCacheFields: [String] { Self.fieldNames(directives["no-cache"] ?? nil) }
+    /// `must-understand` (§5.2.2.3): store only for a status whose caching rules the cache implements;
+    /// for such a status it overrides `no-store`.
+    public var mustUnderstand: Bool { has("must-understand") }
+    /// `stale-while-revalidate=N` (RFC 5861 §3): seconds past freshness the response may be served while
+    /// it is revalidated in the background.
+    public var staleWhileRevalidate: Int? { seconds("stale-while-revalidate") }
+    /// `stale-if-error=N` (RFC 5861 §4), of a request or a response: seconds past freshness the response
+    /// may be served when the server answers 500, 502, 503 or 504, or cannot be reached.
+    public var staleIfError: Int? { seconds("stale-if-error") }
     /// `must-revalidate`: once stale, never served without validation.
     public var mustRevalidate: Bool { has("must-revalidate") }
     /// `max-age` in seconds.
@@ -56,6 +69,12 @@ public struct CacheControl: Sendable, Hashable {
     public var isPublic: Bool { has("public") }
     /// `private`: for one user; a private cache (Ferry's) may store it.
     public var isPrivate: Bool { has("private") }
+
+    /// Field names listed in a directive's argument (`"Set-Cookie, X-Token"`), lower-case.
+    private static func fieldNames(_ argument: String?) -> [String] {
+        guard let argument else { return [] }
+        return argument.split(separator: ",").map { $0.trimmingSpacesAndTabs.lowercased() }.filter { !$0.isEmpty }
+    }
 
     private mutating func parse(_ value: String) {
         var bytes = Substring(value)[...]

@@ -9,14 +9,36 @@ public enum HTTPCacheRules {
     public enum Decision: Sendable, Hashable {
         /// Serve this stored response without asking the server.
         case useStored(CachedResponse)
+        /// Serve this stale response at once (within its `stale-while-revalidate`), and revalidate it in
+        /// the background with these conditional fields (RFC 5861 §3).
+        case useStale(CachedResponse, conditions: Headers)
+        /// The request's own conditions (If-None-Match, If-Modified-Since) hold for this fresh stored
+        /// response: answer 304 from it (RFC 9111 §4.3.2).
+        case notModified(CachedResponse)
         /// Ask the server whether this stored response is still good, with these conditional fields
         /// (If-None-Match, If-Modified-Since); a 304 means serve it, updated.
         case validate(CachedResponse, conditions: Headers)
         /// Send the request as it is; the cache has nothing usable.
         case network
-        /// Fail: the request may only be answered from the cache and nothing stored answers it.
+        /// Fail: the request's cache policy (`returnCacheDataDontLoad`) allows only the cache and nothing
+        /// stored answers it.
         case unavailable
+        /// Answer 504: the request said `only-if-cached` and nothing stored answers it (§5.2.1.7).
+        case gatewayTimeout
     }
+
+    /// Statuses a `stale-if-error` response may stand in for (RFC 5861 §4).
+    public static let errorStatuses: Set<Int> = [500, 502, 503, 504]
+
+    /// Statuses whose caching rules this cache implements: a `must-understand` response with another is
+    /// not stored (RFC 9111 §5.2.2.3).
+    public static let understoodStatuses: Set<Int> = heuristicallyCacheable.union([302, 303, 307])
+
+    /// Fields never stored (§3.1): the connection's own, and the proxy's authentication.
+    public static let unstoredFields: Set<String> = [
+        "connection", "keep-alive", "proxy-connection", "te", "transfer-encoding", "upgrade",
+        "proxy-authenticate", "proxy-authentication-info", "proxy-authorization",
+    ]
 
     /// Status codes a response may be stored with on heuristic freshness alone (RFC 9110 §15.1).
     public static let heuristicallyCacheable: Set<Int> = [200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501]
@@ -42,7 +64,13 @@ public enum HTTPCacheRules {
             return .notAllowed
         }
         let response = CacheControl(responseHeaders)
-        guard !CacheControl(requestHeaders).noStore, !response.noStore else { return .notAllowed }
+        guard !CacheControl(requestHeaders).noStore else { return .notAllowed }
+        // must-understand: stored only for a status the cache knows, and then despite no-store.
+        if response.mustUnderstand {
+            guard understoodStatuses.contains(statusCode) else { return .notAllowed }
+        } else if response.noStore {
+            return .notAllowed
+        }
         guard varyNames(responseHeaders) != nil else { return .notAllowed }
         let explicit =
             response.maxAge != nil || response.isPublic || response.isPrivate || response.has("s-maxage")
@@ -65,17 +93,32 @@ public enum HTTPCacheRules {
     }
 
     /// The request's values of the fields the response's `Vary` names, for ``CachedResponse/varyValues``;
-    /// nil for `Vary: *`. Several fields of one name join with ", "; whitespace runs collapse (the
-    /// normalisation RFC 9111 §4.1 allows).
+    /// nil for `Vary: *`. Normalised as RFC 9111 §4.1 allows (``VaryValue``): values that mean the same
+    /// compare equal.
     public static func varyValues(requestHeaders: Headers, responseHeaders: Headers) -> [String: String]? {
         guard let names = varyNames(responseHeaders) else { return nil }
         var values: [String: String] = [:]
         for name in names {
             let fields = requestHeaders.values(name)
             guard !fields.isEmpty else { continue }
-            values[name] = normalized(fields.joined(separator: ", "))
+            values[name] = VaryValue.normalized(name: name, fields: fields)
         }
         return values
+    }
+
+    /// `headers` as a cache may store them (§3.1, §5.2.2.4): without the connection's own fields, those
+    /// `Connection` names, the proxy's authentication, and those a qualified `no-cache` names.
+    public static func storable(_ headers: Headers) -> Headers {
+        var dropped = unstoredFields
+        for value in headers.values("connection") {
+            for name in value.split(separator: ",") { dropped.insert(name.trimmingCharacters(in: .whitespaces).lowercased()) }
+        }
+        dropped.formUnion(CacheControl(headers).noCacheFields)
+        var kept = Headers()
+        for field in headers.fields where !dropped.contains(field.name.lowercased()) {
+            kept.add(name: field.name, value: field.value)
+        }
+        return kept
     }
 
     /// Whether `stored` was fetched with the same values, for the fields its `Vary` names, as `requestHeaders`.
@@ -90,8 +133,10 @@ public enum HTTPCacheRules {
         let control = CacheControl(stored.headers)
         if let maxAge = control.maxAge { return TimeInterval(maxAge) }
         let date = dateValue(stored)
-        if let expires = stored.headers["expires"] {
-            guard let expiry = HTTPDate.date(expires) else { return 0 }
+        let expires = stored.headers.values("expires")
+        if !expires.isEmpty {
+            // Two Expires fields, or one that is not an HTTP date: already expired (§5.3).
+            guard expires.count == 1, let expiry = HTTPDate.date(expires[0]) else { return 0 }
             return max(0, expiry.timeIntervalSince(date))
         }
         if heuristicallyCacheable.contains(stored.statusCode), let lastModified = stored.headers["last-modified"],
@@ -106,23 +151,34 @@ public enum HTTPCacheRules {
     /// or the apparent age by `Date`, whichever is larger, plus the time since it arrived.
     public static func currentAge(_ stored: CachedResponse, now: Date) -> TimeInterval {
         let apparent = max(0, stored.responseDate.timeIntervalSince(dateValue(stored)))
-        let ageValue = stored.headers["age"].flatMap { CacheControl.deltaSeconds($0) }.map(TimeInterval.init) ?? 0
+        let ageValue = ageField(stored.headers).map(TimeInterval.init) ?? 0
         let delay = max(0, stored.responseDate.timeIntervalSince(stored.requestDate))
         let initial = max(apparent, ageValue + delay)
         return initial + max(0, now.timeIntervalSince(stored.responseDate))
     }
 
-    /// What to do for a GET with `requestHeaders` under `policy`, given the entries stored for its URL.
+    /// The `Age` a response carries (§5.1): the first member of the first field; nil when absent or
+    /// not delta-seconds (then ignored).
+    public static func ageField(_ headers: Headers) -> Int? {
+        guard let first = headers.values("age").first?.split(separator: ",", omittingEmptySubsequences: false).first else {
+            return nil
+        }
+        return CacheControl.deltaSeconds(String(first))
+    }
+
+    /// What to do for a GET (or a HEAD, answered from stored GETs) with `requestHeaders` under `policy`,
+    /// given the entries stored for its URL.
     ///
     /// - `reloadIgnoringLocalCacheData`: always the network.
     /// - `returnCacheDataElseLoad` / `returnCacheDataDontLoad`: a matching entry whatever its age; none:
     ///   the network, or unavailable.
     /// - `useProtocolCachePolicy`: RFC 9111 §4 with the request's own directives (`no-cache` and
-    ///   `Pragma: no-cache`, `max-age`, `min-fresh`, `max-stale`, `only-if-cached`); a stale entry with
-    ///   a validator is validated, one without is replaced.
+    ///   `Pragma: no-cache`, `max-age`, `min-fresh`, `max-stale`, `only-if-cached`) and RFC 5861's
+    ///   `stale-while-revalidate`; a stale entry with a validator is validated, one without is replaced.
     ///
-    /// A request that carries its own conditionals or a Range goes to the network untouched: it asks
-    /// for something other than the stored response.
+    /// The request's own If-None-Match or If-Modified-Since is answered from a fresh entry (304 when it
+    /// holds); with a stale one the request goes to the network untouched, as does one with a Range,
+    /// If-Match, If-Unmodified-Since or If-Range: it asks for something other than the stored response.
     public static func decide(
         requestHeaders: Headers,
         policy: Request.CachePolicy,
@@ -130,35 +186,78 @@ public enum HTTPCacheRules {
         now: Date
     ) -> Decision {
         if policy == .reloadIgnoringLocalCacheData { return .network }
-        let ownConditions = ["range", "if-none-match", "if-modified-since", "if-match", "if-unmodified-since", "if-range"]
-        if ownConditions.contains(where: { requestHeaders[$0] != nil }) { return .network }
-        let request = CacheControl(requestHeaders)
-        let match =
-            candidates
-            .filter { varyMatches($0, requestHeaders: requestHeaders) }
-            .max { $0.responseDate < $1.responseDate }
-        guard let stored = match else {
-            return policy == .returnCacheDataDontLoad || request.onlyIfCached ? .unavailable : .network
-        }
-        switch policy {
-        case .returnCacheDataElseLoad, .returnCacheDataDontLoad:
-            return .useStored(stored)
-        case .reloadIgnoringLocalCacheData:
+        if ["range", "if-match", "if-unmodified-since", "if-range"].contains(where: { requestHeaders[$0] != nil }) {
             return .network
-        case .useProtocolCachePolicy:
-            break
         }
+        let ownConditions = requestHeaders["if-none-match"] != nil || requestHeaders["if-modified-since"] != nil
+        let request = CacheControl(requestHeaders)
+        guard let stored = newestMatch(candidates, requestHeaders: requestHeaders) else {
+            if request.onlyIfCached { return .gatewayTimeout }
+            return policy == .returnCacheDataDontLoad ? .unavailable : .network
+        }
+        // A usable entry answers the request's own conditions itself.
+        let answer: Decision =
+            ownConditions && conditionsHold(requestHeaders, for: stored) ? .notModified(stored) : .useStored(stored)
+        if policy == .returnCacheDataElseLoad || policy == .returnCacheDataDontLoad { return answer }
         let response = CacheControl(stored.headers)
         let pragmaNoCache =
             requestHeaders["cache-control"] == nil
             && requestHeaders.values("pragma").contains { $0.lowercased().contains("no-cache") }
         let mustValidate = request.noCache || pragmaNoCache || response.noCache
-        if !mustValidate && isUsable(stored, request: request, response: response, now: now) {
-            return .useStored(stored)
-        }
-        if request.onlyIfCached { return .unavailable }
+        if !mustValidate && isUsable(stored, request: request, response: response, now: now) { return answer }
+        if ownConditions { return request.onlyIfCached ? .gatewayTimeout : .network }
         let conditions = conditionalHeaders(for: stored)
+        if !mustValidate, request.maxAge == nil, request.minFresh == nil, !response.mustRevalidate,
+            let window = response.staleWhileRevalidate,
+            currentAge(stored, now: now) - freshnessLifetime(stored) <= TimeInterval(window)
+        {
+            return .useStale(stored, conditions: conditions)
+        }
+        if request.onlyIfCached { return .gatewayTimeout }
         return conditions.fields.isEmpty ? .network : .validate(stored, conditions: conditions)
+    }
+
+    /// The stored response that may stand in for a server that failed (a 500, 502, 503 or 504, or no
+    /// answer at all) under `stale-if-error` (RFC 5861 §4), the response's or the request's: the newest
+    /// matching variant, stale by no more than the window. Nil when none may; never for one that says
+    /// `must-revalidate` or `no-cache`, which may be reused only once the server agrees.
+    public static func staleIfErrorFallback(
+        requestHeaders: Headers,
+        stored candidates: [CachedResponse],
+        now: Date
+    ) -> CachedResponse? {
+        guard let stored = newestMatch(candidates, requestHeaders: requestHeaders) else { return nil }
+        let response = CacheControl(stored.headers)
+        guard !response.mustRevalidate, !response.noCache,
+            let window = [response.staleIfError, CacheControl(requestHeaders).staleIfError].compactMap({ $0 }).max()
+        else { return nil }
+        return currentAge(stored, now: now) - freshnessLifetime(stored) <= TimeInterval(window) ? stored : nil
+    }
+
+    /// The newest stored variant whose `Vary` values match the request's.
+    private static func newestMatch(_ candidates: [CachedResponse], requestHeaders: Headers) -> CachedResponse? {
+        candidates.filter { varyMatches($0, requestHeaders: requestHeaders) }.max { $0.responseDate < $1.responseDate }
+    }
+
+    /// Whether the request's If-None-Match (weak comparison, `*` for any) or, without one, its
+    /// If-Modified-Since (against Last-Modified, else Date) holds for `stored`: then the answer is 304
+    /// (RFC 9110 §13.1.2, §13.1.3; RFC 9111 §4.3.2).
+    public static func conditionsHold(_ requestHeaders: Headers, for stored: CachedResponse) -> Bool {
+        let noneMatch = requestHeaders.values("if-none-match")
+        if !noneMatch.isEmpty {
+            guard let etag = stored.headers["etag"] else { return false }
+            // Weak comparison: the opaque tags, W/ aside.
+            func opaque(_ tag: Substring) -> Substring {
+                var trimmed = tag.drop { $0 == " " || $0 == "\t" }
+                while let last = trimmed.last, last == " " || last == "\t" { trimmed = trimmed.dropLast() }
+                return trimmed.hasPrefix("W/") ? trimmed.dropFirst(2) : trimmed
+            }
+            let tags = noneMatch.flatMap { $0.split(separator: ",") }.map(opaque)
+            return tags.contains("*") || tags.contains(opaque(Substring(etag)))
+        }
+        guard let since = requestHeaders["if-modified-since"].flatMap({ HTTPDate.date($0) }) else { return false }
+        let modified = stored.headers["last-modified"].flatMap { HTTPDate.date($0) } ?? dateValue(stored)
+        return modified <= since
     }
 
     /// Whether `stored` may be served without validation for a request with `request`'s directives.
@@ -238,9 +337,5 @@ public enum HTTPCacheRules {
     /// The response's `Date`, or when it arrived when it has none (or an unparsable one).
     private static func dateValue(_ stored: CachedResponse) -> Date {
         stored.headers["date"].flatMap { HTTPDate.date($0) } ?? stored.responseDate
-    }
-
-    private static func normalized(_ value: String) -> String {
-        value.split(whereSeparator: { $0 == " " || $0 == "\t" }).joined(separator: " ")
     }
 }

@@ -41,6 +41,18 @@ public final class ResponseCache: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Entries being revalidated in the background now (stale-while-revalidate), by key and variant.
+    private let revalidating = Mutex(Set<String>())
+
+    /// Marks `key` as being revalidated; false when it already is (one revalidation at a time).
+    func beginRevalidation(_ key: String) -> Bool {
+        revalidating.withLock { $0.insert(key).inserted }
+    }
+
+    /// `key`'s background revalidation ended.
+    func endRevalidation(_ key: String) {
+        _ = revalidating.withLock { $0.remove(key) }
+    }
 
     /// A cache with these capacities; `directory` (created when first written, mode 0700) holds the disk
     /// part and is required when `diskCapacity` is above zero.

@@ -14,7 +14,8 @@ extension SessionTransport {
         context: TransferContext?,
         cache: ResponseCache
     ) async throws -> TransportResponse {
-        guard request.method.uppercased() == "GET", let use = context?.cache else {
+        let method = request.method.uppercased()
+        guard method == "GET" || method == "HEAD", let use = context?.cache else {
             let response = try await exchange(request, deadline: deadline, context: context).response
             for url in HTTPCacheRules.invalidatedURLs(
                 method: request.method,
@@ -26,51 +27,159 @@ extension SessionTransport {
             }
             return response
         }
-        let decision = HTTPCacheRules.decide(
-            requestHeaders: request.headers,
-            policy: use.policy,
-            stored: cache.cachedResponses(for: request.url),
-            now: now()
-        )
+        let head = method == "HEAD"
+        let candidates = cache.cachedResponses(for: request.url)
+        let decision = HTTPCacheRules.decide(requestHeaders: request.headers, policy: use.policy, stored: candidates, now: now())
         switch decision {
         case .unavailable:
             throw FerryError(
                 .resourceUnavailable,
-                "nothing in the cache answers this request, and its cache policy (returnCacheDataDontLoad or only-if-cached) does not allow loading it",
+                "nothing in the cache answers this request, and its cache policy (returnCacheDataDontLoad) does not allow loading it",
                 failingURL: request.url.absoluteString
             )
+        case .gatewayTimeout:
+            // only-if-cached with nothing to answer: 504, as RFC 9111 §5.2.1.7 and URLSession answer.
+            return TransportResponse(status: 504, headers: Headers([("Content-Length", "0")]), protocolName: "http/1.1", body: TransportBodyStream(DataChunks(data: Data(), sliceSize: 1)))
         case .useStored(let stored):
             record(stored, request: request, context: context)
-            return Self.response(from: stored)
-        case .network:
-            let requestDate = now()
-            let response = try await exchange(request, deadline: deadline, context: context).response
-            return storing(response, of: request, sentAt: requestDate, in: cache, use: use)
-        case .validate(let stored, let conditions):
-            var conditional = request
-            for field in conditions { conditional.headers[field.name] = field.value }
-            let requestDate = now()
-            let (response, index) = try await exchange(conditional, deadline: deadline, context: context)
-            guard response.status == 304 else {
-                return storing(response, of: request, sentAt: requestDate, in: cache, use: use)
-            }
-            // The stored body stands; the 304's own (empty) body is read so its connection is reused.
-            for try await _ in response.body {}
-            let updated = HTTPCacheRules.updating(
-                stored,
-                notModified: response.headers,
-                requestDate: requestDate,
-                responseDate: now()
-            )
-            await cache.storeOffPool(updated)
-            if let context, let index {
-                context.update(index) { metrics in
-                    metrics.resourceFetchType = .revalidated
-                    metrics.response = updated.response
+            return served(stored, head: head)
+        case .notModified(let stored):
+            record(stored, request: request, context: context)
+            return notModified(stored)
+        case .useStale(let stored, let conditions):
+            record(stored, request: request, context: context)
+            if !head { revalidateInBackground(request, stored: stored, conditions: conditions, cache: cache) }
+            return served(stored, head: head)
+        case .network, .validate:
+            // A HEAD the cache cannot answer goes as it is, and its answer is not stored.
+            if head { return try await exchange(request, deadline: deadline, context: context).response }
+            let fallback = HTTPCacheRules.staleIfErrorFallback(requestHeaders: request.headers, stored: candidates, now: now())
+            do {
+                let (response, index) = try await load(request, decision, deadline: deadline, context: context, cache: cache, use: use)
+                guard let fallback, HTTPCacheRules.errorStatuses.contains(response.status) else { return response }
+                // stale-if-error: the stored response stands in for the server's error (RFC 5861 §4).
+                response.cancel?()
+                if let context, let index {
+                    context.update(index) { metrics in
+                        metrics.resourceFetchType = .localCache
+                        metrics.response = fallback.response
+                    }
                 }
+                return served(fallback, head: false)
+            } catch let error where fallback != nil && !Self.isCancellation(error) {
+                record(fallback!, request: request, context: context)
+                return served(fallback!, head: false)
             }
-            return Self.response(from: updated)
         }
+    }
+
+    /// A GET the cache could not answer: sent as it is (`.network`) or with the stored response's
+    /// validators (`.validate`, a 304 then serving the stored response, updated). The answer is stored
+    /// when RFC 9111 allows.
+    private func load(
+        _ request: TransportRequest,
+        _ decision: HTTPCacheRules.Decision,
+        deadline: NIODeadline,
+        context: TransferContext?,
+        cache: ResponseCache,
+        use: CacheUse
+    ) async throws -> (TransportResponse, Int?) {
+        guard case .validate(let stored, let conditions) = decision else {
+            let requestDate = now()
+            let (response, index) = try await exchange(request, deadline: deadline, context: context)
+            return (storing(response, of: request, sentAt: requestDate, in: cache, use: use), index)
+        }
+        var conditional = request
+        for field in conditions { conditional.headers[field.name] = field.value }
+        let requestDate = now()
+        let (response, index) = try await exchange(conditional, deadline: deadline, context: context)
+        guard response.status == 304 else {
+            return (storing(response, of: request, sentAt: requestDate, in: cache, use: use), index)
+        }
+        let updated = try await refreshed(stored, by: response, sentAt: requestDate, in: cache)
+        if let context, let index {
+            context.update(index) { metrics in
+                metrics.resourceFetchType = .revalidated
+                metrics.response = updated.response
+            }
+        }
+        return (served(updated, head: false), index)
+    }
+
+    /// `stored` after the server's 304 `response` (its empty body read, so its connection is reused),
+    /// stored again.
+    private func refreshed(
+        _ stored: CachedResponse,
+        by response: TransportResponse,
+        sentAt requestDate: Date,
+        in cache: ResponseCache
+    ) async throws -> CachedResponse {
+        for try await _ in response.body {}
+        let updated = HTTPCacheRules.updating(
+            stored,
+            notModified: HTTPCacheRules.storable(response.headers),
+            requestDate: requestDate,
+            responseDate: now()
+        )
+        await cache.storeOffPool(updated)
+        return updated
+    }
+
+    /// Revalidates `stored` in the background (stale-while-revalidate), once per entry at a time: a 304
+    /// refreshes it, another storable answer replaces it. Failures leave it as it is.
+    private func revalidateInBackground(
+        _ request: TransportRequest,
+        stored: CachedResponse,
+        conditions: Headers,
+        cache: ResponseCache
+    ) {
+        let key = HTTPCacheRules.key(for: stored.url) + "\n" + stored.varyValues.sorted { $0.key < $1.key }.description
+        guard cache.beginRevalidation(key) else { return }
+        var conditional = request
+        for field in conditions { conditional.headers[field.name] = field.value }
+        Task {
+            defer { cache.endRevalidation(key) }
+            let requestDate = now()
+            guard let (response, _) = try? await exchange(conditional, deadline: .now() + .seconds(60), context: nil) else { return }
+            if response.status == 304 {
+                _ = try? await refreshed(stored, by: response, sentAt: requestDate, in: cache)
+            } else {
+                let kept = storing(response, of: request, sentAt: requestDate, in: cache, use: CacheUse(policy: .useProtocolCachePolicy))
+                do { for try await _ in kept.body {} } catch {}
+            }
+        }
+    }
+
+    /// Whether `error` is the task's own cancellation (which a stale response must not hide).
+    private static func isCancellation(_ error: any Error) -> Bool {
+        error is CancellationError || (error as? FerryError)?.code == .cancelled
+    }
+
+    /// The stored response as served from the cache (RFC 9111 §4): with its current `Age` (§5.1), and
+    /// for a HEAD without its body.
+    func served(_ stored: CachedResponse, head: Bool) -> TransportResponse {
+        var headers = stored.headers
+        headers["age"] = nil
+        headers.add(name: "Age", value: String(Int(HTTPCacheRules.currentAge(stored, now: now()))))
+        return TransportResponse(
+            status: stored.statusCode,
+            headers: headers,
+            protocolName: "http/1.1",
+            body: TransportBodyStream(DataChunks(data: head ? Data() : stored.data, sliceSize: 65_536))
+        )
+    }
+
+    /// A 304 from the cache for the request's own conditions (§4.3.2): the fields RFC 9110 §15.4.5 says
+    /// a 304 carries, and `Age`.
+    private func notModified(_ stored: CachedResponse) -> TransportResponse {
+        let full = served(stored, head: true)
+        var headers = Headers()
+        var kept: Set<String> = ["cache-control", "content-location", "date", "etag", "expires", "vary", "age"]
+        if stored.headers["etag"] == nil { kept.insert("last-modified") }
+        for field in full.headers.fields where kept.contains(field.name.lowercased()) {
+            headers.add(name: field.name, value: field.value)
+        }
+        return TransportResponse(status: 304, headers: headers, protocolName: "http/1.1", body: full.body)
     }
 
     /// A transaction for a response served from the cache without asking the server.
@@ -84,16 +193,6 @@ extension SessionTransport {
         metrics.response = stored.response
         metrics.countOfResponseBodyBytesReceived = Int64(stored.data.count)
         _ = context.begin(metrics)
-    }
-
-    /// The response as a transport would hand it over: its body in slices.
-    static func response(from stored: CachedResponse) -> TransportResponse {
-        TransportResponse(
-            status: stored.statusCode,
-            headers: stored.headers,
-            protocolName: "http/1.1",
-            body: TransportBodyStream(DataChunks(data: stored.data, sliceSize: 65_536))
-        )
     }
 
     /// `response` with its body copied aside as it is read, and stored once it has been read whole
@@ -120,7 +219,7 @@ extension SessionTransport {
         let template = CachedResponse(
             url: URL(string: HTTPCacheRules.key(for: request.url)) ?? request.url,
             statusCode: response.status,
-            headers: response.headers,
+            headers: HTTPCacheRules.storable(response.headers),
             data: Data(),
             storagePolicy: policy,
             requestDate: requestDate,

@@ -38,6 +38,9 @@ public struct Faults: Sendable, Hashable {
     public var delayMilliseconds: Int64?
     /// `fail=K`: the first K requests with this request's key get `fail_status` with `Retry-After`.
     public var failCount: Int = 0
+    /// `fail_after=N`: the requests with this request's key after the first N get `fail_status` (a server
+    /// that worked, then broke: what a cache's stale-if-error is for).
+    public var failAfter: Int?
     /// `fail_status=S`: the status of those failures (default 503).
     public var failStatus: Int = 503
     /// `retry_after=S`: the Retry-After seconds sent with them (default 1; a negative value sends none).
@@ -72,6 +75,9 @@ public struct Faults: Sendable, Hashable {
     public var vary: String?
     /// `disposition=V`: a `Content-Disposition: V` header (`attachment; filename="report.pdf"`).
     public var contentDisposition: String?
+    /// `header=NAME:VALUE` (repeatable): a response field as given, added after the others (a second
+    /// `Expires`, an `Age` list, `Connection: x-named`): for what a client must do with fields no route sets.
+    public var extraHeaders: [String] = []
 
     /// The longest stall or delay, and the furthest `expires`: a day and ten years (larger values would
     /// overflow time arithmetic; no test needs them).
@@ -136,6 +142,8 @@ public struct Faults: Sendable, Hashable {
         }
         self.vary = value("vary")
         self.contentDisposition = value("disposition")
+        self.failAfter = value("fail_after").flatMap { Int($0) }.flatMap { $0 >= 0 ? $0 : nil }
+        self.extraHeaders = values("header").filter { ($0.firstIndex(of: ":") ?? $0.startIndex) > $0.startIndex }
     }
 }
 

@@ -92,8 +92,16 @@ extension Router {
         return plan
     }
 
-    /// `fail=K`: the first K requests with this key get an error.
+    /// `fail=K`: the first K requests with this key get an error; `fail_after=N`: those after the first N.
     func injectedFailure() -> ResponsePlan? {
+        if let failAfter = faults.failAfter {
+            // `fail_after=N`: the first N served, the rest fail.
+            let index = listener.state.nextRequestIndex(key: "fail-after:" + requestKey)
+            guard index >= failAfter else { return nil }
+            var plan = ResponsePlan.text(HTTPResponse.Status(code: faults.failStatus), "injected failure after \(failAfter)\n")
+            plan.faults = faults
+            return plan
+        }
         guard faults.failCount > 0 else { return nil }
         let index = listener.state.nextRequestIndex(key: "fail:" + requestKey)
         guard index < faults.failCount else { return nil }

@@ -83,6 +83,11 @@ struct Router {
         }
         if let vary = faults.vary { plan.headers[.vary] = vary }
         if let disposition = faults.contentDisposition { plan.headers[.contentDisposition] = disposition }
+        for line in faults.extraHeaders {
+            let colon = line.firstIndex(of: ":")!
+            let value = String(line[line.index(after: colon)...].drop { $0 == " " })
+            if let name = HTTPField.Name(String(line[..<colon])) { plan.headers.append(HTTPField(name: name, value: value)) }
+        }
         if plan.headers[.date] == nil { plan.headers[.date] = HTTPDate.format(Int64(Date().timeIntervalSince1970)) }
         if plan.headers[.server] == nil { plan.headers[.server] = "ferry-testserver" }
     }

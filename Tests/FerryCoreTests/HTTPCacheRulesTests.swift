@@ -45,7 +45,9 @@ import Testing
     @Test func cacheControlParsesArgumentsQuotesAndCase() {
         let control = CacheControl(parsing: #"Max-Age=60, no-cache="Set-Cookie, X", private, max-age=5, s-maxage="7""#)
         #expect(control.maxAge == 60)
-        #expect(control.noCache && control.isPrivate)
+        // The qualified no-cache names fields to leave out; it does not make every reuse a validation.
+        #expect(!control.noCache && control.noCacheFields == ["set-cookie", "x"] && control.isPrivate)
+        #expect(CacheControl(parsing: "no-cache").noCache && CacheControl(parsing: "no-cache").noCacheFields.isEmpty)
         #expect(control.seconds("s-maxage") == 7)
         #expect(CacheControl(parsing: "max-age=abc").maxAge == nil)
         #expect(CacheControl(parsing: "max-stale").maxStale == Int.max)
@@ -110,12 +112,15 @@ import Testing
         #expect(decide(entry, at: 30, request: [("Pragma", "no-cache")]) != .useStored(entry))
         #expect(decide(entry, at: 90, request: [("Cache-Control", "max-stale=60")]) == .useStored(entry))
         #expect(decide(entry, at: 130, request: [("Cache-Control", "max-stale=60")]) != .useStored(entry))
-        #expect(decide(entry, at: 90, request: [("Cache-Control", "only-if-cached")]) == .unavailable)
+        // only-if-cached and nothing usable: 504 (RFC 9111 §5.2.1.7).
+        #expect(decide(entry, at: 90, request: [("Cache-Control", "only-if-cached")]) == .gatewayTimeout)
         let strict = stored([("Cache-Control", "max-age=60, must-revalidate"), ("ETag", "\"v1\"")])
         #expect(decide(strict, at: 90, request: [("Cache-Control", "max-stale")]) != .useStored(strict))
-        // The request's own conditionals or Range: untouched.
+        // A Range, or the request's own conditionals on a stale entry: untouched. On a fresh one the
+        // cache answers them (§4.3.2).
         #expect(decide(entry, at: 1, request: [("Range", "bytes=0-1")]) == .network)
-        #expect(decide(entry, at: 1, request: [("If-None-Match", "\"v0\"")]) == .network)
+        #expect(decide(entry, at: 1, request: [("If-None-Match", "\"v0\"")]) == .useStored(entry))
+        #expect(decide(entry, at: 90, request: [("If-None-Match", "\"v0\"")]) == .network)
     }
 
     @Test func thePoliciesOfTheRequest() {
