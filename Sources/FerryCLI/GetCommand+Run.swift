@@ -57,9 +57,10 @@ extension GetCommand {
     /// `-I`: the heads of each URL on stdout; the status is the first failure's.
     func heads(_ urls: [URL], headers: Headers) async throws {
         let transport = try transfer.makeTransport(connectionsPerHost: 6)
+        let sending = try transfer.delivering(transport)
         var firstFailure: CLIFailure?
         for url in urls {
-            var job = HeadRequest(url: url, headers: try transfer.headers(headers, for: url), transport: transport)
+            var job = HeadRequest(url: url, headers: try transfer.headers(headers, for: url), transport: sending)
             job.deadline = transfer.deadline()
             job.maximumRedirects = shape.maxRedirects
             do {
@@ -94,6 +95,7 @@ extension GetCommand {
         // A --dir that is not there is said once, not once for each URL.
         if let dir = save.dir, items.count > 1 { try ForegroundDownload.checkWritableDirectory(CLI.absolute(dir)) }
         let transport = try transfer.makeTransport(connectionsPerHost: max(6, reliability.connections))
+        let sending = try transfer.delivering(transport)
         let limit = try transfer.rateLimit()
         let interruption = Interruption()
         let format = try writeOutFormat()
@@ -107,7 +109,7 @@ extension GetCommand {
             let url = item.url
             let requestHeaders = try downloadHeaders(headers, for: url, hasBody: body != nil)
             if save.output == "-" {
-                var job = StandardOutputDownload(url: url, headers: requestHeaders, quiet: quiet, transport: transport, limit: limit)
+                var job = StandardOutputDownload(url: url, headers: requestHeaders, quiet: quiet, transport: sending, limit: limit)
                 job.deadline = transfer.deadline()
                 job.maximumRedirects = shape.maxRedirects
                 job.method = verb
@@ -129,7 +131,7 @@ extension GetCommand {
                 connections: reliability.connections,
                 limit: limit,
                 quiet: quiet,
-                transport: transport,
+                transport: sending,
                 interruption: interruption
             )
             job.decodesContent = shape.compressed

@@ -104,7 +104,7 @@ struct PutCommand: AsyncParsableCommand {
             mode: chunks.map { .chunks($0) } ?? (resumable ? .resumable : .plain),
             limit: try transfer.rateLimit(),
             quiet: transfer.quiet || outputOptions.json,
-            transport: transport,
+            transport: try transfer.delivering(transport),
             deadline: transfer.deadline()
         )
         let outcome: Result<(ForegroundUpload.Report, ByteBuffer), any Error>

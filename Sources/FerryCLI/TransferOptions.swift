@@ -212,7 +212,6 @@ struct TransferOptions: ParsableArguments {
         do {
             var base: any HTTPTransport = try StandardTransport(options: options)
             if verbose { base = VerboseTransport(base) }
-            if let dumpHeader { base = try HeaderDumpTransport(base, path: dumpHeader) }
             return SessionTransport(
                 base,
                 maximumConnectionsPerHost: connectionsPerHost,
@@ -222,6 +221,13 @@ struct TransferOptions: ParsableArguments {
         } catch let error as FerryError {
             throw CLIFailure(error)
         }
+    }
+
+    /// What a command's transfers send through: `session`, under `-D`'s dump of every head delivered
+    /// (above the cache, so a response served from it is dumped as a fetched one is).
+    func delivering(_ session: SessionTransport) throws -> any HTTPTransport {
+        guard let dumpHeader else { return session }
+        return try HeaderDumpTransport(session, path: dumpHeader)
     }
 
     /// The credential for `url`: `-u`'s, else the .netrc entry for its host (`--netrc`, `--netrc-file`),

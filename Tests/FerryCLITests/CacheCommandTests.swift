@@ -52,4 +52,23 @@ import Testing
             #expect(background.stderr.contains("background downloads do not use the HTTP cache"))
         }
     }
+
+    /// `-D` dumps the head of every delivered response, a cached one too (issue 39: a 4xx served from the
+    /// cache printed no head), with the `Age` the cache gives it.
+    @Test func dumpedHeadsIncludeResponsesServedFromTheCache() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let cli = CLIRunner(directory: directory)
+            let missing = server.url("/status/404?cache_control=max-age%3D86400")
+            for _ in 0..<2 {
+                let run = try await cli.run(["get", "--cache", "http-cache", "-D", "-", missing, "-o", "x"])
+                #expect(run.status == 1)
+                #expect(run.stdout.hasPrefix("HTTP/1.1 404 Not Found\r\n"), "\(run.stdout)")
+            }
+            #expect(server.counters.requests(path: "/status/404") == 1)
+            let cached = try await cli.run(["get", "--cache", "http-cache", "-D", "-", missing, "-o", "x"])
+            #expect(cached.stdout.lowercased().contains("\r\nage: "), "\(cached.stdout)")
+        }
+    }
 }
