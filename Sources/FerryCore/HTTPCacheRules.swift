@@ -25,6 +25,9 @@ public enum HTTPCacheRules {
         case unavailable
         /// Answer 504: the request said `only-if-cached` and nothing stored answers it (§5.2.1.7).
         case gatewayTimeout
+        /// Answer the request's Range from this stored response (complete, or a part that holds the
+        /// range): a 206 with these bytes of the representation.
+        case partialContent(CachedResponse, ClosedRange<Int64>)
     }
 
     /// Statuses a `stale-if-error` response may stand in for (RFC 5861 §4).
@@ -41,7 +44,7 @@ public enum HTTPCacheRules {
     ]
 
     /// Status codes a response may be stored with on heuristic freshness alone (RFC 9110 §15.1).
-    public static let heuristicallyCacheable: Set<Int> = [200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501]
+    public static let heuristicallyCacheable: Set<Int> = [200, 203, 204, 206, 300, 301, 308, 404, 405, 410, 414, 501]
 
     /// The key a URL's entries are stored under: the URL without its fragment.
     public static func key(for url: URL) -> String {
@@ -52,16 +55,20 @@ public enum HTTPCacheRules {
 
     /// Where a response to `method` with `requestHeaders` may be kept (RFC 9111 §3), for a private cache.
     /// `.notAllowed` for anything but GET; for a `no-store` request or response; for `Vary: *`; for a
-    /// status that is not final, is 206 (Ferry does not combine partial responses) or is 304; and for a
-    /// response with neither explicit freshness nor a heuristically cacheable status.
+    /// status that is not final, or is 304; for a 206 that is not one part of a representation with a
+    /// strong entity tag (``storedPart(_:)``: parts are combined by it, §3.4); and for a response with
+    /// neither explicit freshness nor a heuristically cacheable status.
     public static func storagePolicy(
         method: String,
         requestHeaders: Headers,
         statusCode: Int,
         responseHeaders: Headers
     ) -> CachedResponse.StoragePolicy {
-        guard method.uppercased() == "GET", statusCode >= 200, statusCode != 206, statusCode != 304 else {
-            return .notAllowed
+        guard method.uppercased() == "GET", statusCode >= 200, statusCode != 304 else { return .notAllowed }
+        if statusCode == 206 {
+            guard let etag = responseHeaders["etag"], !etag.hasPrefix("W/"),
+                let range = responseHeaders["content-range"].flatMap(ContentRange.init), range.total != nil
+            else { return .notAllowed }
         }
         let response = CacheControl(responseHeaders)
         guard !CacheControl(requestHeaders).noStore else { return .notAllowed }
@@ -186,12 +193,16 @@ public enum HTTPCacheRules {
         now: Date
     ) -> Decision {
         if policy == .reloadIgnoringLocalCacheData { return .network }
-        if ["range", "if-match", "if-unmodified-since", "if-range"].contains(where: { requestHeaders[$0] != nil }) {
+        if requestHeaders["range"] != nil {
+            return partialDecision(requestHeaders: requestHeaders, policy: policy, stored: candidates, now: now)
+        }
+        if ["if-match", "if-unmodified-since", "if-range"].contains(where: { requestHeaders[$0] != nil }) {
             return .network
         }
         let ownConditions = requestHeaders["if-none-match"] != nil || requestHeaders["if-modified-since"] != nil
         let request = CacheControl(requestHeaders)
-        guard let stored = newestMatch(candidates, requestHeaders: requestHeaders) else {
+        // A stored part (206) answers only range requests.
+        guard let stored = newestMatch(candidates.filter { $0.statusCode != 206 }, requestHeaders: requestHeaders) else {
             if request.onlyIfCached { return .gatewayTimeout }
             return policy == .returnCacheDataDontLoad ? .unavailable : .network
         }
@@ -235,7 +246,7 @@ public enum HTTPCacheRules {
     }
 
     /// The newest stored variant whose `Vary` values match the request's.
-    private static func newestMatch(_ candidates: [CachedResponse], requestHeaders: Headers) -> CachedResponse? {
+    static func newestMatch(_ candidates: [CachedResponse], requestHeaders: Headers) -> CachedResponse? {
         candidates.filter { varyMatches($0, requestHeaders: requestHeaders) }.max { $0.responseDate < $1.responseDate }
     }
 
@@ -261,7 +272,7 @@ public enum HTTPCacheRules {
     }
 
     /// Whether `stored` may be served without validation for a request with `request`'s directives.
-    private static func isUsable(
+    static func isUsable(
         _ stored: CachedResponse,
         request: CacheControl,
         response: CacheControl,
@@ -335,7 +346,7 @@ public enum HTTPCacheRules {
     }
 
     /// The response's `Date`, or when it arrived when it has none (or an unparsable one).
-    private static func dateValue(_ stored: CachedResponse) -> Date {
+    static func dateValue(_ stored: CachedResponse) -> Date {
         stored.headers["date"].flatMap { HTTPDate.date($0) } ?? stored.responseDate
     }
 }

@@ -44,6 +44,15 @@ public final class ResponseCache: Sendable {
     /// Entries being revalidated in the background now (stale-while-revalidate), by key and variant.
     private let revalidating = Mutex(Set<String>())
 
+    /// `part` (a 206 to store) with what is stored for its URL and variant: combined with a stored part of
+    /// the same representation (``HTTPCacheRules/combine(_:with:)``), the complete response when they add
+    /// up to it; nil when the complete response of that representation is stored already.
+    func withStoredParts(_ part: CachedResponse) -> CachedResponse? {
+        guard let existing = cachedResponses(for: part.url).first(where: { $0.varyValues == part.varyValues }) else { return part }
+        if existing.statusCode == 200, existing.headers["etag"] == part.headers["etag"] { return nil }
+        return HTTPCacheRules.combine(existing, with: part) ?? part
+    }
+
     /// Marks `key` as being revalidated; false when it already is (one revalidation at a time).
     func beginRevalidation(_ key: String) -> Bool {
         revalidating.withLock { $0.insert(key).inserted }

@@ -46,6 +46,9 @@ extension SessionTransport {
         case .notModified(let stored):
             record(stored, request: request, context: context)
             return notModified(stored)
+        case .partialContent(let stored, let range):
+            record(stored, request: request, context: context)
+            return partialContent(stored, range, head: head)
         case .useStale(let stored, let conditions):
             record(stored, request: request, context: context)
             if !head { revalidateInBackground(request, stored: stored, conditions: conditions, cache: cache) }
@@ -169,6 +172,19 @@ extension SessionTransport {
         )
     }
 
+    /// A 206 from the cache (RFC 9111 §3.3, RFC 9110 §15.3.7): `range` of the representation, cut from a
+    /// complete stored response or from the stored part that holds it.
+    private func partialContent(_ stored: CachedResponse, _ range: ClosedRange<Int64>, head: Bool) -> TransportResponse {
+        let full = served(stored, head: true)
+        let (offset, total) = HTTPCacheRules.storedPart(stored).map { ($0.range.lowerBound, $0.total) } ?? (0, Int64(stored.data.count))
+        var headers = full.headers
+        headers["content-range"] = "bytes \(range.lowerBound)-\(range.upperBound)/\(total)"
+        headers["content-length"] = String(range.count)
+        let start = Int(range.lowerBound - offset)
+        let bytes = head ? Data() : stored.data.subdata(in: start..<(start + range.count))
+        return TransportResponse(status: 206, headers: headers, protocolName: "http/1.1", body: TransportBodyStream(DataChunks(data: bytes, sliceSize: 65_536)))
+    }
+
     /// A 304 from the cache for the request's own conditions (§4.3.2): the fields RFC 9110 §15.4.5 says
     /// a 304 carries, and `Age`.
     private func notModified(_ stored: CachedResponse) -> TransportResponse {
@@ -234,6 +250,12 @@ extension SessionTransport {
                 if let willStore = use.willStore {
                     guard let changed = await willStore(entry) else { return }
                     entry = changed
+                }
+                // A part is combined with the part stored before it (§3.4), and never replaces the
+                // complete response it is a part of.
+                if entry.statusCode == 206 {
+                    guard let combined = cache.withStoredParts(entry) else { return }
+                    entry = combined
                 }
                 await cache.storeOffPool(entry)
             }

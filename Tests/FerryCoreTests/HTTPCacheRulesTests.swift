@@ -118,7 +118,8 @@ import Testing
         #expect(decide(strict, at: 90, request: [("Cache-Control", "max-stale")]) != .useStored(strict))
         // A Range, or the request's own conditionals on a stale entry: untouched. On a fresh one the
         // cache answers them (§4.3.2).
-        #expect(decide(entry, at: 1, request: [("Range", "bytes=0-1")]) == .network)
+        #expect(decide(entry, at: 1, request: [("Range", "bytes=0-1")]) == .partialContent(entry, 0...1))
+        #expect(decide(entry, at: 90, request: [("Range", "bytes=0-1")]) == .network)
         #expect(decide(entry, at: 1, request: [("If-None-Match", "\"v0\"")]) == .useStored(entry))
         #expect(decide(entry, at: 90, request: [("If-None-Match", "\"v0\"")]) == .network)
     }
@@ -171,5 +172,47 @@ import Testing
         #expect(HTTPCacheRules.invalidatedURLs(method: "POST", url: url, statusCode: 500, responseHeaders: headers).isEmpty)
         #expect(HTTPCacheRules.invalidatedURLs(method: "GET", url: url, statusCode: 200, responseHeaders: headers).isEmpty)
         #expect(HTTPCacheRules.key(for: url) == "https://example.com/a?b=1")
+    }
+
+    /// VaryValue: the Accept fields compare without case or order; every field without white space
+    /// around its members and parameters (RFC 9111 §4.1).
+    @Test func varyValuesAreNormalised() {
+        #expect(VaryValue.normalized(name: "accept-language", fields: ["en, DE;q=0.5"]) == VaryValue.normalized(name: "accept-language", fields: ["de ; q=0.5,en"]))
+        #expect(VaryValue.normalized(name: "accept-encoding", fields: ["gzip", "br"]) == "br, gzip")
+        #expect(VaryValue.normalized(name: "x-list", fields: ["a,b"]) == VaryValue.normalized(name: "x-list", fields: ["a,   b"]))
+        #expect(VaryValue.normalized(name: "x-list", fields: ["a, b"]) != VaryValue.normalized(name: "x-list", fields: ["b, a"]))
+        #expect(VaryValue.normalized(name: "x-case", fields: ["A"]) != VaryValue.normalized(name: "x-case", fields: ["a"]))
+        #expect(VaryValue.normalized(name: "x-quoted", fields: [#""a,  b""#]) == #""a,  b""#)
+    }
+
+    /// What is stored of a response's fields (§3.1, §5.2.2.4).
+    @Test func storableFieldsLeaveOutTheConnectionsOwnAndTheNamedOnes() {
+        let headers = Headers([
+            ("Connection", "close, X-Hop"), ("X-Hop", "1"), ("Keep-Alive", "5"), ("Transfer-Encoding", "chunked"),
+            ("Cache-Control", #"max-age=5, no-cache="Set-Cookie""#), ("Set-Cookie", "a=1"), ("ETag", "\"v\""),
+        ])
+        #expect(HTTPCacheRules.storable(headers).fields.map(\.name) == ["Cache-Control", "ETag"])
+    }
+
+    /// Byte ranges within a representation, and parts combined into the whole (§3.4).
+    @Test func rangesAndPartsCombine() {
+        #expect(HTTPCacheRules.byteRange("bytes=10-19", length: 100) == 10...19)
+        #expect(HTTPCacheRules.byteRange("bytes=90-", length: 100) == 90...99)
+        #expect(HTTPCacheRules.byteRange("bytes=-5", length: 100) == 95...99)
+        #expect(HTTPCacheRules.byteRange("bytes=95-200", length: 100) == 95...99)
+        for unsatisfiable in ["bytes=100-", "bytes=0-1,5-6", "items=0-1", "bytes=5-1", "bytes=-0"] {
+            #expect(HTTPCacheRules.byteRange(unsatisfiable, length: 100) == nil, "\(unsatisfiable)")
+        }
+        func part(_ first: Int, _ last: Int, etag: String = "\"v\"") -> CachedResponse {
+            var entry = stored([("ETag", etag), ("Content-Range", "bytes \(first)-\(last)/10")], status: 206)
+            entry.data = Data((first...last).map { UInt8($0) })
+            return entry
+        }
+        let head = part(0, 4)
+        #expect(HTTPCacheRules.combine(head, with: part(3, 6)).flatMap(HTTPCacheRules.storedPart)?.range == 0...6)
+        let whole = HTTPCacheRules.combine(head, with: part(5, 9))
+        #expect(whole?.statusCode == 200 && whole?.data == Data(0...9) && whole?.headers["content-range"] == nil)
+        #expect(HTTPCacheRules.combine(head, with: part(6, 9)) == nil, "a gap")
+        #expect(HTTPCacheRules.combine(head, with: part(5, 9, etag: "\"w\"")) == nil, "another version")
     }
 }

@@ -269,4 +269,47 @@ import Testing
             #expect(cache.received("/bytes/3914") == 2)
         }
     }
+
+    // MARK: Partial content (§3.3, §3.4)
+
+    /// A Range request is answered from a complete stored response: a 206 with those bytes.
+    @Test func aRangeIsAnsweredFromACompleteStoredResponse() async throws {
+        try await CacheHarness.with { cache in
+            let url = "/bytes/3915?\(Self.cacheControl("max-age=3600"))"
+            let whole = try await cache.send(url)
+            let part = try await cache.send(url, headers: [("Range", "bytes=100-199")])
+            #expect(part.status == 206)
+            #expect(part.headers["content-range"] == "bytes 100-199/3915")
+            #expect(part.body == Array(whole.body[100...199]))
+            let tail = try await cache.send(url, headers: [("Range", "bytes=-15")])
+            #expect(tail.headers["content-range"] == "bytes 3900-3914/3915" && tail.body == Array(whole.body[3900...]))
+            // If-Range naming another version: the server is asked.
+            let other = try await cache.send(url, headers: [("Range", "bytes=0-9"), ("If-Range", "\"another\"")])
+            #expect(other.status == 200 || other.status == 206)
+            #expect(cache.received("/bytes/3915") == 2)
+            #expect(part.fetchTypes == [.localCache] && tail.fetchTypes == [.localCache])
+        }
+    }
+
+    /// 206 answers are stored as parts, a range within a part is answered from it, and two parts that
+    /// add up to the whole are combined into the complete response, which then answers a plain GET.
+    @Test func partsAreStoredCombinedAndCompleted() async throws {
+        try await CacheHarness.with { cache in
+            let url = "/bytes/3916?\(Self.cacheControl("max-age=3600"))"
+            let expected = DeterministicBytes(seed: 0).bytes(offset: 0, count: 3916)
+            let first = try await cache.send(url, headers: [("Range", "bytes=0-1999")])
+            #expect(first.status == 206 && first.body == Array(expected[0..<2000]))
+            let inside = try await cache.send(url, headers: [("Range", "bytes=500-599")])
+            #expect(inside.status == 206 && inside.body == Array(expected[500..<600]))
+            #expect(inside.fetchTypes == [.localCache])
+            #expect(cache.received("/bytes/3916") == 1)
+            // A plain GET is not answered from a part.
+            let rest = try await cache.send(url, headers: [("Range", "bytes=2000-")])
+            #expect(rest.status == 206 && cache.received("/bytes/3916") == 2)
+            let whole = try await cache.send(url)
+            #expect(whole.status == 200 && whole.body == Array(expected))
+            #expect(whole.fetchTypes == [.localCache])
+            #expect(cache.received("/bytes/3916") == 2)
+        }
+    }
 }
