@@ -95,8 +95,7 @@ extension GetCommand {
         // A --dir that is not there is said once, not once for each URL.
         if let dir = save.dir, items.count > 1 { try ForegroundDownload.checkWritableDirectory(CLI.absolute(dir)) }
         let transport = try transfer.makeTransport(connectionsPerHost: max(6, reliability.connections))
-        let sending = try transfer.delivering(transport)
-        let limit = try transfer.rateLimit()
+        let (sending, limit) = (try transfer.delivering(transport), try transfer.rateLimit())
         let interruption = Interruption()
         let format = try writeOutFormat()
         let body = try requestBody()
