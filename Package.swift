@@ -55,6 +55,16 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // QUIC (RFC 9000, 9001, 9002) as value types: varints, packet numbers, keys, packet and header
+        // protection, frames, headers. No I/O; the transport that sends them comes with HTTP/3 (issue 42).
+        .target(
+            name: "FerryQUIC",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "FerryEngine",
             dependencies: [
@@ -226,6 +236,7 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "FerryCoreTests", dependencies: ["FerryCore"], swiftSettings: swiftSettings),
+        .testTarget(name: "FerryQUICTests", dependencies: ["FerryQUIC"], swiftSettings: swiftSettings),
         .testTarget(
             name: "FerryStoreTests",
             dependencies: ["FerryCore", "FerryStore", .product(name: "GRDB", package: "GRDB.swift")],
