@@ -62,6 +62,8 @@ let package = Package(
             dependencies: [
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
+                // For BoringSSL's QUIC interface (CNIOBoringSSL, which swift-nio-ssl ships).
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -236,7 +238,7 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "FerryCoreTests", dependencies: ["FerryCore"], swiftSettings: swiftSettings),
-        .testTarget(name: "FerryQUICTests", dependencies: ["FerryQUIC"], swiftSettings: swiftSettings),
+        .testTarget(name: "FerryQUICTests", dependencies: ["FerryQUIC", "FerryTestServer"], swiftSettings: swiftSettings),
         .testTarget(
             name: "FerryStoreTests",
             dependencies: ["FerryCore", "FerryStore", .product(name: "GRDB", package: "GRDB.swift")],
