@@ -1,0 +1,110 @@
+/// Building the connection's packets: per packet number space, an ACK when one is owed, handshake
+/// bytes, control frames and stream data within the peer's limits, each packet at most 1,200 bytes
+/// and a datagram with an Initial padded to 1,200 (RFC 9000 §14.1).
+extension QUICClientConnection {
+    /// The datagrams that can go now.
+    mutating func flush() -> [[UInt8]] {
+        var datagrams: [[UInt8]] = []
+        for index in 0..<3 {
+            while let packet = nextPacket(index) { datagrams.append(packet) }
+        }
+        return datagrams
+    }
+
+    /// The packet number length this side writes: two bytes, enough for 32,768 packets in flight.
+    static let packetNumberLength = 2
+
+    /// The bytes of header (up to and including the packet number) for a packet in space `index`.
+    private func headerLength(_ index: Int) -> Int {
+        let ids = destinationConnectionID.count + sourceConnectionID.count
+        switch index {
+        case 0: return 1 + 4 + 1 + 1 + ids + 1 + 2 + Self.packetNumberLength
+        case 1: return 1 + 4 + 1 + 1 + ids + 2 + Self.packetNumberLength
+        default: return 1 + destinationConnectionID.count + Self.packetNumberLength
+        }
+    }
+
+    /// The index of the highest space this side can write in: where control frames go.
+    private var highestWritable: Int? { (0..<3).last { spaces[$0].write != nil } }
+
+    private mutating func nextPacket(_ index: Int) -> [UInt8]? {
+        guard let protection = spaces[index].write else { return nil }
+        let capacity = Self.packetSize - headerLength(index) - QUICPacketProtection.tagLength
+        var payload: [UInt8] = []
+        if spaces[index].ackNeeded, !spaces[index].received.isEmpty {
+            QUICFrame.ack(ranges: spaces[index].received, delay: 0, ecn: nil).encode(into: &payload)
+            spaces[index].ackNeeded = false
+        }
+        if !spaces[index].cryptoOut.isEmpty, capacity - payload.count > 32 {
+            let take = min(spaces[index].cryptoOut.count, capacity - payload.count - 16)
+            QUICFrame.crypto(offset: spaces[index].cryptoSendOffset, data: Array(spaces[index].cryptoOut.prefix(take))).encode(into: &payload)
+            spaces[index].cryptoOut.removeFirst(take)
+            spaces[index].cryptoSendOffset += UInt64(take)
+        }
+        if index == highestWritable { addControlFrames(to: &payload, capacity: capacity, level: index) }
+        if index == 2, isHandshakeComplete { addStreamFrames(to: &payload, capacity: capacity) }
+        guard !payload.isEmpty else { return nil }
+        if index == 0 {
+            // A datagram with an Initial is at least 1,200 bytes: this one travels alone, padded.
+            payload += [UInt8](repeating: 0, count: max(0, capacity - payload.count))
+        } else if payload.count < 4 {
+            // Enough ciphertext after the packet number to sample for header protection.
+            payload += [UInt8](repeating: 0, count: 4 - payload.count)
+        }
+        let packetNumber = spaces[index].nextPacketNumber
+        spaces[index].nextPacketNumber += 1
+        let header: [UInt8] =
+            switch index {
+            case 0:
+                QUICPacketHeader.long(
+                    .initial, destination: destinationConnectionID, source: sourceConnectionID, packetNumber: packetNumber,
+                    packetNumberLength: Self.packetNumberLength, payloadLength: payload.count + QUICPacketProtection.tagLength
+                )
+            case 1:
+                QUICPacketHeader.long(
+                    .handshake, destination: destinationConnectionID, source: sourceConnectionID, packetNumber: packetNumber,
+                    packetNumberLength: Self.packetNumberLength, payloadLength: payload.count + QUICPacketProtection.tagLength
+                )
+            default:
+                QUICPacketHeader.short(destination: destinationConnectionID, packetNumber: packetNumber, packetNumberLength: Self.packetNumberLength)
+            }
+        return try? protection.protect(header: header, payload: payload, packetNumber: packetNumber, packetNumberLength: Self.packetNumberLength)
+    }
+
+    /// Control frames that fit; an application's CONNECTION_CLOSE before 1-RTT becomes the transport's
+    /// APPLICATION_ERROR (RFC 9000 §10.2.3: the reason may not leak before the handshake).
+    private mutating func addControlFrames(to payload: inout [UInt8], capacity: Int, level index: Int) {
+        while let frame = pendingControlFrames.first {
+            var frame = frame
+            if index < 2, case .connectionClose(_, nil, _) = frame {
+                frame = .connectionClose(errorCode: 0x0c, frameType: 0, reason: "")
+            }
+            let bytes = frame.encoded
+            guard payload.count + bytes.count <= capacity else { return }
+            payload += bytes
+            pendingControlFrames.removeFirst()
+        }
+    }
+
+    /// Stream data within the stream's and the connection's limits, streams in the order they were
+    /// opened.
+    private mutating func addStreamFrames(to payload: inout [UInt8], capacity: Int) {
+        for id in streams.keys.sorted() {
+            guard var stream = streams[id], !stream.finSent, !stream.outgoing.isEmpty || stream.finPending else { continue }
+            let room = capacity - payload.count - 24
+            guard room > 0 else { return }
+            let allowed = min(
+                UInt64(room), stream.sendLimit - min(stream.sendLimit, stream.sendOffset), peerMaxData - min(peerMaxData, dataSent)
+            )
+            let take = min(stream.outgoing.count, Int(allowed))
+            let fin = stream.finPending && take == stream.outgoing.count
+            guard take > 0 || fin else { continue }
+            QUICFrame.stream(streamID: id, offset: stream.sendOffset, data: Array(stream.outgoing.prefix(take)), fin: fin).encode(into: &payload)
+            stream.outgoing.removeFirst(take)
+            stream.sendOffset += UInt64(take)
+            dataSent += UInt64(take)
+            stream.finSent = fin
+            streams[id] = stream
+        }
+    }
+}

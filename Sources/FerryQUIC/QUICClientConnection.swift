@@ -1,0 +1,329 @@
+/// A QUIC client connection (RFC 9000) as a state machine without I/O: datagrams in, datagrams out.
+/// It runs the TLS handshake over CRYPTO frames at each encryption level, acknowledges what it
+/// receives, and carries stream data both ways within the peer's flow-control limits.
+///
+/// Not yet (issue 42 continues): loss detection and retransmission (RFC 9002), congestion control,
+/// connection migration, key updates, 0-RTT, and Retry and Version Negotiation handling beyond refusal.
+/// On a loopback link nothing is lost; elsewhere a lost packet stalls the connection.
+public struct QUICClientConnection: Sendable {
+    /// What the owner of the connection hears.
+    public enum Event: Sendable, Hashable {
+        /// The handshake is complete: streams may be used; the ALPN the server chose.
+        case handshakeComplete(applicationProtocol: String?)
+        /// Bytes of a stream, in order; `fin` when the stream ends with them.
+        case streamData(streamID: UInt64, data: [UInt8], fin: Bool)
+        /// The peer reset a stream.
+        case streamReset(streamID: UInt64, errorCode: UInt64)
+        /// The connection is closed: by the peer, or by this side for `reason`.
+        case closed(errorCode: UInt64, reason: String, byPeer: Bool)
+    }
+
+    /// One packet number space's state (RFC 9000 §12.3).
+    struct Space: Sendable {
+        var read: QUICPacketProtection?
+        var write: QUICPacketProtection?
+        var nextPacketNumber: UInt64 = 0
+        var largestReceived: UInt64?
+        /// Packet numbers received, largest range first.
+        var received: [ClosedRange<UInt64>] = []
+        var ackNeeded = false
+        var cryptoOut: [UInt8] = []
+        var cryptoSendOffset: UInt64 = 0
+        var cryptoIn = QUICReassembly(limit: 65_536)
+    }
+
+    /// One stream's state.
+    struct Stream: Sendable {
+        var incoming = QUICReassembly(limit: QUICClientConnection.streamWindow)
+        var finalSize: UInt64?
+        var finDelivered = false
+        /// The most the peer may send, as last advertised.
+        var receiveLimit: UInt64 = QUICClientConnection.streamWindow
+        var outgoing: [UInt8] = []
+        var sendOffset: UInt64 = 0
+        var finPending = false
+        var finSent = false
+        /// The most this side may send, as the peer allows.
+        var sendLimit: UInt64 = 0
+    }
+
+    /// The flow-control window offered per stream and for the connection.
+    static let streamWindow: UInt64 = 16 << 20
+    static let connectionWindow: UInt64 = 64 << 20
+    /// The largest packet this side sends: the size every QUIC path carries (RFC 9000 §14).
+    static let packetSize = 1_200
+
+    let tls: QUICTLS
+    public private(set) var destinationConnectionID: [UInt8]
+    public let sourceConnectionID: [UInt8]
+    let originalDestinationConnectionID: [UInt8]
+    var spaces = [Space(), Space(), Space()]
+    var events: [Event] = []
+    var streams: [UInt64: Stream] = [:]
+    var nextBidirectionalStream: UInt64 = 0
+    var nextUnidirectionalStream: UInt64 = 2
+    public private(set) var peerParameters: QUICTransportParameters?
+    public private(set) var isClosed = false
+    public private(set) var isHandshakeComplete = false
+    var sawServerInitial = false
+    var pendingControlFrames: [QUICFrame] = []
+    var peerMaxData: UInt64 = 0
+    var dataSent: UInt64 = 0
+    var dataReceived: UInt64 = 0
+    var receiveLimit: UInt64 = QUICClientConnection.connectionWindow
+
+    /// A connection to `serverName` offering `applicationProtocols`, the server's certificate chain
+    /// judged by `verify` (DER, leaf first). The connection IDs are random unless given (for tests).
+    public init(
+        serverName: String?,
+        applicationProtocols: [String],
+        verify: @escaping @Sendable ([[UInt8]]) -> Bool,
+        destinationConnectionID: [UInt8]? = nil,
+        sourceConnectionID: [UInt8]? = nil
+    ) throws(QUICError) {
+        var generator = SystemRandomNumberGenerator()
+        let destination = destinationConnectionID ?? (0..<8).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        let source = sourceConnectionID ?? (0..<8).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        self.destinationConnectionID = destination
+        self.sourceConnectionID = source
+        originalDestinationConnectionID = destination
+        var parameters = QUICTransportParameters()
+        parameters.maxIdleTimeout = 30_000
+        parameters.initialMaxData = Self.connectionWindow
+        parameters.initialMaxStreamDataBidiLocal = Self.streamWindow
+        parameters.initialMaxStreamDataBidiRemote = Self.streamWindow
+        parameters.initialMaxStreamDataUni = Self.streamWindow
+        parameters.initialMaxStreamsBidi = 0
+        parameters.initialMaxStreamsUni = 100
+        parameters.initialSourceConnectionID = source
+        var configuration = QUICTLS.Configuration(
+            isClient: true, serverName: serverName, applicationProtocols: applicationProtocols, transportParameters: parameters.encoded()
+        )
+        configuration.verify = verify
+        tls = try QUICTLS(configuration)
+        let initial = QUICInitialSecrets(destinationConnectionID: destination)
+        spaces[0].write = QUICPacketProtection(keys: initial.client)
+        spaces[0].read = QUICPacketProtection(keys: initial.server)
+    }
+
+    /// The first flight: the ClientHello in a padded Initial.
+    public mutating func start() throws(QUICError) -> [[UInt8]] {
+        try apply(tls.start())
+        return flush()
+    }
+
+    /// The events since the last call.
+    public mutating func takeEvents() -> [Event] {
+        defer { events = [] }
+        return events
+    }
+
+    /// A new stream of this side's (client-initiated), its ID.
+    public mutating func openStream(bidirectional: Bool) -> UInt64 {
+        let id: UInt64
+        if bidirectional {
+            id = nextBidirectionalStream
+            nextBidirectionalStream += 4
+        } else {
+            id = nextUnidirectionalStream
+            nextUnidirectionalStream += 4
+        }
+        var stream = Stream()
+        stream.sendLimit =
+            bidirectional ? (peerParameters?.initialMaxStreamDataBidiRemote ?? 0) : (peerParameters?.initialMaxStreamDataUni ?? 0)
+        streams[id] = stream
+        return id
+    }
+
+    /// Queues `data` on `streamID` (and its end when `fin`); the datagrams that can go now.
+    public mutating func send(_ data: [UInt8], on streamID: UInt64, fin: Bool = false) -> [[UInt8]] {
+        guard var stream = streams[streamID], !stream.finPending else { return [] }
+        stream.outgoing += data
+        stream.finPending = fin
+        streams[streamID] = stream
+        return flush()
+    }
+
+    /// Closes the connection with an application error: the datagram that says so.
+    public mutating func close(errorCode: UInt64 = 0, reason: String = "") -> [[UInt8]] {
+        guard !isClosed else { return [] }
+        pendingControlFrames.append(.connectionClose(errorCode: errorCode, frameType: nil, reason: reason))
+        let datagrams = flush()
+        isClosed = true
+        events.append(.closed(errorCode: errorCode, reason: reason, byPeer: false))
+        return datagrams
+    }
+}
+
+// MARK: Receiving
+
+extension QUICClientConnection {
+    /// A datagram from the server: its packets opened and acted on; the datagrams to send in answer.
+    public mutating func receive(_ datagram: [UInt8]) -> [[UInt8]] {
+        guard !isClosed else { return [] }
+        var offset = 0
+        while offset < datagram.count {
+            guard let header = try? QUICPacketHeader.parse(datagram, at: offset, shortConnectionIDLength: sourceConnectionID.count),
+                header.packetLength > 0, offset + header.packetLength <= datagram.count
+            else { break }
+            defer { offset += header.packetLength }
+            guard let level = header.level, level != .earlyData else { continue }
+            do {
+                try receivePacket(Array(datagram[offset..<(offset + header.packetLength)]), header: header, level: level)
+            } catch {
+                return fail(errorCode: 0x0a, reason: "\(error)")
+            }
+            if isClosed { return [] }
+        }
+        return flush()
+    }
+
+    private mutating func receivePacket(_ packet: [UInt8], header: QUICPacketHeader, level: QUICEncryptionLevel) throws(QUICError) {
+        let index = Self.spaceIndex(level)
+        guard let protection = spaces[index].read else { return }  // keys not yet (or no longer) here
+        // A packet these keys do not open is dropped, as RFC 9001 §5.5 says: it may be forged.
+        guard let opened = try? protection.unprotect(packet, packetNumberOffset: header.packetNumberOffset, largestReceived: spaces[index].largestReceived)
+        else { return }
+        if level == .initial, !sawServerInitial {
+            // The server's connection ID is the destination from now on (RFC 9000 §7.2).
+            sawServerInitial = true
+            destinationConnectionID = header.sourceConnectionID
+        }
+        record(opened.packetNumber, in: index)
+        for frame in try QUICFrame.decodeAll(opened.payload) {
+            if frame.isAckEliciting { spaces[index].ackNeeded = true }
+            try handle(frame, at: level)
+            if isClosed { return }
+        }
+    }
+
+    private mutating func record(_ packetNumber: UInt64, in index: Int) {
+        spaces[index].largestReceived = max(spaces[index].largestReceived ?? 0, packetNumber)
+        var ranges = spaces[index].received
+        ranges.append(packetNumber...packetNumber)
+        ranges.sort { $0.lowerBound > $1.lowerBound }
+        var merged: [ClosedRange<UInt64>] = []
+        for range in ranges {
+            if let last = merged.last, range.upperBound + 1 >= last.lowerBound {
+                merged[merged.count - 1] = min(range.lowerBound, last.lowerBound)...max(range.upperBound, last.upperBound)
+            } else {
+                merged.append(range)
+            }
+        }
+        // Only the newest ranges are kept: an ACK frame need not name old ones again.
+        spaces[index].received = Array(merged.prefix(32))
+    }
+
+    private mutating func handle(_ frame: QUICFrame, at level: QUICEncryptionLevel) throws(QUICError) {
+        switch frame {
+        case .crypto(let offset, let data):
+            let index = Self.spaceIndex(level)
+            let ready = try spaces[index].cryptoIn.add(data, at: offset)
+            if !ready.isEmpty { try apply(tls.receive(ready, at: level)) }
+        case .stream(let id, let offset, let data, let fin):
+            try receive(stream: id, offset: offset, data: data, fin: fin)
+        case .maxData(let maximum):
+            peerMaxData = max(peerMaxData, maximum)
+        case .maxStreamData(let id, let maximum):
+            if var stream = streams[id] {
+                stream.sendLimit = max(stream.sendLimit, maximum)
+                streams[id] = stream
+            }
+        case .resetStream(let id, let code, _):
+            events.append(.streamReset(streamID: id, errorCode: code))
+            streams[id] = nil
+        case .pathChallenge(let data):
+            pendingControlFrames.append(.pathResponse(data))
+        case .connectionClose(let code, _, let reason):
+            isClosed = true
+            events.append(.closed(errorCode: code, reason: reason, byPeer: true))
+        case .handshakeDone:
+            // Handshake confirmed (RFC 9001 §4.1.2): the Handshake keys go.
+            spaces[1].read = nil
+            spaces[1].write = nil
+        case .padding, .ping, .ack, .newToken, .newConnectionID, .retireConnectionID, .pathResponse, .dataBlocked,
+            .streamDataBlocked, .streamsBlocked, .maxStreams, .stopSending:
+            break
+        }
+    }
+
+    private mutating func receive(stream id: UInt64, offset: UInt64, data: [UInt8], fin: Bool) throws(QUICError) {
+        // Server-initiated bidirectional streams are not allowed (initial_max_streams_bidi 0).
+        guard id & 0x03 != 0x01 else { throw .malformed("a server-initiated bidirectional stream") }
+        var stream = streams[id] ?? Stream()
+        let end = offset + UInt64(data.count)
+        if fin { stream.finalSize = end }
+        let previous = stream.incoming.delivered
+        let ready = try stream.incoming.add(data, at: offset)
+        dataReceived += stream.incoming.delivered - previous
+        guard dataReceived <= receiveLimit else { throw .malformed("more data than the connection's flow-control limit") }
+        let ends = stream.finalSize.map { stream.incoming.delivered == $0 } ?? false
+        if !ready.isEmpty || (ends && !stream.finDelivered) {
+            events.append(.streamData(streamID: id, data: ready, fin: ends))
+            stream.finDelivered = ends
+        }
+        // Window updates once half the window is used.
+        if stream.incoming.delivered + Self.streamWindow / 2 > stream.receiveLimit, !ends {
+            stream.receiveLimit = stream.incoming.delivered + Self.streamWindow
+            pendingControlFrames.append(.maxStreamData(streamID: id, maximum: stream.receiveLimit))
+        }
+        if dataReceived + Self.connectionWindow / 2 > receiveLimit {
+            receiveLimit = dataReceived + Self.connectionWindow
+            pendingControlFrames.append(.maxData(receiveLimit))
+        }
+        streams[id] = stream
+    }
+
+    /// What the TLS handshake asks for.
+    private mutating func apply(_ tlsEvents: [QUICTLS.Event]) throws(QUICError) {
+        for event in tlsEvents {
+            switch event {
+            case .send(let level, let bytes):
+                spaces[Self.spaceIndex(level)].cryptoOut += bytes
+            case .readKeys(let level, let keys):
+                spaces[Self.spaceIndex(level)].read = QUICPacketProtection(keys: keys)
+            case .writeKeys(let level, let keys):
+                spaces[Self.spaceIndex(level)].write = QUICPacketProtection(keys: keys)
+            case .handshakeComplete:
+                try adoptPeerParameters()
+                isHandshakeComplete = true
+                events.append(.handshakeComplete(applicationProtocol: tls.applicationProtocol))
+            }
+        }
+    }
+
+    /// The server's transport parameters, checked against the connection IDs actually used (RFC 9000
+    /// §7.3: otherwise an attacker could have changed them).
+    private mutating func adoptPeerParameters() throws(QUICError) {
+        guard let encoded = tls.peerTransportParameters else { throw .malformed("the server sent no transport parameters") }
+        let parameters = try QUICTransportParameters.decode(encoded)
+        guard parameters.originalDestinationConnectionID == originalDestinationConnectionID else {
+            throw .malformed("original_destination_connection_id does not match the first Initial")
+        }
+        guard parameters.initialSourceConnectionID == destinationConnectionID else {
+            throw .malformed("initial_source_connection_id does not match the server's")
+        }
+        peerParameters = parameters
+        peerMaxData = parameters.initialMaxData
+        for (id, var stream) in streams where stream.sendLimit == 0 {
+            stream.sendLimit = id & 0x02 == 0 ? parameters.initialMaxStreamDataBidiRemote : parameters.initialMaxStreamDataUni
+            streams[id] = stream
+        }
+    }
+
+    private mutating func fail(errorCode: UInt64, reason: String) -> [[UInt8]] {
+        pendingControlFrames = [.connectionClose(errorCode: errorCode, frameType: 0, reason: reason)]
+        let datagrams = flush()
+        isClosed = true
+        events.append(.closed(errorCode: errorCode, reason: reason, byPeer: false))
+        return datagrams
+    }
+
+    static func spaceIndex(_ level: QUICEncryptionLevel) -> Int {
+        switch level {
+        case .initial: 0
+        case .handshake: 1
+        case .earlyData, .application: 2
+        }
+    }
+}

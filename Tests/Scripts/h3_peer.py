@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""An HTTP/3 server on aioquic (PyPI), for Ferry's QUIC and HTTP/3 tests (issue 42).
+
+usage: h3_peer.py CERT KEY
+
+It listens on UDP 127.0.0.1, on a port the system picks, and prints it on one line. ALPN h3.
+  GET /bytes/N   200 with N bytes: 0, 1, ..., 255 repeated; content-length N
+  anything else  404 with "not found"
+Each response carries x-path (the request's :path) and x-method.
+"""
+import asyncio
+import sys
+
+from aioquic.asyncio import serve
+from aioquic.asyncio.protocol import QuicConnectionProtocol
+from aioquic.h3.connection import H3_ALPN, H3Connection
+from aioquic.h3.events import HeadersReceived
+from aioquic.quic.configuration import QuicConfiguration
+from aioquic.quic.events import ProtocolNegotiated
+
+
+def body_for(path):
+    if path.startswith("/bytes/") and path[len("/bytes/"):].isdigit():
+        count = int(path[len("/bytes/"):])
+        return 200, (bytes(range(256)) * (count // 256 + 1))[:count]
+    return 404, b"not found"
+
+
+class Server(QuicConnectionProtocol):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.h3 = None
+
+    def quic_event_received(self, event):
+        if isinstance(event, ProtocolNegotiated):
+            self.h3 = H3Connection(self._quic)
+        if self.h3 is None:
+            return
+        for h3_event in self.h3.handle_event(event):
+            if isinstance(h3_event, HeadersReceived):
+                fields = dict(h3_event.headers)
+                path = fields.get(b":path", b"").decode()
+                status, body = body_for(path)
+                self.h3.send_headers(
+                    h3_event.stream_id,
+                    [
+                        (b":status", str(status).encode()),
+                        (b"content-length", str(len(body)).encode()),
+                        (b"content-type", b"application/octet-stream"),
+                        (b"x-path", path.encode()),
+                        (b"x-method", fields.get(b":method", b"")),
+                    ],
+                )
+                self.h3.send_data(h3_event.stream_id, body, end_stream=True)
+                self.transmit()
+
+
+async def main():
+    configuration = QuicConfiguration(is_client=False, alpn_protocols=H3_ALPN, max_datagram_frame_size=None)
+    configuration.load_cert_chain(sys.argv[1], sys.argv[2])
+    server = await serve("127.0.0.1", 0, configuration=configuration, create_protocol=Server)
+    print(server._transport.get_extra_info("sockname")[1], flush=True)
+    await asyncio.Future()
+
+
+asyncio.run(main())
