@@ -64,6 +64,8 @@ let package = Package(
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 // For BoringSSL's QUIC interface (CNIOBoringSSL, which swift-nio-ssl ships).
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -1,0 +1,84 @@
+import FerryQUIC
+import FerryTestServer
+import Foundation
+import Testing
+
+/// An HTTP/3 GET (RFC 9114) on FerryQUIC's connection to aioquic's server: this side's control stream
+/// with SETTINGS, the request's HEADERS on a bidirectional stream, and the response's HEADERS and DATA
+/// read back, byte for byte.
+@Suite struct HTTP3RequestTests {
+    /// What came back on one request stream.
+    struct Response {
+        var fields: [(name: String, value: String)] = []
+        var body: [UInt8] = []
+        var ended = false
+    }
+
+    static func get(_ path: String, port: Int, certificates: TestCertificates) async throws -> (Response, [QUICClientConnection.Event]) {
+        let connection = try QUICClientConnection(serverName: "localhost", applicationProtocols: ["h3"]) { chain in
+            chain.first == QUICHandshakeTests.leafDER(certificates.chainPEM)
+        }
+        final class State: @unchecked Sendable {
+            var requestStream: UInt64?
+            var pending: [UInt8] = []
+            var response = Response()
+        }
+        let state = State()
+        let outcome = await UDPDriver.run(connection, port: port, limit: 30) { connection, events in
+            var datagrams: [[UInt8]] = []
+            for event in events {
+                switch event {
+                case .handshakeComplete:
+                    let control = connection.openStream(bidirectional: false)
+                    datagrams += connection.send([0x00] + HTTP3Frame.settings([(0x01, 0), (0x07, 0)]).encoded, on: control)
+                    let request = connection.openStream(bidirectional: true)
+                    state.requestStream = request
+                    let fields = [(":method", "GET"), (":scheme", "https"), (":authority", "localhost:\(port)"), (":path", path)]
+                    datagrams += connection.send(HTTP3Frame.headers(QPACK.encode(fields.map { ($0.0, $0.1) })).encoded, on: request, fin: true)
+                case .streamData(let id, let data, let fin) where id == state.requestStream:
+                    state.pending += data
+                    if let (frames, consumed) = try? HTTP3Frame.parse(state.pending) {
+                        state.pending.removeFirst(consumed)
+                        for frame in frames {
+                            switch frame {
+                            case .headers(let section): state.response.fields = (try? QPACK.decode(section)) ?? []
+                            case .data(let bytes): state.response.body += bytes
+                            default: break
+                            }
+                        }
+                    }
+                    if fin { state.response.ended = true }
+                default: break
+                }
+            }
+            return datagrams
+        } done: { _ in state.response.ended }
+        #expect(!outcome.timedOut, "\(outcome.events.suffix(5))")
+        return (state.response, outcome.events)
+    }
+
+    @Test(.enabled(if: QUICHandshakeTests.aioquic, "Python's aioquic is not installed (.ci/run installs it from PyPI)"))
+    func aGetComesBackByteForByte() async throws {
+        let peer = try await PythonPeer.start("h3_peer.py")
+        defer { peer.stop() }
+        for size in [0, 1_000, 300_000] {
+            let (response, _) = try await Self.get("/bytes/\(size)", port: peer.ports[0], certificates: peer.certificates)
+            let fields = Dictionary(response.fields.map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first })
+            #expect(fields[":status"] == "200" && fields["content-length"] == String(size) && fields["x-path"] == "/bytes/\(size)")
+            #expect(response.body == Array((Array(0...255) + []).map(UInt8.init).repeatedPrefix(size)))
+        }
+        let (missing, _) = try await Self.get("/nothing", port: peer.ports[0], certificates: peer.certificates)
+        #expect(missing.fields.first { $0.name == ":status" }?.value == "404")
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// This array repeated, cut to `count` bytes.
+    func repeatedPrefix(_ count: Int) -> [UInt8] {
+        guard !isEmpty else { return [] }
+        var result: [UInt8] = []
+        result.reserveCapacity(count)
+        while result.count < count { result += prefix(count - result.count) }
+        return result
+    }
+}
