@@ -16,6 +16,9 @@ public struct QUICClientConnection: Sendable {
         case streamReset(streamID: UInt64, errorCode: UInt64)
         /// The connection is closed: by the peer, or by this side for `reason`.
         case closed(errorCode: UInt64, reason: String, byPeer: Bool)
+        /// The server's certificate chain (DER, leaf first) waits for ``finishVerification(accepted:)``
+        /// (a connection made without a `verify` closure).
+        case certificateChain([[UInt8]])
     }
 
     /// One packet number space's state (RFC 9000 §12.3).
@@ -73,11 +76,13 @@ public struct QUICClientConnection: Sendable {
     var receiveLimit: UInt64 = QUICClientConnection.connectionWindow
 
     /// A connection to `serverName` offering `applicationProtocols`, the server's certificate chain
-    /// judged by `verify` (DER, leaf first). The connection IDs are random unless given (for tests).
+    /// judged by `verify` (DER, leaf first), or, without it, handed out as
+    /// ``Event/certificateChain(_:)`` for an asynchronous verdict. The connection IDs are random unless
+    /// given (for tests).
     public init(
         serverName: String?,
         applicationProtocols: [String],
-        verify: @escaping @Sendable ([[UInt8]]) -> Bool,
+        verify: (@Sendable ([[UInt8]]) -> Bool)? = nil,
         destinationConnectionID: [UInt8]? = nil,
         sourceConnectionID: [UInt8]? = nil
     ) throws(QUICError) {
@@ -141,6 +146,18 @@ public struct QUICClientConnection: Sendable {
         stream.outgoing += data
         stream.finPending = fin
         streams[streamID] = stream
+        return flush()
+    }
+
+    /// The verdict on the chain of ``Event/certificateChain(_:)``: the handshake goes on, or ends with
+    /// `bad_certificate`; the datagrams to send.
+    public mutating func finishVerification(accepted: Bool) -> [[UInt8]] {
+        guard !isClosed else { return [] }
+        do {
+            try apply(tls.finishVerification(accepted: accepted))
+        } catch {
+            return fail(errorCode: 0x0100 + UInt64(tls.alert ?? 42), reason: "\(error)")
+        }
         return flush()
     }
 
@@ -275,7 +292,7 @@ extension QUICClientConnection {
     }
 
     /// What the TLS handshake asks for.
-    private mutating func apply(_ tlsEvents: [QUICTLS.Event]) throws(QUICError) {
+    mutating func apply(_ tlsEvents: [QUICTLS.Event]) throws(QUICError) {
         for event in tlsEvents {
             switch event {
             case .send(let level, let bytes):
@@ -284,6 +301,8 @@ extension QUICClientConnection {
                 spaces[Self.spaceIndex(level)].read = QUICPacketProtection(keys: keys)
             case .writeKeys(let level, let keys):
                 spaces[Self.spaceIndex(level)].write = QUICPacketProtection(keys: keys)
+            case .verifyPeer(let chain):
+                events.append(.certificateChain(chain))
             case .handshakeComplete:
                 try adoptPeerParameters()
                 isHandshakeComplete = true
@@ -311,7 +330,7 @@ extension QUICClientConnection {
         }
     }
 
-    private mutating func fail(errorCode: UInt64, reason: String) -> [[UInt8]] {
+    mutating func fail(errorCode: UInt64, reason: String) -> [[UInt8]] {
         pendingControlFrames = [.connectionClose(errorCode: errorCode, frameType: 0, reason: reason)]
         let datagrams = flush()
         isClosed = true

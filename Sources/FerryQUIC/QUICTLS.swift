@@ -28,6 +28,9 @@ public final class QUICTLS: @unchecked Sendable {
         case writeKeys(QUICEncryptionLevel, QUICKeys)
         /// The handshake is complete (for a client: the server's Finished is verified).
         case handshakeComplete
+        /// The peer's certificate chain (DER, leaf first) waits for a verdict: the handshake goes on
+        /// once ``finishVerification(accepted:)`` gives one (without a `verify` closure only).
+        case verifyPeer([[UInt8]])
     }
 
     /// How one side of the handshake is set up.
@@ -39,8 +42,10 @@ public final class QUICTLS: @unchecked Sendable {
         public var applicationProtocols: [String]
         /// This side's transport parameters, encoded (RFC 9000 §18).
         public var transportParameters: [UInt8]
-        /// Judges the peer's certificate chain (DER, leaf first); false fails the handshake with
-        /// `bad_certificate`. A client must set it; nil on a server asks for no client certificate.
+        /// Judges the peer's certificate chain (DER, leaf first) at once; false fails the handshake with
+        /// `bad_certificate`. Nil on a client: the chain is handed out as ``Event/verifyPeer(_:)`` and
+        /// judged asynchronously (Ferry's trust evaluation loads certificate stores). Nil on a server:
+        /// no client certificate is asked for.
         public var verify: (@Sendable ([[UInt8]]) -> Bool)?
         /// A server's certificate chain (PEM, leaf first) and private key (PEM).
         public var certificateChainPEM: String?
@@ -61,6 +66,9 @@ public final class QUICTLS: @unchecked Sendable {
     /// The TLS alert BoringSSL asked to send, if any: the handshake failed.
     public private(set) var alert: UInt8?
     public private(set) var isComplete = false
+    /// The asynchronous verdict on the peer's chain, once given; nil while it is awaited.
+    private var verdict: Bool?
+    private var verificationAsked = false
 
     public init(_ configuration: Configuration) throws(QUICError) {
         self.configuration = configuration
@@ -105,6 +113,7 @@ public final class QUICTLS: @unchecked Sendable {
             SSL_CTX_set_alpn_select_cb(context, Self.selectProtocol, nil)
         }
         if configuration.isClient || configuration.verify != nil {
+            // A client's chain is always judged: by `verify`, or asynchronously (verifyPeer).
             SSL_set_custom_verify(ssl, SSL_VERIFY_PEER, Self.verifyChain)
         }
     }
@@ -170,6 +179,10 @@ public final class QUICTLS: @unchecked Sendable {
             return take()
         }
         let error = SSL_get_error(ssl, result)
+        if error == SSL_ERROR_WANT_CERTIFICATE_VERIFY {
+            // The chain went out as an event (verifyChain); the handshake waits for the verdict.
+            return take()
+        }
         guard error == SSL_ERROR_WANT_READ else {
             throw .malformed("the TLS handshake failed: \(Self.errorWords())\(alert.map { " (alert \($0))" } ?? "")")
         }
@@ -179,6 +192,14 @@ public final class QUICTLS: @unchecked Sendable {
     private func take() -> [Event] {
         defer { events = [] }
         return events
+    }
+
+    /// The verdict on the chain handed out as ``Event/verifyPeer(_:)``: the handshake goes on, or
+    /// fails with `bad_certificate`.
+    public func finishVerification(accepted: Bool) throws(QUICError) -> [Event] {
+        guard verificationAsked, verdict == nil else { return [] }
+        verdict = accepted
+        return try advance()
     }
 
     /// The application protocol the handshake chose, once it is known.
@@ -268,19 +289,38 @@ public final class QUICTLS: @unchecked Sendable {
     }()
 
     private static let verifyChain: @convention(c) (OpaquePointer?, UnsafeMutablePointer<UInt8>?) -> ssl_verify_result_t = { ssl, alert in
-        guard let owner = owner(ssl), let verify = owner.configuration.verify, let stack = SSL_get0_peer_certificates(ssl) else {
+        guard let owner = owner(ssl), let stack = SSL_get0_peer_certificates(ssl) else {
             alert?.pointee = UInt8(SSL_AD_BAD_CERTIFICATE)
             return ssl_verify_invalid
         }
+        if owner.configuration.verify == nil {
+            // Judged asynchronously: asked once, then answered on the next call.
+            if let verdict = owner.verdict {
+                if verdict { return ssl_verify_ok }
+                alert?.pointee = UInt8(SSL_AD_BAD_CERTIFICATE)
+                return ssl_verify_invalid
+            }
+            if !owner.verificationAsked {
+                owner.verificationAsked = true
+                owner.events.append(.verifyPeer(chain(stack)))
+            }
+            return ssl_verify_retry
+        }
+        let verify = owner.configuration.verify!
+        if verify(chain(stack)) { return ssl_verify_ok }
+        alert?.pointee = UInt8(SSL_AD_BAD_CERTIFICATE)
+        return ssl_verify_invalid
+    }
+
+    /// The DER certificates of a stack of CRYPTO_BUFFERs.
+    private static func chain(_ stack: OpaquePointer) -> [[UInt8]] {
         var chain: [[UInt8]] = []
         for index in 0..<OPENSSL_sk_num(stack) {
             guard let buffer = OPENSSL_sk_value(stack, index) else { continue }
             let certificate = OpaquePointer(buffer)
             chain.append(Array(UnsafeBufferPointer(start: CRYPTO_BUFFER_data(certificate), count: CRYPTO_BUFFER_len(certificate))))
         }
-        if verify(chain) { return ssl_verify_ok }
-        alert?.pointee = UInt8(SSL_AD_BAD_CERTIFICATE)
-        return ssl_verify_invalid
+        return chain
     }
 
     /// A server's ALPN choice: its first protocol the client offers too.

@@ -55,4 +55,26 @@ import Testing
         guard case .closed(_, let reason, byPeer: false)? = outcome.events.last else { Issue.record("\(outcome.events)"); return }
         #expect(reason.contains("handshake failed"), "\(reason)")
     }
+
+    /// Without a `verify` closure the chain comes out as an event and the handshake waits for the
+    /// verdict: accepted, it completes; refused, the connection closes.
+    @Test(.enabled(if: aioquic, "Python's aioquic is not installed (.ci/run installs it from PyPI)"), arguments: [true, false])
+    func theChainCanBeJudgedAsynchronously(accept: Bool) async throws {
+        let peer = try await PythonPeer.start("h3_peer.py")
+        defer { peer.stop() }
+        let leaf = Self.leafDER(peer.certificates.chainPEM)
+        let connection = try QUICClientConnection(serverName: "localhost", applicationProtocols: ["h3"])
+        let outcome = await UDPDriver.run(connection, port: peer.ports[0]) { connection, events in
+            var datagrams: [[UInt8]] = []
+            for case .certificateChain(let chain) in events {
+                datagrams += connection.finishVerification(accepted: accept && chain.first == leaf)
+            }
+            return datagrams
+        } done: { events in
+            events.contains { if case .handshakeComplete = $0 { true } else if case .closed = $0 { true } else { false } }
+        }
+        #expect(!outcome.timedOut)
+        #expect(outcome.events.first.map { if case .certificateChain = $0 { true } else { false } } == true)
+        #expect(outcome.events.contains(.handshakeComplete(applicationProtocol: "h3")) == accept, "\(outcome.events)")
+    }
 }
