@@ -42,6 +42,10 @@ public struct QUICClientConnection: Sendable {
         var finDelivered = false
         /// The most the peer may send, as last advertised.
         var receiveLimit: UInt64 = QUICClientConnection.streamWindow
+        /// The highest offset received (for the connection's flow control), and the bytes the owner has
+        /// taken (``QUICClientConnection/consume(_:on:)``): the window moves with those.
+        var highestReceived: UInt64 = 0
+        var consumed: UInt64 = 0
         var outgoing: [UInt8] = []
         var sendOffset: UInt64 = 0
         var finPending = false
@@ -73,6 +77,7 @@ public struct QUICClientConnection: Sendable {
     var peerMaxData: UInt64 = 0
     var dataSent: UInt64 = 0
     var dataReceived: UInt64 = 0
+    var dataConsumed: UInt64 = 0
     var receiveLimit: UInt64 = QUICClientConnection.connectionWindow
 
     /// A connection to `serverName` offering `applicationProtocols`, the server's certificate chain
@@ -159,6 +164,25 @@ public struct QUICClientConnection: Sendable {
             return fail(errorCode: 0x0100 + UInt64(tls.alert ?? 42), reason: "\(error)")
         }
         return flush()
+    }
+
+    /// The owner took `count` bytes of `streamID`'s data: once half a window is taken, the peer may
+    /// send a window more (MAX_STREAM_DATA, MAX_DATA). Flow control follows the reader, so a slow one
+    /// holds the peer back instead of filling memory.
+    public mutating func consume(_ count: Int, on streamID: UInt64) -> [[UInt8]] {
+        guard var stream = streams[streamID] else { return [] }
+        stream.consumed += UInt64(count)
+        dataConsumed += UInt64(count)
+        if stream.finalSize == nil, stream.consumed + Self.streamWindow / 2 > stream.receiveLimit {
+            stream.receiveLimit = stream.consumed + Self.streamWindow
+            pendingControlFrames.append(.maxStreamData(streamID: streamID, maximum: stream.receiveLimit))
+        }
+        streams[streamID] = stream
+        if dataConsumed + Self.connectionWindow / 2 > receiveLimit {
+            receiveLimit = dataConsumed + Self.connectionWindow
+            pendingControlFrames.append(.maxData(receiveLimit))
+        }
+        return pendingControlFrames.isEmpty ? [] : flush()
     }
 
     /// Closes the connection with an application error: the datagram that says so.
@@ -269,24 +293,19 @@ extension QUICClientConnection {
         guard id & 0x03 != 0x01 else { throw .malformed("a server-initiated bidirectional stream") }
         var stream = streams[id] ?? Stream()
         let end = offset + UInt64(data.count)
-        if fin { stream.finalSize = end }
-        let previous = stream.incoming.delivered
-        let ready = try stream.incoming.add(data, at: offset)
-        dataReceived += stream.incoming.delivered - previous
+        // Flow control (RFC 9000 §4): no byte past what this side allowed, on the stream or in all.
+        guard end <= stream.receiveLimit else { throw .malformed("stream \(id) data past its flow-control limit") }
+        if end > stream.highestReceived {
+            dataReceived += end - stream.highestReceived
+            stream.highestReceived = end
+        }
         guard dataReceived <= receiveLimit else { throw .malformed("more data than the connection's flow-control limit") }
+        if fin { stream.finalSize = end }
+        let ready = try stream.incoming.add(data, at: offset)
         let ends = stream.finalSize.map { stream.incoming.delivered == $0 } ?? false
         if !ready.isEmpty || (ends && !stream.finDelivered) {
             events.append(.streamData(streamID: id, data: ready, fin: ends))
             stream.finDelivered = ends
-        }
-        // Window updates once half the window is used.
-        if stream.incoming.delivered + Self.streamWindow / 2 > stream.receiveLimit, !ends {
-            stream.receiveLimit = stream.incoming.delivered + Self.streamWindow
-            pendingControlFrames.append(.maxStreamData(streamID: id, maximum: stream.receiveLimit))
-        }
-        if dataReceived + Self.connectionWindow / 2 > receiveLimit {
-            receiveLimit = dataReceived + Self.connectionWindow
-            pendingControlFrames.append(.maxData(receiveLimit))
         }
         streams[id] = stream
     }

@@ -37,6 +37,7 @@ import Testing
                     datagrams += connection.send(HTTP3Frame.headers(QPACK.encode(fields.map { ($0.0, $0.1) })).encoded, on: request, fin: true)
                 case .streamData(let id, let data, let fin) where id == state.requestStream:
                     state.pending += data
+                    datagrams += connection.consume(data.count, on: id)
                     if let (frames, consumed) = try? HTTP3Frame.parse(state.pending) {
                         state.pending.removeFirst(consumed)
                         for frame in frames {
@@ -61,7 +62,8 @@ import Testing
     func aGetComesBackByteForByte() async throws {
         let peer = try await PythonPeer.start("h3_peer.py")
         defer { peer.stop() }
-        for size in [0, 1_000, 300_000] {
+        // 40 MB: past the first stream window (16 MiB), so the window must move as the body is read.
+        for size in [0, 1_000, 300_000, 40_000_000] {
             let (response, _) = try await Self.get("/bytes/\(size)", port: peer.ports[0], certificates: peer.certificates)
             let fields = Dictionary(response.fields.map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first })
             #expect(fields[":status"] == "200" && fields["content-length"] == String(size) && fields["x-path"] == "/bytes/\(size)")
