@@ -74,6 +74,7 @@ let package = Package(
             dependencies: [
                 "CFerryZlib",
                 "FerryCore",
+                "FerryQUIC",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

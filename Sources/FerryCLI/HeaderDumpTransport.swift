@@ -75,10 +75,10 @@ final class HeaderDumpTransport: HTTPTransport {
     /// The status line of a response received over `protocolName`, as curl writes it (`HTTP/1.1 200 OK`,
     /// `HTTP/2 200`): `-D`, `-i` and `-v` alike.
     static func statusLine(status: Int, protocolName: String) -> String {
-        let version = protocolName == "h2" ? "HTTP/2" : "HTTP/1.1"
+        let version = protocolName == "h2" ? "HTTP/2" : protocolName == "h3" ? "HTTP/3" : "HTTP/1.1"
         // The transport keeps the status, not the server's phrase: the standard one for it.
         let reason = HTTPResponseStatus(statusCode: status).reasonPhrase
-        return "\(version) \(status)\(reason.isEmpty || version == "HTTP/2" ? "" : " " + reason)"
+        return "\(version) \(status)\(reason.isEmpty || version != "HTTP/1.1" ? "" : " " + reason)"
     }
 
     /// A head with `status` and `headers`, received over `protocolName`, as curl writes it.

@@ -35,6 +35,9 @@ struct TransferOptions: ParsableArguments {
     @Flag(name: .customLong("http2"), help: "Use HTTP/2 over TLS.")
     var http2 = false
 
+    @Flag(name: .customLong("http3-only"), help: "Use HTTP/3 over QUIC only, as curl (https URLs; no proxy).")
+    var http3Only = false
+
     @Option(
         name: [.customShort("u"), .customLong("user")],
         help: ArgumentHelp("The server's user name and password, sent with Basic authentication.", valueName: "user:password")
@@ -170,9 +173,12 @@ struct TransferOptions: ParsableArguments {
     /// The transport settings these flags ask for.
     func transportOptions() throws -> TransportOptions {
         var options = try connection.transportOptions()
-        if http11 && http2 { throw CLIFailure("--http1.1 and --http2 contradict each other; give one", status: .usage) }
+        if [http11, http2, http3Only].filter({ $0 }).count > 1 {
+            throw CLIFailure("--http1.1, --http2 and --http3-only contradict each other; give one", status: .usage)
+        }
         if http11 { options.httpVersion = .http1Only }
         if http2 { options.httpVersion = .http2 }
+        if http3Only { options.httpVersion = .http3Only }
         return options
     }
 

@@ -53,6 +53,8 @@ public struct SessionConfiguration: Sendable, Hashable, Codable {
         case http1Only
         /// HTTP/2 over TLS (curl's `--http2`); http:// stays HTTP/1.1.
         case http2
+        /// HTTP/3 over QUIC only (curl's `--http3-only`): https URLs, no proxy; http:// is refused.
+        case http3Only
     }
 
     /// TLS protocol versions.

@@ -13,16 +13,28 @@ public final class StandardTransport: HTTPTransport {
     public typealias Options = TransportOptions
 
     private let native: NetworkTransport
+    /// HTTP/3, when the options ask for it only (``SessionConfiguration/HTTPVersionPreference/http3Only``).
+    private let http3: HTTP3Transport?
 
     /// Creates the transport the options call for.
     /// - Throws: ``FerryError`` when a trust root, client identity or proxy setting cannot be used.
     public init(options: Options = Options()) throws {
         native = NetworkTransport(options: options)
         try native.checkSettings()
+        if options.httpVersion == .http3Only {
+            // QUIC does not go through an HTTP or SOCKS proxy (CONNECT carries TCP): said once, here.
+            if let proxies = options.proxies, proxies.http != nil || proxies.https != nil {
+                throw FerryError(.invalidOperation, "HTTP/3 (QUIC over UDP) does not go through a proxy; leave out the proxy or --http3-only")
+            }
+            http3 = try HTTP3Transport(options: options)
+        } else {
+            http3 = nil
+        }
     }
 
     public func send(_ request: TransportRequest, deadline: NIODeadline) async throws -> TransportResponse {
-        try await native.send(request, deadline: deadline)
+        if let http3 { return try await http3.send(request, deadline: deadline) }
+        return try await native.send(request, deadline: deadline)
     }
 
     /// Throws what is wrong with the TLS or proxy settings (already checked by ``init(options:)``).
@@ -30,12 +42,13 @@ public final class StandardTransport: HTTPTransport {
         try native.checkSettings()
     }
 
-    /// The transport enforces the deadline over the body.
-    public var enforcesDeadlineOverBody: Bool { true }
+    /// The transport enforces the deadline over the body (HTTP/3 leaves it to the engine).
+    public var enforcesDeadlineOverBody: Bool { http3 == nil }
 
-    public func multiplexes(_ url: URL) -> Bool { native.multiplexes(url) }
+    public func multiplexes(_ url: URL) -> Bool { http3 != nil || native.multiplexes(url) }
 
     public func shutdown() async throws {
+        try await http3?.shutdown()
         try await native.shutdown()
     }
 }

@@ -75,42 +75,52 @@ final class TLSClient: Sendable {
     /// A handler for one connection to `host`:`port`; its verdict goes to `report`.
     func handler(host: String, port: Int, report: TLSReport) throws -> NIOSSLClientHandler {
         let isAddress = (try? SocketAddress(ipAddress: host, port: 0)) != nil
-        let settings = settings
-        let roots = roots
-        let evaluator = evaluator
         return try NIOSSLClientHandler(
             context: context,
             // SNI carries names only, never an address (RFC 6066 §3).
             serverHostname: isAddress ? nil : host
-        ) { chain, promise in
+        ) { [self] chain, promise in
             // Off the event loop: the first use loads and parses the system bundle.
             promise.completeWithTask {
-                var verdict = await Self.verify(chain, host: host, isAddress: isAddress, settings: settings, roots: roots)
-                // The delegate may overrule the evaluation, never a pin.
-                if let evaluator, verdict?.isPinMismatch != true {
-                    let challenge = ServerTrustChallenge(
-                        host: host,
-                        port: port,
-                        certificateChain: chain.compactMap { try? Data($0.toDERBytes()) },
-                        defaultEvaluationFailure: verdict?.message
-                    )
-                    switch await evaluator(challenge) {
-                    case .performDefaultHandling: break
-                    case .trust: verdict = nil
-                    case .reject:
-                        verdict = TLSFailure(
-                            .serverCertificateUntrusted,
-                            "the session's delegate refused the certificate of \(host)"
-                        )
-                    }
-                }
-                if let failure = verdict {
+                if let failure = await self.verdict(on: chain, host: host, port: port) {
                     report.fail(failure)
                     return .failed
                 }
                 return .certificateVerified
             }
         }
+    }
+
+    /// Nil when `chain` (leaf first) may be trusted for `host`:`port`: pins, then the roots, then the
+    /// session's delegate, which may overrule the evaluation but never a pin. TCP's TLS and QUIC's
+    /// (HTTP/3) judge a chain the same way.
+    func verdict(on chain: [NIOSSLCertificate], host: String, port: Int) async -> TLSFailure? {
+        let isAddress = (try? SocketAddress(ipAddress: host, port: 0)) != nil
+        var verdict = await Self.verify(chain, host: host, isAddress: isAddress, settings: settings, roots: roots)
+        if let evaluator, verdict?.isPinMismatch != true {
+            let challenge = ServerTrustChallenge(
+                host: host,
+                port: port,
+                certificateChain: chain.compactMap { try? Data($0.toDERBytes()) },
+                defaultEvaluationFailure: verdict?.message
+            )
+            switch await evaluator(challenge) {
+            case .performDefaultHandling: break
+            case .trust: verdict = nil
+            case .reject:
+                verdict = TLSFailure(.serverCertificateUntrusted, "the session's delegate refused the certificate of \(host)")
+            }
+        }
+        return verdict
+    }
+
+    /// ``verdict(on:host:port:)`` for a chain of DER certificates (QUIC's TLS hands them so).
+    func verdict(onDER chain: [[UInt8]], host: String, port: Int) async -> TLSFailure? {
+        let certificates = chain.compactMap { try? NIOSSLCertificate(bytes: $0, format: .der) }
+        guard certificates.count == chain.count else {
+            return TLSFailure(.serverCertificateUntrusted, "\(host) sent a certificate that cannot be parsed")
+        }
+        return await verdict(on: certificates, host: host, port: port)
     }
 
     /// Nil when the chain is acceptable; otherwise what is wrong with it.

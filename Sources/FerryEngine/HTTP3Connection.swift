@@ -1,0 +1,353 @@
+import FerryCore
+import FerryQUIC
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+
+/// One QUIC connection carrying HTTP/3 requests: a ``QUICClientConnection`` driven on a datagram
+/// channel's event loop, its events turned into responses. Every mutable property is touched on
+/// `eventLoop` only.
+final class HTTP3Connection: @unchecked Sendable {
+    /// One request stream's state.
+    struct Exchange {
+        var url: URL
+        var head: EventLoopPromise<TransportResponse>?
+        /// HTTP/3 frame bytes not yet parsed.
+        var pending: [UInt8] = []
+        var source: ResponseBodyProducer.Source?
+        /// Body bytes handed to the reader whose window has not moved yet (the reader asked for less).
+        var heldBack = 0
+        var paused = false
+        var deadlineTimer: Scheduled<Void>?
+    }
+
+    typealias ResponseBodyProducer = NIOThrowingAsyncSequenceProducer<
+        ByteBuffer, any Error, NIOAsyncSequenceProducerBackPressureStrategies.HighLowWatermark, HTTP3BodyDemand
+    >
+
+    let eventLoop: any EventLoop
+    let host: String
+    let port: Int
+    private let tls: TLSClient
+    private var quic: QUICClientConnection
+    private var channel: (any Channel)?
+    private var remote: SocketAddress
+    private var handshake: EventLoopPromise<Void>?
+    private var exchanges: [UInt64: Exchange] = [:]
+    private var closedError: FerryError?
+    private var idleTimer: Scheduled<Void>?
+    /// Seconds without a datagram after which the connection is given up (RFC 9000 §10.1).
+    static let idleTimeout: Int64 = 30
+
+    private init(host: String, port: Int, remote: SocketAddress, eventLoop: any EventLoop, tls: TLSClient) throws {
+        self.host = host
+        self.port = port
+        self.remote = remote
+        self.eventLoop = eventLoop
+        self.tls = tls
+        let isAddress = (try? SocketAddress(ipAddress: host, port: 0)) != nil
+        do {
+            quic = try QUICClientConnection(serverName: isAddress ? nil : host, applicationProtocols: ["h3"])
+        } catch {
+            throw FerryError(.secureConnectionFailed, "cannot set up QUIC's TLS: \(error)")
+        }
+    }
+
+    /// Whether requests may still go on this connection (read from any thread).
+    var isUsable: Bool { !closed.withLockedValue { $0 } }
+    private let closed = NIOLockedValueBox(false)
+
+    /// A connection to `host`:`port` with its handshake done.
+    static func connect(host: String, port: Int, tls: TLSClient, deadline: NIODeadline) async throws -> HTTP3Connection {
+        let remote: SocketAddress
+        do {
+            // getaddrinfo blocks: on NIO's thread pool, not an event loop or the cooperative pool.
+            remote = try await NIOThreadPool.singleton.runIfActive { try SocketAddress.makeAddressResolvingHost(host, port: port) }
+        } catch {
+            throw FerryError(.cannotFindHost, "cannot find the host \(host)")
+        }
+        let eventLoop = MultiThreadedEventLoopGroup.singleton.next()
+        let connection = try HTTP3Connection(host: host, port: port, remote: remote, eventLoop: eventLoop, tls: tls)
+        let channel = try await DatagramBootstrap(group: eventLoop)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(HTTP3DatagramHandler(connection)) }
+            }
+            .bind(host: remote.protocol == .inet6 ? "::" : "0.0.0.0", port: 0)
+            .get()
+        try await eventLoop.flatSubmit { connection.start(channel: channel, deadline: deadline) }.get()
+        return connection
+    }
+
+    private func start(channel: any Channel, deadline: NIODeadline) -> EventLoopFuture<Void> {
+        self.channel = channel
+        let promise = eventLoop.makePromise(of: Void.self)
+        handshake = promise
+        let timer = eventLoop.scheduleTask(deadline: deadline) { [self] in
+            fail(FerryError(.timedOut, "the QUIC handshake with \(host):\(port) took too long (is UDP port \(port) open there?)"))
+        }
+        promise.futureResult.whenComplete { _ in timer.cancel() }
+        do {
+            transmit(try quic.start())
+        } catch {
+            fail(FerryError(.secureConnectionFailed, "the QUIC handshake could not start: \(error)"))
+        }
+        resetIdleTimer()
+        return promise.futureResult
+    }
+
+    /// Sends `request` on a new stream; the response once its head arrives.
+    func send(_ request: TransportRequest, deadline: NIODeadline) async throws -> TransportResponse {
+        if case .stream? = request.body {
+            throw FerryError(.unsupportedURL, "a request body that streams is not sent over HTTP/3 yet; use --http2", failingURL: request.url.absoluteString)
+        }
+        return try await eventLoop.flatSubmit { self.open(request, deadline: deadline) }.get()
+    }
+
+    private func open(_ request: TransportRequest, deadline: NIODeadline) -> EventLoopFuture<TransportResponse> {
+        if let closedError { return eventLoop.makeFailedFuture(closedError) }
+        let id = quic.openStream(bidirectional: true)
+        let promise = eventLoop.makePromise(of: TransportResponse.self)
+        var exchange = Exchange(url: request.url, head: promise)
+        exchange.deadlineTimer = eventLoop.scheduleTask(deadline: deadline) { [self] in
+            fail(id, FerryError(.timedOut, "no HTTP/3 answer from \(host) in time", failingURL: request.url.absoluteString))
+        }
+        exchanges[id] = exchange
+        var message = HTTP3Frame.headers(QPACK.encode(Self.fields(of: request))).encoded
+        if case .bytes(let body)? = request.body, body.readableBytes > 0 {
+            message += HTTP3Frame.data(Array(body.readableBytesView)).encoded
+        }
+        transmit(quic.send(message, on: id, fin: true))
+        return promise.futureResult
+    }
+
+    /// The request's fields as HTTP/3 sends them (RFC 9114 §4.3.1): the pseudo-fields, then the rest in
+    /// lower case without the connection-specific ones HTTP/3 forbids.
+    static func fields(of request: TransportRequest) -> [(name: String, value: String)] {
+        let url = request.url
+        let authority = (url.host ?? "") + (url.port.map { ":\($0)" } ?? "")
+        var path = url.path.isEmpty ? "/" : (URLComponents(url: url, resolvingAgainstBaseURL: false)?.percentEncodedPath ?? url.path)
+        if path.isEmpty { path = "/" }
+        if let query = url.query { path += "?" + query }
+        var fields: [(name: String, value: String)] = [(":method", request.method), (":scheme", "https"), (":authority", authority), (":path", path)]
+        let forbidden: Set<String> = ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "host", "te"]
+        for field in request.headers.fields where !forbidden.contains(field.name.lowercased()) {
+            fields.append((field.name.lowercased(), field.value))
+        }
+        if case .bytes(let body)? = request.body, request.headers["content-length"] == nil {
+            fields.append(("content-length", String(body.readableBytes)))
+        }
+        return fields
+    }
+
+    /// Closes the connection (application NO_ERROR).
+    func close() async {
+        try? await eventLoop.submit { [self] in
+            transmit(quic.close(errorCode: 0x100, reason: ""))
+            fail(FerryError(.cancelled, "the transport was shut down"))
+        }.get()
+    }
+
+    // MARK: On the event loop
+
+    /// A datagram from the server.
+    func received(_ datagram: ByteBuffer) {
+        resetIdleTimer()
+        transmit(quic.receive(Array(datagram.readableBytesView)))
+        handleEvents()
+    }
+
+    private func handleEvents() {
+        for event in quic.takeEvents() {
+            switch event {
+            case .certificateChain(let chain):
+                let (tls, host, port) = (tls, host, port)
+                // Judged off the loop (the first use loads the system's roots), then back on it.
+                Task {
+                    let failure = await tls.verdict(onDER: chain, host: host, port: port)
+                    self.eventLoop.execute {
+                        self.transmit(self.quic.finishVerification(accepted: failure == nil))
+                        if let failure { self.fail(FerryError(failure.code, failure.message)) }
+                        self.handleEvents()
+                    }
+                }
+            case .handshakeComplete:
+                // This side's control stream: its type, and SETTINGS with no dynamic QPACK table.
+                let control = quic.openStream(bidirectional: false)
+                transmit(quic.send([0x00] + HTTP3Frame.settings([(0x01, 0), (0x07, 0)]).encoded, on: control))
+                handshake?.succeed()
+                handshake = nil
+            case .streamData(let id, let data, let fin):
+                streamData(id, data, fin: fin)
+            case .streamReset(let id, let code):
+                fail(id, FerryError(.networkConnectionLost, "the server reset the request (HTTP/3 error 0x\(String(code, radix: 16)))"))
+            case .closed(let code, let reason, let byPeer):
+                let words = byPeer ? "the server closed the QUIC connection" : "the QUIC connection failed"
+                fail(FerryError(.networkConnectionLost, "\(words) (error 0x\(String(code, radix: 16))\(reason.isEmpty ? "" : ": \(reason)"))"))
+            }
+        }
+    }
+
+    private func streamData(_ id: UInt64, _ data: [UInt8], fin: Bool) {
+        guard var exchange = exchanges[id] else {
+            // The server's control and QPACK streams: read (so their windows move) and set aside.
+            transmit(quic.consume(data.count, on: id))
+            return
+        }
+        exchange.pending += data
+        let parsed: (frames: [HTTP3Frame], consumed: Int)
+        do {
+            parsed = try HTTP3Frame.parse(exchange.pending)
+        } catch {
+            exchanges[id] = exchange
+            return fail(id, FerryError(.badServerResponse, "the server's HTTP/3 answer is malformed: \(error)"))
+        }
+        exchange.pending.removeFirst(parsed.consumed)
+        var bodyBytes = 0
+        for frame in parsed.frames {
+            switch frame {
+            case .headers(let section) where exchange.head != nil:
+                guard deliverHead(section, exchange: &exchange, id: id) else { return }
+            case .data(let bytes):
+                bodyBytes += bytes.count
+                guard let source = exchange.source else { continue }
+                exchange.heldBack += bytes.count
+                if case .stopProducing = source.yield(ByteBuffer(bytes: bytes)) { exchange.paused = true }
+            default:
+                break  // trailers, unknown frames
+            }
+        }
+        // Frame overhead counts as read at once; body bytes as the reader takes them (flow control
+        // follows the reader).
+        transmit(quic.consume(parsed.consumed - bodyBytes, on: id))
+        if !exchange.paused, exchange.heldBack > 0 {
+            transmit(quic.consume(exchange.heldBack, on: id))
+            exchange.heldBack = 0
+        }
+        guard fin else {
+            exchanges[id] = exchange
+            return
+        }
+        exchange.deadlineTimer?.cancel()
+        exchange.head?.fail(FerryError(.badServerResponse, "the server ended the HTTP/3 stream without a response", failingURL: exchange.url.absoluteString))
+        exchange.source?.finish()
+        exchanges[id] = nil
+    }
+
+    /// Hands over the response whose head is `section` (an informational one is skipped); false when
+    /// the head is malformed and the exchange has failed.
+    private func deliverHead(_ section: [UInt8], exchange: inout Exchange, id: UInt64) -> Bool {
+        guard let fields = try? QPACK.decode(section), let status = fields.first(where: { $0.name == ":status" }).flatMap({ Int($0.value) }),
+            (100...599).contains(status)
+        else {
+            exchanges[id] = exchange
+            fail(id, FerryError(.badServerResponse, "the server's HTTP/3 response head has no valid :status"))
+            return false
+        }
+        if (100..<200).contains(status) { return true }
+        var headers = Headers()
+        for field in fields where !field.name.hasPrefix(":") { headers.add(name: field.name, value: field.value) }
+        let sequence = ResponseBodyProducer.makeSequence(
+            elementType: ByteBuffer.self,
+            backPressureStrategy: .init(lowWatermark: 8, highWatermark: 64),
+            finishOnDeinit: false,
+            delegate: HTTP3BodyDemand(connection: self, id: id)
+        )
+        exchange.source = sequence.source
+        var timing = TransportTiming(responseStart: Date(), reusedConnection: false)
+        timing.tlsVersion = "TLS 1.3"
+        timing.remoteAddress = remote.ipAddress.map { "\($0):\(port)" }
+        let response = TransportResponse(
+            status: status,
+            headers: headers,
+            protocolName: "h3",
+            body: TransportBodyStream(sequence.sequence),
+            timing: timing,
+            cancel: { [self] in eventLoop.execute { self.fail(id, FerryError(.cancelled, "the transfer was cancelled")) } }
+        )
+        exchange.head?.succeed(response)
+        exchange.head = nil
+        return true
+    }
+
+    /// The reader wants more of `id`'s body: the window moves for what it held back.
+    func resume(_ id: UInt64) {
+        guard var exchange = exchanges[id] else { return }
+        exchange.paused = false
+        if exchange.heldBack > 0 {
+            transmit(quic.consume(exchange.heldBack, on: id))
+            exchange.heldBack = 0
+        }
+        exchanges[id] = exchange
+    }
+
+    /// Ends exchange `id` with `error`.
+    func fail(_ id: UInt64, _ error: FerryError) {
+        guard let exchange = exchanges.removeValue(forKey: id) else { return }
+        exchange.deadlineTimer?.cancel()
+        exchange.head?.fail(error)
+        exchange.source?.finish(error)
+    }
+
+    /// Ends the connection and every exchange on it with `error`.
+    private func fail(_ error: FerryError) {
+        guard closedError == nil else { return }
+        closedError = error
+        closed.withLockedValue { $0 = true }
+        handshake?.fail(error)
+        handshake = nil
+        for id in Array(exchanges.keys) { fail(id, error) }
+        idleTimer?.cancel()
+        channel?.close(promise: nil)
+    }
+
+    private func resetIdleTimer() {
+        idleTimer?.cancel()
+        idleTimer = eventLoop.scheduleTask(in: .seconds(Self.idleTimeout)) { [self] in
+            fail(FerryError(.networkConnectionLost, "the QUIC connection to \(host) went idle for \(Self.idleTimeout) s"))
+        }
+    }
+
+    private func transmit(_ datagrams: [[UInt8]]) {
+        guard let channel, !datagrams.isEmpty else { return }
+        for datagram in datagrams {
+            channel.write(AddressedEnvelope(remoteAddress: remote, data: channel.allocator.buffer(bytes: datagram)), promise: nil)
+        }
+        channel.flush()
+    }
+}
+
+/// The reader's demand for one HTTP/3 body, passed to its connection's loop.
+final class HTTP3BodyDemand: NIOAsyncSequenceProducerDelegate, Sendable {
+    private let connection: HTTP3Connection
+    private let id: UInt64
+
+    init(connection: HTTP3Connection, id: UInt64) {
+        self.connection = connection
+        self.id = id
+    }
+
+    func produceMore() {
+        let (connection, id) = (connection, id)
+        connection.eventLoop.execute { connection.resume(id) }
+    }
+
+    func didTerminate() {
+        let (connection, id) = (connection, id)
+        connection.eventLoop.execute { connection.fail(id, FerryError(.cancelled, "the body's reader went away")) }
+    }
+}
+
+/// Datagrams from the channel into the connection.
+final class HTTP3DatagramHandler: ChannelInboundHandler, @unchecked Sendable {
+    typealias InboundIn = AddressedEnvelope<ByteBuffer>
+    private let connection: HTTP3Connection
+
+    init(_ connection: HTTP3Connection) {
+        self.connection = connection
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        connection.received(unwrapInboundIn(data).data)
+    }
+}

@@ -1,0 +1,57 @@
+import FerryTestServer
+import Foundation
+import Testing
+
+/// `ferry get --http3-only` (curl's flag) against aioquic's HTTP/3 server (Tests/Scripts/h3_peer.py)
+/// on 127.0.0.1: byte-exact files, `-w %{http_version}` says 3, the chain is judged as over TCP
+/// (`--cacert`), and what HTTP/3 cannot do is refused with the reason (issue 42).
+@Suite struct HTTP3CommandTests {
+    static let aioquic: Bool = {
+        let process = try? ChildProcess.spawn("/usr/bin/env", arguments: ["python3", "-c", "import aioquic"])
+        process?.waitUntilExit()
+        return process?.terminationStatus == 0
+    }()
+
+    @Test(.enabled(if: aioquic, "Python's aioquic is not installed (.ci/run installs it from PyPI)"))
+    func aDownloadOverHTTP3IsByteExact() async throws {
+        let peer = try await PythonPeer.start("h3_peer.py")
+        defer { peer.stop() }
+        let directory = try makeDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try peer.certificates.trustRootPEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
+        let cli = CLIRunner(directory: directory)
+        let base = "https://localhost:\(peer.ports[0])"
+        for size in [0, 5_000, 3_000_000] {
+            let run = try await cli.run([
+                "get", "--http3-only", "--cacert", "ca.pem", "-s", "\(base)/bytes/\(size)", "-o", "f\(size)", "-w", "%{http_code} %{http_version}\\n",
+            ])
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(run.stdout == "200 3\n", "\(run.stdout)")
+            let expected = Data((0..<size).map { UInt8($0 % 256) })
+            #expect(try Data(contentsOf: URL(fileURLWithPath: directory + "/f\(size)")) == expected)
+        }
+        // Without the CA: refused as over TCP, in the same words.
+        let untrusted = try await cli.run(["get", "--http3-only", "-s", "\(base)/bytes/10", "-o", "u"])
+        #expect(untrusted.status == 1)
+        #expect(untrusted.stderr.contains("not trusted; trust its CA with --cacert FILE"), "\(untrusted.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: directory + "/u"))
+        // A 404 is a 404.
+        let missing = try await cli.run(["get", "--http3-only", "--cacert", "ca.pem", "-s", "\(base)/nothing", "-o", "m"])
+        #expect(missing.status == 1 && missing.stderr.contains("404"), "\(missing.stderr)")
+    }
+
+    @Test func whatHTTP3CannotDoIsRefusedWithTheReason() async throws {
+        let directory = try makeDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let cli = CLIRunner(directory: directory)
+        let plain = try await cli.run(["get", "--http3-only", "-s", "http://127.0.0.1:1/x", "-o", "p"])
+        #expect(plain.status != 0)
+        #expect(plain.stderr.contains("HTTP/3 carries https URLs only"), "\(plain.stderr)")
+        let proxied = try await cli.run(["get", "--http3-only", "--proxy", "http://127.0.0.1:3128", "-s", "https://127.0.0.1:1/x", "-o", "p"])
+        #expect(proxied.status != 0)
+        #expect(proxied.stderr.contains("does not go through a proxy"), "\(proxied.stderr)")
+        let both = try await cli.run(["get", "--http3-only", "--http2", "https://127.0.0.1:1/x"])
+        #expect(both.status == 2 && both.stderr.contains("contradict each other"), "\(both.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory).isEmpty)
+    }
+}
