@@ -40,6 +40,23 @@ import Testing
         #expect(missing.status == 1 && missing.stderr.contains("404"), "\(missing.stderr)")
     }
 
+    /// A background download records --http3-only with its task, and ferryd fetches over HTTP/3.
+    @Test(.enabled(if: aioquic, "Python's aioquic is not installed (.ci/run installs it from PyPI)"))
+    func aBackgroundDownloadOverHTTP3() async throws {
+        let peer = try await PythonPeer.start("h3_peer.py")
+        defer { peer.stop() }
+        try await withBackgroundCLI { cli, directory in
+            try peer.certificates.trustRootPEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
+            let submit = try await cli.run([
+                "get", "--background", "--http3-only", "--cacert", "ca.pem", "https://localhost:\(peer.ports[0])/bytes/2000000", "-o", "bg.bin",
+            ])
+            #expect(submit.status == 0, "\(submit.stderr)")
+            let wait = try await cli.run(["wait", submit.output, "--timeout", "60"])
+            #expect(wait.status == 0, "\(wait.stderr)")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: directory + "/bg.bin")) == Data((0..<2_000_000).map { UInt8($0 % 256) }))
+        }
+    }
+
     @Test func whatHTTP3CannotDoIsRefusedWithTheReason() async throws {
         let directory = try makeDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
