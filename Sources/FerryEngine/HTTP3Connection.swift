@@ -37,6 +37,8 @@ final class HTTP3Connection: @unchecked Sendable {
     private var exchanges: [UInt64: Exchange] = [:]
     private var closedError: FerryError?
     private var idleTimer: Scheduled<Void>?
+    private var recoveryTimer: Scheduled<Void>?
+    private var recoveryDue: UInt64?
     /// Seconds without a datagram after which the connection is given up (RFC 9000 §10.1).
     static let idleTimeout: Int64 = 30
 
@@ -48,7 +50,10 @@ final class HTTP3Connection: @unchecked Sendable {
         self.tls = tls
         let isAddress = (try? SocketAddress(ipAddress: host, port: 0)) != nil
         do {
-            quic = try QUICClientConnection(serverName: isAddress ? nil : host, applicationProtocols: ["h3"])
+            // NIO's deadlines and the connection's timers read the same monotonic clock.
+            quic = try QUICClientConnection(
+                serverName: isAddress ? nil : host, applicationProtocols: ["h3"], clock: { DispatchTime.now().uptimeNanoseconds }
+            )
         } catch {
             throw FerryError(.secureConnectionFailed, "cannot set up QUIC's TLS: \(error)")
         }
@@ -298,6 +303,7 @@ final class HTTP3Connection: @unchecked Sendable {
         handshake = nil
         for id in Array(exchanges.keys) { fail(id, error) }
         idleTimer?.cancel()
+        recoveryTimer?.cancel()
         channel?.close(promise: nil)
     }
 
@@ -309,11 +315,32 @@ final class HTTP3Connection: @unchecked Sendable {
     }
 
     private func transmit(_ datagrams: [[UInt8]]) {
-        guard let channel, !datagrams.isEmpty else { return }
-        for datagram in datagrams {
-            channel.write(AddressedEnvelope(remoteAddress: remote, data: channel.allocator.buffer(bytes: datagram)), promise: nil)
+        if let channel, !datagrams.isEmpty {
+            for datagram in datagrams {
+                channel.write(AddressedEnvelope(remoteAddress: remote, data: channel.allocator.buffer(bytes: datagram)), promise: nil)
+            }
+            channel.flush()
         }
-        channel.flush()
+        scheduleRecovery()
+    }
+
+    /// The loss and probe timer (RFC 9002), set for whenever the connection next needs one.
+    private func scheduleRecovery() {
+        guard closedError == nil, let due = quic.nextTimeout() else {
+            recoveryTimer?.cancel()
+            recoveryTimer = nil
+            recoveryDue = nil
+            return
+        }
+        guard due != recoveryDue else { return }
+        recoveryTimer?.cancel()
+        recoveryDue = due
+        recoveryTimer = eventLoop.scheduleTask(deadline: .uptimeNanoseconds(due)) { [self] in
+            recoveryDue = nil
+            recoveryTimer = nil
+            transmit(quic.handleTimeout())
+            handleEvents()
+        }
     }
 }
 

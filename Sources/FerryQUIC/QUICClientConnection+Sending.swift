@@ -31,18 +31,29 @@ extension QUICClientConnection {
         guard let protection = spaces[index].write else { return nil }
         let capacity = Self.packetSize - headerLength(index) - QUICPacketProtection.tagLength
         var payload: [UInt8] = []
+        // What this packet carries that must arrive: sent again if it is lost (QUICRecovery).
+        var carried: [QUICFrame] = []
         if spaces[index].ackNeeded, !spaces[index].received.isEmpty {
             QUICFrame.ack(ranges: spaces[index].received, delay: 0, ecn: nil).encode(into: &payload)
             spaces[index].ackNeeded = false
         }
+        while let frame = spaces[index].retransmit.first {
+            let bytes = frame.encoded
+            guard payload.count + bytes.count <= capacity else { break }
+            payload += bytes
+            carried.append(frame)
+            spaces[index].retransmit.removeFirst()
+        }
         if !spaces[index].cryptoOut.isEmpty, capacity - payload.count > 32 {
             let take = min(spaces[index].cryptoOut.count, capacity - payload.count - 16)
-            QUICFrame.crypto(offset: spaces[index].cryptoSendOffset, data: Array(spaces[index].cryptoOut.prefix(take))).encode(into: &payload)
+            let frame = QUICFrame.crypto(offset: spaces[index].cryptoSendOffset, data: Array(spaces[index].cryptoOut.prefix(take)))
+            frame.encode(into: &payload)
+            carried.append(frame)
             spaces[index].cryptoOut.removeFirst(take)
             spaces[index].cryptoSendOffset += UInt64(take)
         }
-        if index == highestWritable { addControlFrames(to: &payload, capacity: capacity, level: index) }
-        if index == 2, isHandshakeComplete { addStreamFrames(to: &payload, capacity: capacity) }
+        if index == highestWritable { carried += addControlFrames(to: &payload, capacity: capacity, level: index) }
+        if index == 2, isHandshakeComplete { carried += addStreamFrames(to: &payload, capacity: capacity) }
         guard !payload.isEmpty else { return nil }
         if index == 0 {
             // A datagram with an Initial is at least 1,200 bytes: this one travels alone, padded.
@@ -68,43 +79,67 @@ extension QUICClientConnection {
             default:
                 QUICPacketHeader.short(destination: destinationConnectionID, packetNumber: packetNumber, packetNumberLength: Self.packetNumberLength)
             }
-        return try? protection.protect(header: header, payload: payload, packetNumber: packetNumber, packetNumberLength: Self.packetNumberLength)
+        guard let packet = try? protection.protect(header: header, payload: payload, packetNumber: packetNumber, packetNumberLength: Self.packetNumberLength)
+        else { return nil }
+        recovery.sent(
+            QUICRecovery.SentPacket(
+                number: packetNumber, time: clock(), ackEliciting: carried.contains { $0.isAckEliciting }, size: packet.count, frames: carried
+            ),
+            in: index
+        )
+        if index == 1, !sentHandshake {
+            // A client drops its Initial keys when it first sends a Handshake packet (RFC 9001 §4.9.1).
+            sentHandshake = true
+            spaces[0].read = nil
+            spaces[0].write = nil
+            spaces[0].retransmit = []
+            spaces[0].cryptoOut = []
+            recovery.discard(space: 0)
+        }
+        return packet
     }
 
     /// Control frames that fit; an application's CONNECTION_CLOSE before 1-RTT becomes the transport's
     /// APPLICATION_ERROR (RFC 9000 §10.2.3: the reason may not leak before the handshake).
-    private mutating func addControlFrames(to payload: inout [UInt8], capacity: Int, level index: Int) {
+    private mutating func addControlFrames(to payload: inout [UInt8], capacity: Int, level index: Int) -> [QUICFrame] {
+        var added: [QUICFrame] = []
         while let frame = pendingControlFrames.first {
             var frame = frame
             if index < 2, case .connectionClose(_, nil, _) = frame {
                 frame = .connectionClose(errorCode: 0x0c, frameType: 0, reason: "")
             }
             let bytes = frame.encoded
-            guard payload.count + bytes.count <= capacity else { return }
+            guard payload.count + bytes.count <= capacity else { break }
             payload += bytes
+            added.append(frame)
             pendingControlFrames.removeFirst()
         }
+        return added
     }
 
     /// Stream data within the stream's and the connection's limits, streams in the order they were
     /// opened.
-    private mutating func addStreamFrames(to payload: inout [UInt8], capacity: Int) {
+    private mutating func addStreamFrames(to payload: inout [UInt8], capacity: Int) -> [QUICFrame] {
+        var added: [QUICFrame] = []
         for id in streams.keys.sorted() {
             guard var stream = streams[id], !stream.finSent, !stream.outgoing.isEmpty || stream.finPending else { continue }
             let room = capacity - payload.count - 24
-            guard room > 0 else { return }
+            guard room > 0 else { return added }
             let allowed = min(
                 UInt64(room), stream.sendLimit - min(stream.sendLimit, stream.sendOffset), peerMaxData - min(peerMaxData, dataSent)
             )
             let take = min(stream.outgoing.count, Int(allowed))
             let fin = stream.finPending && take == stream.outgoing.count
             guard take > 0 || fin else { continue }
-            QUICFrame.stream(streamID: id, offset: stream.sendOffset, data: Array(stream.outgoing.prefix(take)), fin: fin).encode(into: &payload)
+            let frame = QUICFrame.stream(streamID: id, offset: stream.sendOffset, data: Array(stream.outgoing.prefix(take)), fin: fin)
+            frame.encode(into: &payload)
+            added.append(frame)
             stream.outgoing.removeFirst(take)
             stream.sendOffset += UInt64(take)
             dataSent += UInt64(take)
             stream.finSent = fin
             streams[id] = stream
         }
+        return added
     }
 }

@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// A QUIC client connection (RFC 9000) as a state machine without I/O: datagrams in, datagrams out.
 /// It runs the TLS handshake over CRYPTO frames at each encryption level, acknowledges what it
 /// receives, and carries stream data both ways within the peer's flow-control limits.
@@ -33,6 +37,8 @@ public struct QUICClientConnection: Sendable {
         var cryptoOut: [UInt8] = []
         var cryptoSendOffset: UInt64 = 0
         var cryptoIn = QUICReassembly(limit: 65_536)
+        /// Frames of lost packets (CRYPTO, STREAM) to send before anything new.
+        var retransmit: [QUICFrame] = []
     }
 
     /// One stream's state.
@@ -79,6 +85,12 @@ public struct QUICClientConnection: Sendable {
     var dataReceived: UInt64 = 0
     var dataConsumed: UInt64 = 0
     var receiveLimit: UInt64 = QUICClientConnection.connectionWindow
+    /// Loss detection and probe timeouts (RFC 9002).
+    public internal(set) var recovery = QUICRecovery()
+    /// Nanoseconds on a monotonic clock.
+    let clock: @Sendable () -> UInt64
+    /// Whether a Handshake packet went out (the Initial keys are then dropped, RFC 9001 §4.9.1).
+    var sentHandshake = false
 
     /// A connection to `serverName` offering `applicationProtocols`, the server's certificate chain
     /// judged by `verify` (DER, leaf first), or, without it, handed out as
@@ -89,8 +101,10 @@ public struct QUICClientConnection: Sendable {
         applicationProtocols: [String],
         verify: (@Sendable ([[UInt8]]) -> Bool)? = nil,
         destinationConnectionID: [UInt8]? = nil,
-        sourceConnectionID: [UInt8]? = nil
+        sourceConnectionID: [UInt8]? = nil,
+        clock: @escaping @Sendable () -> UInt64 = QUICClientConnection.monotonicNanoseconds
     ) throws(QUICError) {
+        self.clock = clock
         var generator = SystemRandomNumberGenerator()
         let destination = destinationConnectionID ?? (0..<8).map { _ in UInt8.random(in: 0...255, using: &generator) }
         let source = sourceConnectionID ?? (0..<8).map { _ in UInt8.random(in: 0...255, using: &generator) }
@@ -120,6 +134,41 @@ public struct QUICClientConnection: Sendable {
     public mutating func start() throws(QUICError) -> [[UInt8]] {
         try apply(tls.start())
         return flush()
+    }
+
+    /// Nanoseconds since an arbitrary start, never going back.
+    public static func monotonicNanoseconds() -> UInt64 {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+    }
+
+    /// When ``handleTimeout()`` is next due (nanoseconds on the clock), nil when no timer runs.
+    public func nextTimeout() -> UInt64? { isClosed ? nil : recovery.nextTimeout() }
+
+    /// Timers that are due: lost packets' frames are sent again, or a probe goes out (RFC 9002 §6.2.4).
+    public mutating func handleTimeout() -> [[UInt8]] {
+        guard !isClosed, let due = recovery.timeout(now: clock()) else { return [] }
+        switch due {
+        case .lost(let space, let frames):
+            requeue(frames, space: space)
+        case .probe(let space, let frames):
+            requeue(frames, space: space)
+            if frames.isEmpty { spaces[space].retransmit.append(.ping) }
+        }
+        return flush()
+    }
+
+    /// Frames of lost packets, queued again: CRYPTO and STREAM in their space, control frames with the
+    /// others.
+    mutating func requeue(_ frames: [QUICFrame], space: Int) {
+        for frame in frames {
+            switch frame {
+            case .crypto, .stream, .ping: spaces[space].retransmit.append(frame)
+            case .ack, .padding, .connectionClose: break
+            default: pendingControlFrames.append(frame)
+            }
+        }
     }
 
     /// The events since the last call.
@@ -263,6 +312,9 @@ extension QUICClientConnection {
             if !ready.isEmpty { try apply(tls.receive(ready, at: level)) }
         case .stream(let id, let offset, let data, let fin):
             try receive(stream: id, offset: offset, data: data, fin: fin)
+        case .ack(let ranges, let delay, _):
+            let index = Self.spaceIndex(level)
+            requeue(recovery.acknowledged(ranges, ackDelay: delay, in: index, now: clock()), space: index)
         case .maxData(let maximum):
             peerMaxData = max(peerMaxData, maximum)
         case .maxStreamData(let id, let maximum):
@@ -282,7 +334,10 @@ extension QUICClientConnection {
             // Handshake confirmed (RFC 9001 §4.1.2): the Handshake keys go.
             spaces[1].read = nil
             spaces[1].write = nil
-        case .padding, .ping, .ack, .newToken, .newConnectionID, .retireConnectionID, .pathResponse, .dataBlocked,
+            spaces[1].retransmit = []
+            recovery.discard(space: 1)
+            recovery.handshakeConfirmed = true
+        case .padding, .ping, .newToken, .newConnectionID, .retireConnectionID, .pathResponse, .dataBlocked,
             .streamDataBlocked, .streamsBlocked, .maxStreams, .stopSending:
             break
         }
@@ -343,6 +398,8 @@ extension QUICClientConnection {
         }
         peerParameters = parameters
         peerMaxData = parameters.initialMaxData
+        recovery.maximumAckDelay = parameters.maxAckDelay * QUICRecovery.millisecond
+        recovery.ackDelayExponent = parameters.ackDelayExponent
         for (id, var stream) in streams where stream.sendLimit == 0 {
             stream.sendLimit = id & 0x02 == 0 ? parameters.initialMaxStreamDataBidiRemote : parameters.initialMaxStreamDataUni
             streams[id] = stream

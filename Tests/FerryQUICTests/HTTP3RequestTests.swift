@@ -14,7 +14,12 @@ import Testing
         var ended = false
     }
 
-    static func get(_ path: String, port: Int, certificates: TestCertificates) async throws -> (Response, [QUICClientConnection.Event]) {
+    static func get(
+        _ path: String,
+        port: Int,
+        certificates: TestCertificates,
+        drop: @escaping @Sendable (Bool, Int) -> Bool = { _, _ in false }
+    ) async throws -> (Response, [QUICClientConnection.Event]) {
         let connection = try QUICClientConnection(serverName: "localhost", applicationProtocols: ["h3"]) { chain in
             chain.first == QUICHandshakeTests.leafDER(certificates.chainPEM)
         }
@@ -24,7 +29,7 @@ import Testing
             var response = Response()
         }
         let state = State()
-        let outcome = await UDPDriver.run(connection, port: port, limit: 30) { connection, events in
+        let outcome = await UDPDriver.run(connection, port: port, limit: 60, drop: drop, step: { connection, events in
             var datagrams: [[UInt8]] = []
             for event in events {
                 switch event {
@@ -53,7 +58,7 @@ import Testing
                 }
             }
             return datagrams
-        } done: { _ in state.response.ended }
+        }) { _ in state.response.ended }
         #expect(!outcome.timedOut, "\(outcome.events.suffix(5))")
         return (state.response, outcome.events)
     }
@@ -73,6 +78,28 @@ import Testing
         #expect(missing.fields.first { $0.name == ":status" }?.value == "404")
     }
 }
+
+/// RFC 9002's loss recovery on a lossy path: datagrams dropped each way, deterministically (among them
+/// the client's first Initial, and handshake and body packets), and the GET still comes back whole.
+@Suite struct QUICLossRecoveryTests {
+    @Test(.enabled(if: QUICHandshakeTests.aioquic, "Python's aioquic is not installed (.ci/run installs it from PyPI)"), arguments: [
+        "the first Initial", "every 7th datagram each way", "a run of 20 in the body",
+    ])
+    func aGetSurvivesLostDatagrams(loss: String) async throws {
+        let peer = try await PythonPeer.start("h3_peer.py")
+        defer { peer.stop() }
+        let drop: @Sendable (Bool, Int) -> Bool =
+            switch loss {
+            case "the first Initial": { outgoing, index in outgoing && index == 1 }
+            case "every 7th datagram each way": { _, index in index % 7 == 0 }
+            default: { outgoing, index in !outgoing && (40..<60).contains(index) }
+            }
+        let (response, _) = try await HTTP3RequestTests.get("/bytes/500000", port: peer.ports[0], certificates: peer.certificates, drop: drop)
+        #expect(response.fields.first { $0.name == ":status" }?.value == "200")
+        #expect(response.body == Array(Array(0...255).map(UInt8.init).repeatedPrefix(500_000)), "\(response.body.count) bytes")
+    }
+}
+
 
 extension Array where Element == UInt8 {
     /// This array repeated, cut to `count` bytes.

@@ -64,13 +64,13 @@ import Testing
         defer { peer.stop() }
         let leaf = Self.leafDER(peer.certificates.chainPEM)
         let connection = try QUICClientConnection(serverName: "localhost", applicationProtocols: ["h3"])
-        let outcome = await UDPDriver.run(connection, port: peer.ports[0]) { connection, events in
+        let outcome = await UDPDriver.run(connection, port: peer.ports[0], step: { connection, events in
             var datagrams: [[UInt8]] = []
             for case .certificateChain(let chain) in events {
                 datagrams += connection.finishVerification(accepted: accept && chain.first == leaf)
             }
             return datagrams
-        } done: { events in
+        }) { events in
             events.contains { if case .handshakeComplete = $0 { true } else if case .closed = $0 { true } else { false } }
         }
         #expect(!outcome.timedOut)

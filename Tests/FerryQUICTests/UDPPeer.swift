@@ -19,12 +19,13 @@ enum UDPDriver {
         _ connection: QUICClientConnection,
         port: Int,
         limit: TimeInterval = 20,
+        drop: @escaping @Sendable (_ outgoing: Bool, _ index: Int) -> Bool = { _, _ in false },
         step: @escaping @Sendable (inout QUICClientConnection, [QUICClientConnection.Event]) -> [[UInt8]] = { _, _ in [] },
         done: @escaping @Sendable ([QUICClientConnection.Event]) -> Bool
     ) async -> Outcome {
         await withCheckedContinuation { continuation in
             let thread = Thread {
-                continuation.resume(returning: loop(connection, port: port, limit: limit, step: step, done: done))
+                continuation.resume(returning: loop(connection, port: port, limit: limit, drop: drop, step: step, done: done))
             }
             thread.start()
         }
@@ -34,6 +35,7 @@ enum UDPDriver {
         _ start: QUICClientConnection,
         port: Int,
         limit: TimeInterval,
+        drop: (Bool, Int) -> Bool,
         step: (inout QUICClientConnection, [QUICClientConnection.Event]) -> [[UInt8]],
         done: ([QUICClientConnection.Event]) -> Bool
     ) -> Outcome {
@@ -46,10 +48,16 @@ enum UDPDriver {
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        var timeout = timeval(tv_sec: 0, tv_usec: 100_000)
+        var timeout = timeval(tv_sec: 0, tv_usec: 20_000)
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        // Datagrams each way, counted, some dropped as `drop` says (a lossy path, deterministic).
+        var (sent, received) = (0, 0)
         func transmit(_ datagrams: [[UInt8]]) {
-            for datagram in datagrams { _ = datagram.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, 0) } }
+            for datagram in datagrams {
+                sent += 1
+                if drop(true, sent) { continue }
+                _ = datagram.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, 0) }
+            }
         }
         transmit((try? connection.start()) ?? [])
         let end = Date().addingTimeInterval(limit)
@@ -60,7 +68,13 @@ enum UDPDriver {
             transmit(step(&connection, fresh))
             if done(events) { return Outcome(connection: connection, events: events, timedOut: false) }
             let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
-            if count > 0 { transmit(connection.receive(Array(buffer[0..<count]))) }
+            if count > 0 {
+                received += 1
+                if !drop(false, received) { transmit(connection.receive(Array(buffer[0..<count]))) }
+            }
+            if let due = connection.nextTimeout(), due <= QUICClientConnection.monotonicNanoseconds() {
+                transmit(connection.handleTimeout())
+            }
         }
         events += connection.takeEvents()
         return Outcome(connection: connection, events: events, timedOut: true)
