@@ -13,8 +13,8 @@ final class HTTP3Connection: @unchecked Sendable {
     struct Exchange {
         var url: URL
         var head: EventLoopPromise<TransportResponse>?
-        /// HTTP/3 frame bytes not yet parsed.
-        var pending: [UInt8] = []
+        /// The stream's frames as they arrive.
+        var reader = HTTP3StreamReader()
         var source: ResponseBodyProducer.Source?
         /// Body bytes handed to the reader whose window has not moved yet (the reader asked for less).
         var heldBack = 0
@@ -194,23 +194,22 @@ final class HTTP3Connection: @unchecked Sendable {
     }
 
     private func streamData(_ id: UInt64, _ data: [UInt8], fin: Bool) {
-        guard var exchange = exchanges[id] else {
+        // Taken out and put back, so the dictionary's copy does not force one of the exchange's buffers.
+        guard var exchange = exchanges.removeValue(forKey: id) else {
             // The server's control and QPACK streams: read (so their windows move) and set aside.
             transmit(quic.consume(data.count, on: id))
             return
         }
-        exchange.pending += data
-        let parsed: (frames: [HTTP3Frame], consumed: Int)
+        let parts: [HTTP3StreamReader.Part]
         do {
-            parsed = try HTTP3Frame.parse(exchange.pending)
+            parts = try exchange.reader.feed(data)
         } catch {
             exchanges[id] = exchange
             return fail(id, FerryError(.badServerResponse, "the server's HTTP/3 answer is malformed: \(error)"))
         }
-        exchange.pending.removeFirst(parsed.consumed)
         var bodyBytes = 0
-        for frame in parsed.frames {
-            switch frame {
+        for part in parts {
+            switch part {
             case .headers(let section) where exchange.head != nil:
                 guard deliverHead(section, exchange: &exchange, id: id) else { return }
             case .data(let bytes):
@@ -224,7 +223,7 @@ final class HTTP3Connection: @unchecked Sendable {
         }
         // Frame overhead counts as read at once; body bytes as the reader takes them (flow control
         // follows the reader).
-        transmit(quic.consume(parsed.consumed - bodyBytes, on: id))
+        transmit(quic.consume(data.count - bodyBytes, on: id))
         if !exchange.paused, exchange.heldBack > 0 {
             transmit(quic.consume(exchange.heldBack, on: id))
             exchange.heldBack = 0
@@ -235,12 +234,15 @@ final class HTTP3Connection: @unchecked Sendable {
         }
         exchange.deadlineTimer?.cancel()
         exchange.head?.fail(FerryError(.badServerResponse, "the server ended the HTTP/3 stream without a response", failingURL: exchange.url.absoluteString))
-        exchange.source?.finish()
-        exchanges[id] = nil
+        if exchange.reader.isAtFrameBoundary {
+            exchange.source?.finish()
+        } else {
+            exchange.source?.finish(FerryError(.networkConnectionLost, "the server ended the HTTP/3 stream in the middle of a frame", failingURL: exchange.url.absoluteString))
+        }
     }
 
     /// Hands over the response whose head is `section` (an informational one is skipped); false when
-    /// the head is malformed and the exchange has failed.
+    /// the head is malformed and the exchange has failed (it is back in `exchanges` for that).
     private func deliverHead(_ section: [UInt8], exchange: inout Exchange, id: UInt64) -> Bool {
         guard let fields = try? QPACK.decode(section), let status = fields.first(where: { $0.name == ":status" }).flatMap({ Int($0.value) }),
             (100...599).contains(status)
