@@ -1,0 +1,88 @@
+import FerryTestServer
+import Foundation
+import Testing
+
+/// `ferry get --http3-only` against Debian's caddy (quic-go underneath): a second, independent HTTP/3
+/// implementation. Caddy serves files over h1, h2 and h3 on one port of 127.0.0.1 (issue 42).
+@Suite struct CaddyHTTP3Tests {
+    static let caddy = FileManager.default.isExecutableFile(atPath: "/usr/bin/caddy")
+
+    /// Caddy serving `files` (name → bytes) from a fresh directory over https on a free port, with the
+    /// test CA's leaf for localhost and 127.0.0.1; its admin endpoint off.
+    struct Caddy {
+        let process: ChildProcess
+        let port: Int
+        let directory: String
+        let certificates: TestCertificates
+
+        static func start(files: [String: Data]) async throws -> Caddy {
+            let directory = try makeDirectory()
+            let certificates = try TestCertificates.generate()
+            try certificates.chainPEM.write(toFile: directory + "/cert.pem", atomically: true, encoding: .utf8)
+            try certificates.privateKeyPEM.write(toFile: directory + "/key.pem", atomically: true, encoding: .utf8)
+            try FileManager.default.createDirectory(atPath: directory + "/www", withIntermediateDirectories: true)
+            for (name, data) in files { try data.write(to: URL(fileURLWithPath: directory + "/www/" + name)) }
+            let port = try LocalPorts.free()
+            try """
+                {
+                    admin off
+                    auto_https disable_redirects
+                    servers {
+                        protocols h1 h2 h3
+                    }
+                }
+                https://localhost:\(port), https://127.0.0.1:\(port) {
+                    bind 127.0.0.1
+                    tls \(directory)/cert.pem \(directory)/key.pem
+                    root * \(directory)/www
+                    file_server
+                }
+                """.write(toFile: directory + "/Caddyfile", atomically: true, encoding: .utf8)
+            var environment = ProcessInfo.processInfo.environment
+            environment["HOME"] = directory
+            environment["XDG_DATA_HOME"] = directory + "/data"
+            environment["XDG_CONFIG_HOME"] = directory + "/config"
+            let process = try ChildProcess.spawn(
+                "/usr/bin/caddy",
+                arguments: ["run", "--config", directory + "/Caddyfile", "--adapter", "caddyfile"],
+                environment: environment,
+                output: .discarded
+            )
+            try await LocalPorts.waitForListener(port, name: "caddy", process: process)
+            return Caddy(process: process, port: port, directory: directory, certificates: certificates)
+        }
+
+        func stop() {
+            process.terminate()
+            process.waitUntilExit()
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+    }
+
+    @Test(.enabled(if: caddy, "caddy is not installed (Debian package caddy; .ci/run installs it)"))
+    func filesFromCaddyOverHTTP3AreByteExact() async throws {
+        let big = Data((0..<8_000_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) })
+        var files = ["big.bin": big]
+        for index in 0..<20 { files["small\(index).txt"] = Data("file \(index)\n".utf8) }
+        let caddy = try await Caddy.start(files: files)
+        defer { caddy.stop() }
+        let directory = try makeDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try caddy.certificates.trustRootPEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
+        let cli = CLIRunner(directory: directory)
+        let base = "https://localhost:\(caddy.port)"
+        let one = try await cli.run(["get", "--http3-only", "--cacert", "ca.pem", "-s", "\(base)/big.bin", "-o", "big.bin", "-w", "%{http_version}"])
+        #expect(one.status == 0, "\(one.stderr)")
+        #expect(one.stdout == "3")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: directory + "/big.bin")) == big)
+        // Twenty at once over one QUIC connection.
+        try FileManager.default.createDirectory(atPath: directory + "/many", withIntermediateDirectories: true)
+        let many = try await cli.run(
+            ["get", "--http3-only", "--cacert", "ca.pem", "-s", "-Z", "--dir", "many"] + (0..<20).map { "\(base)/small\($0).txt" }
+        )
+        #expect(many.status == 0, "\(many.stderr)")
+        for index in 0..<20 {
+            #expect((try? String(contentsOfFile: directory + "/many/small\(index).txt", encoding: .utf8)) == "file \(index)\n")
+        }
+    }
+}
