@@ -38,6 +38,9 @@ struct TransferOptions: ParsableArguments {
     @Flag(name: .customLong("http3-only"), help: "Use HTTP/3 over QUIC only, as curl (https URLs; no proxy).")
     var http3Only = false
 
+    @Flag(name: .customLong("http3"), help: "Try HTTP/3 first, TCP when QUIC does not connect within a second (as curl).")
+    var http3 = false
+
     @Option(
         name: [.customShort("u"), .customLong("user")],
         help: ArgumentHelp("The server's user name and password, sent with Basic authentication.", valueName: "user:password")
@@ -173,9 +176,10 @@ struct TransferOptions: ParsableArguments {
     /// The transport settings these flags ask for.
     func transportOptions() throws -> TransportOptions {
         var options = try connection.transportOptions()
-        if [http11, http2, http3Only].filter({ $0 }).count > 1 {
-            throw CLIFailure("--http1.1, --http2 and --http3-only contradict each other; give one", status: .usage)
+        if [http11, http2, http3Only, http3].filter({ $0 }).count > 1 {
+            throw CLIFailure("--http1.1, --http2, --http3 and --http3-only contradict each other; give one", status: .usage)
         }
+        if http3 { options.httpVersion = .http3 }
         if http11 { options.httpVersion = .http1Only }
         if http2 { options.httpVersion = .http2 }
         if http3Only { options.httpVersion = .http3Only }

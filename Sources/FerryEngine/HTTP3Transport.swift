@@ -22,11 +22,29 @@ final class HTTP3Transport: HTTPTransport, Sendable {
     }
 
     func send(_ request: TransportRequest, deadline: NIODeadline) async throws -> TransportResponse {
+        try await send(request, deadline: deadline, port: nil, connectWithin: nil)
+    }
+
+    /// A QUIC connection that could not be made (as opposed to a request that failed on one): what
+    /// `--http3` falls back to TCP for.
+    struct ConnectFailure: Error {
+        var error: FerryError
+    }
+
+    /// `send` on UDP port `port` (an Alt-Svc's; nil: the URL's), the handshake allowed `connectWithin`
+    /// seconds at most; a connection that cannot be made throws ``ConnectFailure``.
+    func send(_ request: TransportRequest, deadline: NIODeadline, port: Int?, connectWithin: Double?) async throws -> TransportResponse {
         guard request.url.scheme?.lowercased() == "https", let host = request.url.host, !host.isEmpty else {
             throw FerryError(.unsupportedURL, "HTTP/3 carries https URLs only, not \(request.url.absoluteString)", failingURL: request.url.absoluteString)
         }
-        let port = request.url.port ?? 443
-        let connection = try await connection(host: host, port: port, deadline: deadline, url: request.url)
+        let port = port ?? request.url.port ?? 443
+        let connectDeadline = connectWithin.map { min(deadline, .now() + .nanoseconds(Int64($0 * 1e9))) } ?? deadline
+        let connection: HTTP3Connection
+        do {
+            connection = try await self.connection(host: host, port: port, deadline: connectDeadline, url: request.url)
+        } catch let error as FerryError where connectWithin != nil {
+            throw ConnectFailure(error: error)
+        }
         return try await connection.send(request, deadline: deadline)
     }
 

@@ -85,4 +85,35 @@ import Testing
             #expect((try? String(contentsOfFile: directory + "/many/small\(index).txt", encoding: .utf8)) == "file \(index)\n")
         }
     }
+
+    /// `--http3` (curl's): HTTP/3 where QUIC connects; TCP where it does not (the test server's TLS
+    /// listener has no UDP), and an `Alt-Svc: h3` there sends the next request of the run to the
+    /// HTTP/3 port it names.
+    @Test(.enabled(if: caddy, "caddy is not installed (Debian package caddy; .ci/run installs it)"))
+    func http3FallsBackToTCPAndFollowsAltSvc() async throws {
+        let caddy = try await Caddy.start(files: ["small.txt": Data("hi\n".utf8)])
+        defer { caddy.stop() }
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            try (caddy.certificates.trustRootPEM + server.certificates.trustRootPEM)
+                .write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
+            let cli = CLIRunner(directory: directory)
+            let direct = try await cli.run(["get", "--http3", "--cacert", "ca.pem", "-s", "https://localhost:\(caddy.port)/small.txt", "-o", "a", "-w", "%{http_version}"])
+            #expect(direct.status == 0 && direct.stdout == "3", "\(direct.stdout) \(direct.stderr)")
+            // Caddy's files sit under /bytes/ too, so the paths are the same on both servers.
+            try FileManager.default.createDirectory(atPath: caddy.directory + "/www/bytes", withIntermediateDirectories: true)
+            for count in [10, 11] {
+                try Data(DeterministicBytes(seed: 0).bytes(offset: 0, count: count)).write(to: URL(fileURLWithPath: caddy.directory + "/www/bytes/\(count)"))
+            }
+            let altSvc = "header=" + ("Alt-Svc:h3=\":\(caddy.port)\"; ma=60".addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
+            let urls = [10, 11].map { "https://127.0.0.1:\(server.ports[.tls]!)/bytes/\($0)?\(altSvc)" }
+            let run = try await cli.run(["get", "--http3", "--cacert", "ca.pem", "-s", "--dir", "."] + urls + ["-w", "%{http_version} "])
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(run.stdout == "2 3 ", "\(run.stdout)")
+            for count in [10, 11] {
+                #expect(try Data(contentsOf: URL(fileURLWithPath: directory + "/\(count)")) == Data(DeterministicBytes(seed: 0).bytes(offset: 0, count: count)))
+            }
+        }
+    }
 }
