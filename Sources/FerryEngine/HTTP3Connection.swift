@@ -38,6 +38,8 @@ final class HTTP3Connection: @unchecked Sendable {
     private var closedError: FerryError?
     private var idleTimer: Scheduled<Void>?
     private var recoveryTimer: Scheduled<Void>?
+    /// Requests waiting for the server to allow another stream.
+    private var waiting: [(request: TransportRequest, deadline: NIODeadline, promise: EventLoopPromise<TransportResponse>)] = []
     private var recoveryDue: UInt64?
     /// Seconds without a datagram after which the connection is given up (RFC 9000 §10.1).
     static let idleTimeout: Int64 = 30
@@ -111,6 +113,19 @@ final class HTTP3Connection: @unchecked Sendable {
 
     private func open(_ request: TransportRequest, deadline: NIODeadline) -> EventLoopFuture<TransportResponse> {
         if let closedError { return eventLoop.makeFailedFuture(closedError) }
+        guard quic.canOpenStream(bidirectional: true) else {
+            // The server's stream limit is reached: the request waits for a MAX_STREAMS (as the
+            // requests before it end), within its deadline.
+            let promise = eventLoop.makePromise(of: TransportResponse.self)
+            waiting.append((request, deadline, promise))
+            transmit(quic.streamsBlocked(bidirectional: true))
+            let timer = eventLoop.scheduleTask(deadline: deadline) { [self] in
+                waiting.removeAll { $0.promise.futureResult === promise.futureResult }
+                promise.fail(FerryError(.timedOut, "no HTTP/3 stream free on \(host) in time", failingURL: request.url.absoluteString))
+            }
+            promise.futureResult.whenComplete { _ in timer.cancel() }
+            return promise.futureResult
+        }
         let id = quic.openStream(bidirectional: true)
         let promise = eventLoop.makePromise(of: TransportResponse.self)
         var exchange = Exchange(url: request.url, head: promise)
@@ -163,6 +178,7 @@ final class HTTP3Connection: @unchecked Sendable {
     }
 
     private func handleEvents() {
+        defer { openWaiting() }
         for event in quic.takeEvents() {
             switch event {
             case .certificateChain(let chain):
@@ -233,6 +249,9 @@ final class HTTP3Connection: @unchecked Sendable {
             return
         }
         exchange.deadlineTimer?.cancel()
+        // Requests waiting for a stream: the server raises its limit as streams end, but some servers
+        // (aioquic) only say so when they next write; a PING makes them.
+        if !waiting.isEmpty { transmit(quic.ping()) }
         exchange.head?.fail(FerryError(.badServerResponse, "the server ended the HTTP/3 stream without a response", failingURL: exchange.url.absoluteString))
         if exchange.reader.isAtFrameBoundary {
             exchange.source?.finish()
@@ -277,6 +296,14 @@ final class HTTP3Connection: @unchecked Sendable {
         return true
     }
 
+    /// Requests that waited for a stream, opened as far as the server now allows.
+    private func openWaiting() {
+        while closedError == nil, !waiting.isEmpty, quic.canOpenStream(bidirectional: true) {
+            let next = waiting.removeFirst()
+            open(next.request, deadline: next.deadline).cascade(to: next.promise)
+        }
+    }
+
     /// The reader wants more of `id`'s body: the window moves for what it held back.
     func resume(_ id: UInt64) {
         guard var exchange = exchanges[id] else { return }
@@ -304,6 +331,8 @@ final class HTTP3Connection: @unchecked Sendable {
         handshake?.fail(error)
         handshake = nil
         for id in Array(exchanges.keys) { fail(id, error) }
+        for request in waiting { request.promise.fail(error) }
+        waiting = []
         idleTimer?.cancel()
         recoveryTimer?.cancel()
         channel?.close(promise: nil)

@@ -84,6 +84,11 @@ public struct QUICClientConnection: Sendable {
     var dataSent: UInt64 = 0
     var dataReceived: UInt64 = 0
     var dataConsumed: UInt64 = 0
+    /// How many streams of each kind the peer allows this side to open (cumulative, RFC 9000 §4.6).
+    public internal(set) var peerMaxBidirectionalStreams: UInt64 = 0
+    public internal(set) var peerMaxUnidirectionalStreams: UInt64 = 0
+    /// The limits STREAMS_BLOCKED was last sent for (bidirectional, unidirectional).
+    var blockedAt: [UInt64?] = [nil, nil]
     var receiveLimit: UInt64 = QUICClientConnection.connectionWindow
     /// Loss detection and probe timeouts (RFC 9002).
     public internal(set) var recovery = QUICRecovery()
@@ -175,6 +180,31 @@ public struct QUICClientConnection: Sendable {
     public mutating func takeEvents() -> [Event] {
         defer { events = [] }
         return events
+    }
+
+    /// Whether the peer allows one more stream of this side's of that kind now (its MAX_STREAMS, RFC
+    /// 9000 §4.6); when not, wait for the peer to raise it (opening one anyway would be a
+    /// STREAM_LIMIT_ERROR the server closes the connection for).
+    public func canOpenStream(bidirectional: Bool) -> Bool {
+        bidirectional ? nextBidirectionalStream / 4 < peerMaxBidirectionalStreams : nextUnidirectionalStream / 4 < peerMaxUnidirectionalStreams
+    }
+
+    /// Tells the peer this side waits for more streams (STREAMS_BLOCKED, RFC 9000 §4.6), once per limit:
+    /// a frame it must acknowledge, so a peer that raises its limit only when it next writes does.
+    public mutating func streamsBlocked(bidirectional: Bool) -> [[UInt8]] {
+        let limit = bidirectional ? peerMaxBidirectionalStreams : peerMaxUnidirectionalStreams
+        guard blockedAt[bidirectional ? 0 : 1] != limit else { return [] }
+        blockedAt[bidirectional ? 0 : 1] = limit
+        pendingControlFrames.append(.streamsBlocked(bidirectional: bidirectional, maximum: limit))
+        return flush()
+    }
+
+    /// A PING (RFC 9000 §19.2): an ack-eliciting packet the peer answers, for when this side needs the
+    /// peer to write (a server that raises its stream limit only when it next sends).
+    public mutating func ping() -> [[UInt8]] {
+        guard isHandshakeComplete, !isClosed else { return [] }
+        spaces[2].retransmit.append(.ping)
+        return flush()
     }
 
     /// A new stream of this side's (client-initiated), its ID.
@@ -337,8 +367,11 @@ extension QUICClientConnection {
             spaces[1].retransmit = []
             recovery.discard(space: 1)
             recovery.handshakeConfirmed = true
+        case .maxStreams(let bidirectional, let maximum):
+            if bidirectional { peerMaxBidirectionalStreams = max(peerMaxBidirectionalStreams, maximum) }
+            else { peerMaxUnidirectionalStreams = max(peerMaxUnidirectionalStreams, maximum) }
         case .padding, .ping, .newToken, .newConnectionID, .retireConnectionID, .pathResponse, .dataBlocked,
-            .streamDataBlocked, .streamsBlocked, .maxStreams, .stopSending:
+            .streamDataBlocked, .streamsBlocked, .stopSending:
             break
         }
     }
@@ -398,6 +431,8 @@ extension QUICClientConnection {
         }
         peerParameters = parameters
         peerMaxData = parameters.initialMaxData
+        peerMaxBidirectionalStreams = max(peerMaxBidirectionalStreams, parameters.initialMaxStreamsBidi)
+        peerMaxUnidirectionalStreams = max(peerMaxUnidirectionalStreams, parameters.initialMaxStreamsUni)
         recovery.maximumAckDelay = parameters.maxAckDelay * QUICRecovery.millisecond
         recovery.ackDelayExponent = parameters.ackDelayExponent
         for (id, var stream) in streams where stream.sendLimit == 0 {

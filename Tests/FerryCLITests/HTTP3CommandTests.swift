@@ -40,6 +40,23 @@ import Testing
         #expect(missing.status == 1 && missing.stderr.contains("404"), "\(missing.stderr)")
     }
 
+    /// Twelve downloads at once where the server allows three streams at a time: the others wait for
+    /// its MAX_STREAMS (RFC 9000 §4.6) instead of opening a stream it did not allow.
+    @Test(.enabled(if: aioquic, "Python's aioquic is not installed (.ci/run installs it from PyPI)"))
+    func moreRequestsThanTheServerAllowsStreamsWaitTheirTurn() async throws {
+        let peer = try await PythonPeer.start("h3_peer_few_streams.py")
+        defer { peer.stop() }
+        let directory = try makeDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try peer.certificates.trustRootPEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
+        let urls = (1...12).map { "https://localhost:\(peer.ports[0])/bytes/\($0 * 10_000)" }
+        let run = try await CLIRunner(directory: directory).run(["get", "--http3-only", "--cacert", "ca.pem", "-s", "-Z", "--dir", "."] + urls)
+        #expect(run.status == 0, "\(run.stderr)")
+        for size in (1...12).map({ $0 * 10_000 }) {
+            #expect(try Data(contentsOf: URL(fileURLWithPath: directory + "/\(size)")) == Data((0..<size).map { UInt8($0 % 256) }))
+        }
+    }
+
     /// A background download records --http3-only with its task, and ferryd fetches over HTTP/3.
     @Test(.enabled(if: aioquic, "Python's aioquic is not installed (.ci/run installs it from PyPI)"))
     func aBackgroundDownloadOverHTTP3() async throws {

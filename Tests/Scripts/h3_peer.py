@@ -7,8 +7,11 @@ It listens on UDP 127.0.0.1, on a port the system picks, and prints it on one li
   GET /bytes/N   200 with N bytes: 0, 1, ..., 255 repeated; content-length N
   anything else  404 with "not found"
 Each response carries x-path (the request's :path) and x-method.
+With H3_PEER_MAX_STREAMS=N in the environment (h3_peer_few_streams.py sets 3), a client may open at
+most N request streams at a time: more wait for the server's MAX_STREAMS.
 """
 import asyncio
+import os
 import sys
 
 from aioquic.asyncio import serve
@@ -30,6 +33,11 @@ class Server(QuicConnectionProtocol):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.h3 = None
+        limit = os.environ.get("H3_PEER_MAX_STREAMS")
+        if limit:
+            # Before the handshake: the transport parameters carry it.
+            self._quic._local_max_streams_bidi.value = int(limit)
+            self._quic._local_max_streams_bidi.sent = int(limit)
 
     def quic_event_received(self, event):
         if isinstance(event, ProtocolNegotiated):
