@@ -64,7 +64,9 @@ public final class StandardTransport: HTTPTransport {
             return try await native.send(request, deadline: deadline)
         }
         do {
-            return try await http3.send(request, deadline: deadline, port: state?.alternativePort, connectWithin: 1)
+            // A second for QUIC where nothing said the origin speaks it; ten where its Alt-Svc did.
+            let budget: Double = state?.alternativePort == nil ? 1 : 10
+            return try await http3.send(request, deadline: deadline, port: state?.alternativePort, connectWithin: budget)
         } catch is HTTP3Transport.ConnectFailure {
             http3Origins.withLock { $0[origin, default: HTTP3OriginState()].failedAt = NIODeadline.now() }
             let response = try await native.send(request, deadline: deadline)
