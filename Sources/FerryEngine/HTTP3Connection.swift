@@ -5,6 +5,10 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// One QUIC connection carrying HTTP/3 requests: a ``QUICClientConnection`` driven on a datagram
 /// channel's event loop, its events turned into responses. Every mutable property is touched on
 /// `eventLoop` only.
@@ -65,14 +69,23 @@ final class HTTP3Connection: @unchecked Sendable {
     var isUsable: Bool { !closed.withLockedValue { $0 } }
     private let closed = NIOLockedValueBox(false)
 
-    /// A connection to `host`:`port` with its handshake done.
-    static func connect(host: String, port: Int, tls: TLSClient, deadline: NIODeadline) async throws -> HTTP3Connection {
+    /// A connection to `host`:`port`, reached at `address` (the host, or a --resolve entry) in `family`
+    /// when one is asked for, with its handshake done.
+    static func connect(
+        host: String,
+        address: String,
+        family: ConnectionSettings.AddressFamily?,
+        port: Int,
+        tls: TLSClient,
+        deadline: NIODeadline
+    ) async throws -> HTTP3Connection {
         let remote: SocketAddress
         do {
             // getaddrinfo blocks: on NIO's thread pool, not an event loop or the cooperative pool.
-            remote = try await NIOThreadPool.singleton.runIfActive { try SocketAddress.makeAddressResolvingHost(host, port: port) }
+            remote = try await NIOThreadPool.singleton.runIfActive { try Self.resolve(address, port: port, family: family) }
         } catch {
-            throw FerryError(.cannotFindHost, "cannot find the host \(host)")
+            let which = family.map { $0 == .ipv4 ? " (IPv4)" : " (IPv6)" } ?? ""
+            throw FerryError(.cannotFindHost, "cannot find the host \(host)\(which)")
         }
         let eventLoop = MultiThreadedEventLoopGroup.singleton.next()
         let connection = try HTTP3Connection(host: host, port: port, remote: remote, eventLoop: eventLoop, tls: tls)
@@ -84,6 +97,29 @@ final class HTTP3Connection: @unchecked Sendable {
             .get()
         try await eventLoop.flatSubmit { connection.start(channel: channel, deadline: deadline) }.get()
         return connection
+    }
+
+    /// The first address of `host` in `family` (any when nil); blocks in getaddrinfo.
+    private static func resolve(_ host: String, port: Int, family: ConnectionSettings.AddressFamily?) throws -> SocketAddress {
+        if let literal = try? SocketAddress(ipAddress: host, port: port) {
+            guard family == nil || (family == .ipv4) == (literal.protocol == .inet) else { throw FerryError(.cannotFindHost, host) }
+            return literal
+        }
+        var hints = addrinfo()
+        hints.ai_family = family == .ipv4 ? AF_INET : family == .ipv6 ? AF_INET6 : AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_DGRAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, String(port), &hints, &list) == 0, let first = list else { throw FerryError(.cannotFindHost, host) }
+        defer { freeaddrinfo(list) }
+        guard let address = first.pointee.ai_addr else { throw FerryError(.cannotFindHost, host) }
+        switch Int32(first.pointee.ai_family) {
+        case AF_INET:
+            return address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { SocketAddress($0.pointee, host: host) }
+        case AF_INET6:
+            return address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { SocketAddress($0.pointee, host: host) }
+        default:
+            throw FerryError(.cannotFindHost, host)
+        }
     }
 
     private func start(channel: any Channel, deadline: NIODeadline) -> EventLoopFuture<Void> {

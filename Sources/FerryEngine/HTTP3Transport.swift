@@ -13,12 +13,23 @@ import Synchronization
 /// lossy path stalls until the idle timeout; connection migration; request bodies that stream; Alt-Svc.
 final class HTTP3Transport: HTTPTransport, Sendable {
     private let tls: TLSClient
-    private let connectTimeout: Double?
+    private let options: TransportOptions
     private let connections = Mutex<[String: Task<HTTP3Connection, any Error>]>([:])
 
+    /// - Throws: ``FerryError`` for settings QUIC cannot honour: TLS below 1.3 (QUIC is TLS 1.3, RFC
+    ///   9001 §4.2), a client certificate (not offered over QUIC yet), a Unix socket.
     init(options: TransportOptions) throws {
+        if options.maximumTLSVersion < .tlsv13 {
+            throw FerryError(.invalidOperation, "HTTP/3 needs TLS 1.3, and the highest TLS version allowed is lower (--tls-max)")
+        }
+        if options.tls.clientCertificatePEM != nil {
+            throw FerryError(.invalidOperation, "a client certificate (--cert) is not sent over HTTP/3 yet; use --http2")
+        }
+        if options.unixSocketPath != nil {
+            throw FerryError(.invalidOperation, "HTTP/3 runs over UDP, not a Unix socket")
+        }
         tls = try TLSClient(options: options, protocols: ["h3"])
-        connectTimeout = options.connectTimeout
+        self.options = options
     }
 
     func send(_ request: TransportRequest, deadline: NIODeadline) async throws -> TransportResponse {
@@ -65,10 +76,16 @@ final class HTTP3Transport: HTTPTransport, Sendable {
     /// The origin's open connection, or a new one (its handshake done) when it has none.
     private func connection(host: String, port: Int, deadline: NIODeadline, url: URL) async throws -> HTTP3Connection {
         let key = "\(host.lowercased()):\(port)"
-        let (tls, timeout) = (tls, connectTimeout)
+        let (tls, timeout) = (tls, options.connectTimeout)
+        // --resolve and -4/-6 as over TCP.
+        let (address, family) = (options.address(host: host, port: port), options.addressFamily)
         let task = connections.withLock { connections -> Task<HTTP3Connection, any Error> in
             if let existing = connections[key] { return existing }
-            let made = Task { try await HTTP3Connection.connect(host: host, port: port, tls: tls, deadline: Self.connectDeadline(deadline, timeout)) }
+            let made = Task {
+                try await HTTP3Connection.connect(
+                    host: host, address: address, family: family, port: port, tls: tls, deadline: Self.connectDeadline(deadline, timeout)
+                )
+            }
             connections[key] = made
             return made
         }

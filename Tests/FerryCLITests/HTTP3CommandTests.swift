@@ -35,6 +35,13 @@ import Testing
         #expect(untrusted.status == 1)
         #expect(untrusted.stderr.contains("not trusted; trust its CA with --cacert FILE"), "\(untrusted.stderr)")
         #expect(!FileManager.default.fileExists(atPath: directory + "/u"))
+        // --resolve as over TCP: a name no resolver knows reaches the server (whose certificate does
+        // not name it); without the entry it is not found.
+        let unknown = "https://quic.invalid:\(peer.ports[0])/bytes/10"
+        let resolved = try await cli.run(["get", "--http3-only", "--cacert", "ca.pem", "--resolve", "quic.invalid:\(peer.ports[0]):127.0.0.1", "-s", unknown, "-o", "r"])
+        #expect(resolved.stderr.contains("does not name it"), "\(resolved.stderr)")
+        let unresolved = try await cli.run(["get", "--http3-only", "--cacert", "ca.pem", "-s", unknown, "-o", "r"])
+        #expect(unresolved.stderr.contains("cannot find the host quic.invalid"), "\(unresolved.stderr)")
         // A 404 is a 404.
         let missing = try await cli.run(["get", "--http3-only", "--cacert", "ca.pem", "-s", "\(base)/nothing", "-o", "m"])
         #expect(missing.status == 1 && missing.stderr.contains("404"), "\(missing.stderr)")
@@ -84,6 +91,8 @@ import Testing
         let proxied = try await cli.run(["get", "--http3-only", "--proxy", "http://127.0.0.1:3128", "-s", "https://127.0.0.1:1/x", "-o", "p"])
         #expect(proxied.status != 0)
         #expect(proxied.stderr.contains("does not go through a proxy"), "\(proxied.stderr)")
+        let oldTLS = try await cli.run(["get", "--http3-only", "--tls-max", "1.2", "-s", "https://127.0.0.1:1/x", "-o", "p"])
+        #expect(oldTLS.status != 0 && oldTLS.stderr.contains("HTTP/3 needs TLS 1.3"), "\(oldTLS.stderr)")
         let both = try await cli.run(["get", "--http3-only", "--http2", "https://127.0.0.1:1/x"])
         #expect(both.status == 2 && both.stderr.contains("contradict each other"), "\(both.stderr)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory).isEmpty)
