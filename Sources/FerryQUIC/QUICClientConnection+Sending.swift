@@ -77,7 +77,9 @@ extension QUICClientConnection {
                     packetNumberLength: Self.packetNumberLength, payloadLength: payload.count + QUICPacketProtection.tagLength
                 )
             default:
-                QUICPacketHeader.short(destination: destinationConnectionID, packetNumber: packetNumber, packetNumberLength: Self.packetNumberLength)
+                QUICPacketHeader.short(
+                    destination: destinationConnectionID, packetNumber: packetNumber, packetNumberLength: Self.packetNumberLength, keyPhase: keyPhase
+                )
             }
         guard let packet = try? protection.protect(header: header, payload: payload, packetNumber: packetNumber, packetNumberLength: Self.packetNumberLength)
         else { return nil }

@@ -96,6 +96,10 @@ public struct QUICClientConnection: Sendable {
     let clock: @Sendable () -> UInt64
     /// Whether a Handshake packet went out (the Initial keys are then dropped, RFC 9001 §4.9.1).
     var sentHandshake = false
+    /// The 1-RTT key phase (RFC 9001 §6): flipped each time the peer updates its keys.
+    var keyPhase = false
+    /// The 1-RTT read keys of the phase before, for packets sent before the update that arrive after it.
+    var previousReadKeys: QUICPacketProtection?
 
     /// A connection to `serverName` offering `applicationProtocols`, the server's certificate chain
     /// judged by `verify` (DER, leaf first), or, without it, handed out as
@@ -301,9 +305,14 @@ extension QUICClientConnection {
     private mutating func receivePacket(_ packet: [UInt8], header: QUICPacketHeader, level: QUICEncryptionLevel) throws(QUICError) {
         let index = Self.spaceIndex(level)
         guard let protection = spaces[index].read else { return }  // keys not yet (or no longer) here
-        // A packet these keys do not open is dropped, as RFC 9001 §5.5 says: it may be forged.
-        guard let opened = try? protection.unprotect(packet, packetNumberOffset: header.packetNumberOffset, largestReceived: spaces[index].largestReceived)
-        else { return }
+        let largest = spaces[index].largestReceived
+        // A packet these keys do not open is dropped, as RFC 9001 §5.5 says: it may be forged, or
+        // (1-RTT) sealed with the next key phase or the one before.
+        var opened = try? protection.unprotect(packet, packetNumberOffset: header.packetNumberOffset, largestReceived: largest)
+        if opened == nil, level == .application {
+            opened = keyPhaseChange(packet, header: header, largest: largest)
+        }
+        guard let opened else { return }
         if level == .initial, !sawServerInitial {
             // The server's connection ID is the destination from now on (RFC 9000 §7.2).
             sawServerInitial = true
@@ -315,6 +324,27 @@ extension QUICClientConnection {
             try handle(frame, at: level)
             if isClosed { return }
         }
+    }
+
+    /// A 1-RTT packet the current keys did not open: sealed with the next key phase (the peer updated
+    /// its keys, RFC 9001 §6: this side follows, reading and writing with the next keys from now on), or
+    /// with the previous phase (a packet that was on its way during the update). Nil: neither.
+    private mutating func keyPhaseChange(_ packet: [UInt8], header: QUICPacketHeader, largest: UInt64?) -> QUICPacketProtection.Opened? {
+        if let previous = previousReadKeys,
+            let opened = try? previous.unprotect(packet, packetNumberOffset: header.packetNumberOffset, largestReceived: largest)
+        {
+            return opened
+        }
+        guard let current = spaces[2].read, let write = spaces[2].write else { return nil }
+        let next = QUICPacketProtection(keys: current.keys.updated())
+        guard let opened = try? next.unprotect(packet, packetNumberOffset: header.packetNumberOffset, largestReceived: largest),
+            opened.header[0] & 0x04 != 0 ? !keyPhase : keyPhase
+        else { return nil }
+        previousReadKeys = current
+        spaces[2].read = next
+        spaces[2].write = QUICPacketProtection(keys: write.keys.updated())
+        keyPhase.toggle()
+        return opened
     }
 
     private mutating func record(_ packetNumber: UInt64, in index: Int) {

@@ -64,6 +64,24 @@ import Testing
         }
     }
 
+    /// The server updates its keys mid-body (RFC 9001 §6; quic-go does every 100,000 packets, about
+    /// 125 MB): the client follows to the next key phase and the file is whole.
+    @Test(.enabled(if: aioquic, "Python's aioquic is not installed (.ci/run installs it from PyPI)"))
+    func aKeyUpdateMidBodyIsFollowed() async throws {
+        let peer = try await PythonPeer.start("h3_peer_key_update.py")
+        defer { peer.stop() }
+        let directory = try makeDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try peer.certificates.trustRootPEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
+        for size in [3_000_000, 200_000] {
+            let run = try await CLIRunner(directory: directory).run([
+                "get", "--http3-only", "--cacert", "ca.pem", "-s", "https://localhost:\(peer.ports[0])/bytes/\(size)", "-o", "k\(size)",
+            ])
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: directory + "/k\(size)")) == Data((0..<size).map { UInt8($0 % 256) }))
+        }
+    }
+
     /// A background download records --http3-only with its task, and ferryd fetches over HTTP/3.
     @Test(.enabled(if: aioquic, "Python's aioquic is not installed (.ci/run installs it from PyPI)"))
     func aBackgroundDownloadOverHTTP3() async throws {

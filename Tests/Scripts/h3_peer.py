@@ -8,7 +8,8 @@ It listens on UDP 127.0.0.1, on a port the system picks, and prints it on one li
   anything else  404 with "not found"
 Each response carries x-path (the request's :path) and x-method.
 With H3_PEER_MAX_STREAMS=N in the environment (h3_peer_few_streams.py sets 3), a client may open at
-most N request streams at a time: more wait for the server's MAX_STREAMS.
+most N request streams at a time: more wait for the server's MAX_STREAMS. With H3_PEER_KEY_UPDATE=1
+(h3_peer_key_update.py), the server updates its 1-RTT keys (RFC 9001 §6) halfway through each body.
 """
 import asyncio
 import os
@@ -59,7 +60,14 @@ class Server(QuicConnectionProtocol):
                         (b"x-method", fields.get(b":method", b"")),
                     ],
                 )
-                self.h3.send_data(h3_event.stream_id, body, end_stream=True)
+                if os.environ.get("H3_PEER_KEY_UPDATE") and len(body) > 1:
+                    half = len(body) // 2
+                    self.h3.send_data(h3_event.stream_id, body[:half], end_stream=False)
+                    self.transmit()
+                    self._quic.request_key_update()
+                    self.h3.send_data(h3_event.stream_id, body[half:], end_stream=True)
+                else:
+                    self.h3.send_data(h3_event.stream_id, body, end_stream=True)
                 self.transmit()
 
 
