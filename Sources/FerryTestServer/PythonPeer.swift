@@ -21,6 +21,14 @@ public struct PythonPeer: Sendable {
             .appendingPathComponent("Tests/Scripts/" + name).path
     }
 
+    /// Whether `python3` can import `module` (a PyPI package a peer needs; `.ci/run` installs them):
+    /// tests that need one are skipped, with the reason, when it cannot.
+    public static func hasModule(_ module: String) -> Bool {
+        let process = try? ChildProcess.spawn("/usr/bin/env", arguments: ["python3", "-c", "import \(module)"])
+        process?.waitUntilExit()
+        return process?.terminationStatus == 0
+    }
+
     /// Starts `python3 Tests/Scripts/NAME CERT KEY` and waits for its ports.
     /// - Throws: ``TestServerError`` when it does not start or prints no port.
     public static func start(_ name: String) async throws -> PythonPeer {

@@ -6,11 +6,7 @@ import Testing
 /// on 127.0.0.1: byte-exact files, `-w %{http_version}` says 3, the chain is judged as over TCP
 /// (`--cacert`), and what HTTP/3 cannot do is refused with the reason (issue 42).
 @Suite struct HTTP3CommandTests {
-    static let aioquic: Bool = {
-        let process = try? ChildProcess.spawn("/usr/bin/env", arguments: ["python3", "-c", "import aioquic"])
-        process?.waitUntilExit()
-        return process?.terminationStatus == 0
-    }()
+    static let aioquic = PythonPeer.hasModule("aioquic")
 
     @Test(.enabled(if: aioquic, "Python's aioquic is not installed (.ci/run installs it from PyPI)"))
     func aDownloadOverHTTP3IsByteExact() async throws {

@@ -259,11 +259,7 @@ import Glibc
         print("gzip bomb (256 MiB from 256 KB), ferry get --compressed: peak RSS \(peak >> 20) MiB")
     }
 
-    static let h2Available: Bool = {
-        let process = try? ChildProcess.spawn("/usr/bin/env", arguments: ["python3", "-c", "import hpack"])
-        process?.waitUntilExit()
-        return process?.terminationStatus == 0
-    }()
+    static let h2Available = PythonPeer.hasModule("hpack")
 
     @Test(.enabled(if: h2Available, "Python's h2 (hpack) is not installed (.ci/run installs it from PyPI)"))
     func malformedHTTP2ResponsesAreStreamErrors() async throws {

@@ -7,11 +7,7 @@ import Testing
 /// 127.0.0.1. The handshake completes with the server's certificate judged by the client, and the
 /// server's streams reach the client.
 @Suite struct QUICHandshakeTests {
-    static let aioquic: Bool = {
-        let process = try? ChildProcess.spawn("/usr/bin/env", arguments: ["python3", "-c", "import aioquic"])
-        process?.waitUntilExit()
-        return process?.terminationStatus == 0
-    }()
+    static let aioquic = PythonPeer.hasModule("aioquic")
 
     /// The DER of the first certificate in `pem`.
     static func leafDER(_ pem: String) -> [UInt8] {
