@@ -5,9 +5,6 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// One QUIC connection carrying HTTP/3 requests: a ``QUICClientConnection`` driven on a datagram
 /// channel's event loop, its events turned into responses. Every mutable property is touched on
@@ -82,10 +79,16 @@ final class HTTP3Connection: @unchecked Sendable {
         let remote: SocketAddress
         do {
             // getaddrinfo blocks: on NIO's thread pool, not an event loop or the cooperative pool.
-            remote = try await NIOThreadPool.singleton.runIfActive { try Self.resolve(address, port: port, family: family) }
+            if let family {
+                // -4/-6: the TCP path's lookup, which says which family has no address.
+                remote = try await ConnectionFactory.resolve(address, port: port, family: family, url: "https://\(host):\(port)")
+            } else {
+                remote = try await NIOThreadPool.singleton.runIfActive { try SocketAddress.makeAddressResolvingHost(address, port: port) }
+            }
+        } catch let error as FerryError {
+            throw error
         } catch {
-            let which = family.map { $0 == .ipv4 ? " (IPv4)" : " (IPv6)" } ?? ""
-            throw FerryError(.cannotFindHost, "cannot find the host \(host)\(which)")
+            throw FerryError(.cannotFindHost, "cannot find the host \(host)")
         }
         let eventLoop = MultiThreadedEventLoopGroup.singleton.next()
         let connection = try HTTP3Connection(host: host, port: port, remote: remote, eventLoop: eventLoop, tls: tls)
@@ -97,29 +100,6 @@ final class HTTP3Connection: @unchecked Sendable {
             .get()
         try await eventLoop.flatSubmit { connection.start(channel: channel, deadline: deadline) }.get()
         return connection
-    }
-
-    /// The first address of `host` in `family` (any when nil); blocks in getaddrinfo.
-    private static func resolve(_ host: String, port: Int, family: ConnectionSettings.AddressFamily?) throws -> SocketAddress {
-        if let literal = try? SocketAddress(ipAddress: host, port: port) {
-            guard family == nil || (family == .ipv4) == (literal.protocol == .inet) else { throw FerryError(.cannotFindHost, host) }
-            return literal
-        }
-        var hints = addrinfo()
-        hints.ai_family = family == .ipv4 ? AF_INET : family == .ipv6 ? AF_INET6 : AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_DGRAM.rawValue)
-        var list: UnsafeMutablePointer<addrinfo>?
-        guard getaddrinfo(host, String(port), &hints, &list) == 0, let first = list else { throw FerryError(.cannotFindHost, host) }
-        defer { freeaddrinfo(list) }
-        guard let address = first.pointee.ai_addr else { throw FerryError(.cannotFindHost, host) }
-        switch Int32(first.pointee.ai_family) {
-        case AF_INET:
-            return address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { SocketAddress($0.pointee, host: host) }
-        case AF_INET6:
-            return address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { SocketAddress($0.pointee, host: host) }
-        default:
-            throw FerryError(.cannotFindHost, host)
-        }
     }
 
     private func start(channel: any Channel, deadline: NIODeadline) -> EventLoopFuture<Void> {
@@ -180,11 +160,10 @@ final class HTTP3Connection: @unchecked Sendable {
     /// The request's fields as HTTP/3 sends them (RFC 9114 §4.3.1): the pseudo-fields, then the rest in
     /// lower case without the connection-specific ones HTTP/3 forbids.
     static func fields(of request: TransportRequest) -> [(name: String, value: String)] {
-        let url = request.url
-        let authority = (url.host ?? "") + (url.port.map { ":\($0)" } ?? "")
-        var path = url.path.isEmpty ? "/" : (URLComponents(url: url, resolvingAgainstBaseURL: false)?.percentEncodedPath ?? url.path)
-        if path.isEmpty { path = "/" }
-        if let query = url.query { path += "?" + query }
+        // The authority and path as the HTTP/1.1 and HTTP/2 heads write them (HTTPTarget).
+        let target = try? HTTPTarget(request.url)
+        let authority = target?.hostHeader ?? (request.url.host ?? "")
+        let path = target?.requestTarget ?? "/"
         var fields: [(name: String, value: String)] = [(":method", request.method), (":scheme", "https"), (":authority", authority), (":path", path)]
         let forbidden: Set<String> = ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "host", "te"]
         for field in request.headers.fields where !forbidden.contains(field.name.lowercased()) {
