@@ -129,6 +129,12 @@ final class HTTP3Connection: @unchecked Sendable {
 
     private func open(_ request: TransportRequest, deadline: NIODeadline) -> EventLoopFuture<TransportResponse> {
         if let closedError { return eventLoop.makeFailedFuture(closedError) }
+        let target: HTTPTarget
+        do {
+            target = try HTTPTarget(request.url)
+        } catch {
+            return eventLoop.makeFailedFuture(error)
+        }
         guard quic.canOpenStream(bidirectional: true) else {
             // The server's stream limit is reached: the request waits for a MAX_STREAMS (as the
             // requests before it end), within its deadline.
@@ -149,30 +155,12 @@ final class HTTP3Connection: @unchecked Sendable {
             fail(id, FerryError(.timedOut, "no HTTP/3 answer from \(host) in time", failingURL: request.url.absoluteString))
         }
         exchanges[id] = exchange
-        var message = HTTP3Frame.headers(QPACK.encode(Self.fields(of: request))).encoded
+        var message = HTTP3Frame.headers(QPACK.encode(NetworkTransport.multiplexedFields(request, target: target))).encoded
         if case .bytes(let body)? = request.body, body.readableBytes > 0 {
             message += HTTP3Frame.data(Array(body.readableBytesView)).encoded
         }
         transmit(quic.send(message, on: id, fin: true))
         return promise.futureResult
-    }
-
-    /// The request's fields as HTTP/3 sends them (RFC 9114 §4.3.1): the pseudo-fields, then the rest in
-    /// lower case without the connection-specific ones HTTP/3 forbids.
-    static func fields(of request: TransportRequest) -> [(name: String, value: String)] {
-        // The authority and path as the HTTP/1.1 and HTTP/2 heads write them (HTTPTarget).
-        let target = try? HTTPTarget(request.url)
-        let authority = target?.hostHeader ?? (request.url.host ?? "")
-        let path = target?.requestTarget ?? "/"
-        var fields: [(name: String, value: String)] = [(":method", request.method), (":scheme", "https"), (":authority", authority), (":path", path)]
-        let forbidden: Set<String> = ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "host", "te"]
-        for field in request.headers.fields where !forbidden.contains(field.name.lowercased()) {
-            fields.append((field.name.lowercased(), field.value))
-        }
-        if case .bytes(let body)? = request.body, request.headers["content-length"] == nil {
-            fields.append(("content-length", String(body.readableBytes)))
-        }
-        return fields
     }
 
     /// Closes the connection (application NO_ERROR).

@@ -125,12 +125,22 @@ extension NetworkTransport {
         }
     }
 
-    /// The request's header fields for HTTP/2: the pseudo-header fields, then the caller's with their
-    /// names in lower case, without those HTTP/2 forbids (RFC 9113 §8.2.2) and with the body's length.
+    /// The request's header fields for HTTP/2: ``multiplexedFields(_:target:)`` as HPACK headers.
     static func http2Headers(_ request: TransportRequest, route: ConnectionRoute) -> HPACKHeaders {
-        let target = route.target
+        let fields = multiplexedFields(request, target: route.target)
+        var headers = HPACKHeaders()
+        headers.reserveCapacity(fields.count)
+        for (name, value) in fields { headers.add(name: name, value: value) }
+        return headers
+    }
+
+    /// The request's header fields as HTTP/2 and HTTP/3 send them: the pseudo-header fields, then the
+    /// caller's with their names in lower case, without the connection-specific ones both forbid (RFC
+    /// 9113 §8.2.2, RFC 9114 §4.2; a caller's Host becomes `:authority`, TE only as `trailers`), and
+    /// the body's length.
+    static func multiplexedFields(_ request: TransportRequest, target: HTTPTarget) -> [(name: String, value: String)] {
         var authority = target.hostHeader
-        var fields: [(String, String)] = []
+        var fields: [(name: String, value: String)] = []
         fields.reserveCapacity(16)
         for field in request.headers {
             let name = field.name.lowercased()
@@ -147,15 +157,13 @@ extension NetworkTransport {
             }
             fields.append((name, field.value))
         }
-        var headers = HPACKHeaders()
-        headers.reserveCapacity(fields.count + 6)
-        headers.add(name: ":method", value: request.method)
-        headers.add(name: ":scheme", value: "https")
-        headers.add(name: ":authority", value: authority)
-        headers.add(name: ":path", value: target.requestTarget)
-        for (name, value) in fields { headers.add(name: name, value: value) }
-        // HTTP/2 frames a body without a length itself (RFC 9113 §8.2.2 forbids Transfer-Encoding).
-        if let length = contentLength(of: request) { headers.add(name: "content-length", value: length) }
-        return headers
+        var all: [(name: String, value: String)] = [
+            (":method", request.method), (":scheme", "https"), (":authority", authority), (":path", target.requestTarget),
+        ]
+        all.reserveCapacity(fields.count + 5)
+        all += fields
+        // Both frame a body without a length themselves (and forbid Transfer-Encoding).
+        if let length = contentLength(of: request) { all.append(("content-length", length)) }
+        return all
     }
 }
