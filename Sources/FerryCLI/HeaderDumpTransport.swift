@@ -75,10 +75,20 @@ final class HeaderDumpTransport: HTTPTransport {
     /// The status line of a response received over `protocolName`, as curl writes it (`HTTP/1.1 200 OK`,
     /// `HTTP/2 200`): `-D`, `-i` and `-v` alike.
     static func statusLine(status: Int, protocolName: String) -> String {
-        let version = protocolName == "h2" ? "HTTP/2" : protocolName == "h3" ? "HTTP/3" : "HTTP/1.1"
+        let version = "HTTP/" + versionNumber(protocolName)
         // The transport keeps the status, not the server's phrase: the standard one for it.
         let reason = HTTPResponseStatus(statusCode: status).reasonPhrase
         return "\(version) \(status)\(reason.isEmpty || version != "HTTP/1.1" ? "" : " " + reason)"
+    }
+
+    /// The HTTP version of an exchange over `protocolName` (ALPN's name), as curl writes it: `2`, `3`,
+    /// else `1.1` (`-D`, `-i`, `-v` and `-w %{http_version}`).
+    static func versionNumber(_ protocolName: String) -> String {
+        switch protocolName {
+        case "h2": "2"
+        case "h3": "3"
+        default: "1.1"
+        }
     }
 
     /// A head with `status` and `headers`, received over `protocolName`, as curl writes it.

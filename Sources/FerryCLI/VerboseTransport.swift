@@ -51,7 +51,7 @@ struct VerboseTransport: HTTPTransport {
         if let proxy = timing.proxy, proxy.hasPrefix("http"), request.url.scheme == "http" {
             target = request.url.absoluteString
         }
-        lines.append("> \(request.method) \(target) \(response.protocolName == "h2" ? "HTTP/2" : response.protocolName == "h3" ? "HTTP/3" : "HTTP/1.1")")
+        lines.append("> \(request.method) \(target) HTTP/\(HeaderDumpTransport.versionNumber(response.protocolName))")
         if let host = request.url.host, request.headers["host"] == nil {
             lines.append("> Host: \(host)\(request.url.port.map { ":\($0)" } ?? "")")
         }

@@ -108,7 +108,7 @@ public struct WriteOut: Sendable, Equatable {
             file: String
         ) {
             httpCode = status
-            httpVersion = protocolName == "h2" ? "2" : protocolName == "h3" ? "3" : "1.1"
+            httpVersion = HeaderDumpTransport.versionNumber(protocolName)
             urlEffective = url.absoluteString
             numRedirects = redirects
             let last = transactions.last

@@ -43,7 +43,7 @@ extension HTTPCacheRules {
             !["if-match", "if-unmodified-since", "if-none-match", "if-modified-since"].contains(where: { requestHeaders[$0] != nil })
         else { return .network }
         let request = CacheControl(requestHeaders)
-        let pragmaNoCache = requestHeaders["cache-control"] == nil && requestHeaders.values("pragma").contains { $0.lowercased().contains("no-cache") }
+        let pragmaNoCache = pragmaNoCache(requestHeaders)
         func usable(_ stored: CachedResponse) -> Bool {
             if let ifRange = requestHeaders["if-range"], ifRange != stored.headers["etag"] || ifRange.hasPrefix("W/") { return false }
             if policy == .returnCacheDataElseLoad || policy == .returnCacheDataDontLoad { return true }

@@ -211,10 +211,7 @@ public enum HTTPCacheRules {
             ownConditions && conditionsHold(requestHeaders, for: stored) ? .notModified(stored) : .useStored(stored)
         if policy == .returnCacheDataElseLoad || policy == .returnCacheDataDontLoad { return answer }
         let response = CacheControl(stored.headers)
-        let pragmaNoCache =
-            requestHeaders["cache-control"] == nil
-            && requestHeaders.values("pragma").contains { $0.lowercased().contains("no-cache") }
-        let mustValidate = request.noCache || pragmaNoCache || response.noCache
+        let mustValidate = request.noCache || pragmaNoCache(requestHeaders) || response.noCache
         if !mustValidate && isUsable(stored, request: request, response: response, now: now) { return answer }
         if ownConditions { return request.onlyIfCached ? .gatewayTimeout : .network }
         let conditions = conditionalHeaders(for: stored)
@@ -226,6 +223,11 @@ public enum HTTPCacheRules {
         }
         if request.onlyIfCached { return .gatewayTimeout }
         return conditions.fields.isEmpty ? .network : .validate(stored, conditions: conditions)
+    }
+
+    /// `Pragma: no-cache` in a request without Cache-Control (RFC 9111 §5.4): as `no-cache`.
+    static func pragmaNoCache(_ requestHeaders: Headers) -> Bool {
+        requestHeaders["cache-control"] == nil && requestHeaders.values("pragma").contains { $0.lowercased().contains("no-cache") }
     }
 
     /// The stored response that may stand in for a server that failed (a 500, 502, 503 or 504, or no
