@@ -66,15 +66,11 @@ extension QUICClientConnection {
         spaces[index].nextPacketNumber += 1
         let header: [UInt8] =
             switch index {
-            case 0:
+            case 0, 1:
                 QUICPacketHeader.long(
-                    .initial, destination: destinationConnectionID, source: sourceConnectionID, packetNumber: packetNumber,
-                    packetNumberLength: Self.packetNumberLength, payloadLength: payload.count + QUICPacketProtection.tagLength
-                )
-            case 1:
-                QUICPacketHeader.long(
-                    .handshake, destination: destinationConnectionID, source: sourceConnectionID, packetNumber: packetNumber,
-                    packetNumberLength: Self.packetNumberLength, payloadLength: payload.count + QUICPacketProtection.tagLength
+                    index == 0 ? .initial : .handshake, destination: destinationConnectionID, source: sourceConnectionID,
+                    packetNumber: packetNumber, packetNumberLength: Self.packetNumberLength,
+                    payloadLength: payload.count + QUICPacketProtection.tagLength
                 )
             default:
                 QUICPacketHeader.short(

@@ -248,25 +248,28 @@ public final class QUICTLS: @unchecked Sendable {
         return QUICKeys(secret: Array(UnsafeBufferPointer(start: secret, count: length)), suite: suite)
     }
 
+    /// A secret BoringSSL hands over for `level`: the keys it makes, as an event (0 on failure).
+    private static func installSecret(
+        _ ssl: OpaquePointer?,
+        _ level: ssl_encryption_level_t,
+        _ cipher: OpaquePointer?,
+        _ secret: UnsafePointer<UInt8>?,
+        _ length: Int,
+        read: Bool
+    ) -> Int32 {
+        guard let owner = owner(ssl), let keys = keys(cipher, secret, length), let level = QUICEncryptionLevel(rawValue: Int(level.rawValue))
+        else { return 0 }
+        owner.events.append(read ? .readKeys(level, keys) : .writeKeys(level, keys))
+        return 1
+    }
+
     // Written once, then only read by BoringSSL.
     nonisolated(unsafe) private static let method: UnsafeMutablePointer<SSL_QUIC_METHOD> = {
         let method = UnsafeMutablePointer<SSL_QUIC_METHOD>.allocate(capacity: 1)
         method.initialize(
             to: SSL_QUIC_METHOD(
-                set_read_secret: { ssl, level, cipher, secret, length in
-                    guard let owner = owner(ssl), let keys = keys(cipher, secret, length),
-                        let level = QUICEncryptionLevel(rawValue: Int(level.rawValue))
-                    else { return 0 }
-                    owner.events.append(.readKeys(level, keys))
-                    return 1
-                },
-                set_write_secret: { ssl, level, cipher, secret, length in
-                    guard let owner = owner(ssl), let keys = keys(cipher, secret, length),
-                        let level = QUICEncryptionLevel(rawValue: Int(level.rawValue))
-                    else { return 0 }
-                    owner.events.append(.writeKeys(level, keys))
-                    return 1
-                },
+                set_read_secret: { ssl, level, cipher, bytes, length in installSecret(ssl, level, cipher, bytes, length, read: true) },
+                set_write_secret: { ssl, level, cipher, bytes, length in installSecret(ssl, level, cipher, bytes, length, read: false) },
                 add_handshake_data: { ssl, level, data, length in
                     guard let owner = owner(ssl), let data, let level = QUICEncryptionLevel(rawValue: Int(level.rawValue)) else { return 0 }
                     let bytes = Array(UnsafeBufferPointer(start: data, count: length))
