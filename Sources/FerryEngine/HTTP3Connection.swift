@@ -20,6 +20,8 @@ final class HTTP3Connection: @unchecked Sendable {
         /// Body bytes handed to the reader whose window has not moved yet (the reader asked for less).
         var heldBack = 0
         var paused = false
+        /// Body bytes of the current read batch, handed to the reader as one buffer when it ends.
+        var unread = ByteBuffer()
         var deadlineTimer: Scheduled<Void>?
     }
 
@@ -92,18 +94,36 @@ final class HTTP3Connection: @unchecked Sendable {
         }
         let eventLoop = MultiThreadedEventLoopGroup.singleton.next()
         let connection = try HTTP3Connection(host: host, port: port, remote: remote, eventLoop: eventLoop, tls: tls)
-        let channel = try await DatagramBootstrap(group: eventLoop)
+        var bootstrap = DatagramBootstrap(group: eventLoop)
+            .channelOption(ChannelOptions.socketOption(.so_rcvbuf), value: 4 << 20)
+            .channelOption(ChannelOptions.maxMessagesPerRead, value: 64)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(HTTP3DatagramHandler(connection)) }
             }
-            .bind(host: remote.protocol == .inet6 ? "::" : "0.0.0.0", port: 0)
-            .get()
-        try await eventLoop.flatSubmit { connection.start(channel: channel, deadline: deadline) }.get()
+        if System.supportsUDPReceiveOffload {
+            // GRO: the kernel hands over runs of the server's datagrams as one buffer, with their size.
+            bootstrap = bootstrap.channelOption(ChannelOptions.datagramReceiveOffload, value: true)
+                .channelOption(ChannelOptions.datagramReceiveSegmentSize, value: true)
+                .channelOption(ChannelOptions.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 65_536))
+        }
+        // A connected socket: the kernel reports an ICMP "port unreachable" as ECONNREFUSED, so a server
+        // without HTTP/3 is known at once instead of by a timeout.
+        let channel = try await bootstrap.connect(to: remote).get()
+        // A cancelled attempt (the transport shutting down while a raced handshake goes on) ends now.
+        try await withTaskCancellationHandler {
+            try await eventLoop.flatSubmit { connection.start(channel: channel, deadline: deadline) }.get()
+        } onCancel: {
+            eventLoop.execute { connection.fail(FerryError(.cancelled, "the transport was shut down")) }
+        }
         return connection
     }
 
     private func start(channel: any Channel, deadline: NIODeadline) -> EventLoopFuture<Void> {
         self.channel = channel
+        if let closedError {
+            channel.close(promise: nil)
+            return eventLoop.makeFailedFuture(closedError)
+        }
         let promise = eventLoop.makePromise(of: Void.self)
         handshake = promise
         let timer = eventLoop.scheduleTask(deadline: deadline) { [self] in
@@ -173,15 +193,73 @@ final class HTTP3Connection: @unchecked Sendable {
 
     // MARK: On the event loop
 
-    /// A datagram from the server.
-    func received(_ datagram: ByteBuffer) {
-        resetIdleTimer()
-        transmit(quic.receive(Array(datagram.readableBytesView)))
+    /// Whether datagrams are being read: answers and body bytes wait for ``readComplete()``.
+    private var reading = false
+
+    /// Datagrams from the server: one, or (with GRO) several of `segmentSize` bytes each, the last
+    /// perhaps shorter.
+    func received(_ buffer: ByteBuffer, segmentSize: Int?) {
+        if !reading {
+            reading = true
+            resetIdleTimer()
+        }
+        let bytes = buffer.readableBytesView
+        let step = max(segmentSize ?? bytes.count, 1)
+        var start = bytes.startIndex
+        while start < bytes.endIndex {
+            let end = min(start + step, bytes.endIndex)
+            quic.absorb(Array(bytes[start..<end]))
+            start = end
+        }
         handleEvents()
     }
 
+    /// An error from the socket: ECONNREFUSED is the server's ICMP "port unreachable" (nothing listens
+    /// on that UDP port); before the handshake is done, anything else means the same to the caller.
+    func socketError(_ error: any Error) {
+        let refused = (error as? IOError)?.errnoCode == ECONNREFUSED
+        if refused || handshake != nil {
+            let words = refused ? "nothing answers on UDP port \(port) of \(host) (the port is closed)" : "the UDP socket failed: \(error)"
+            fail(FerryError(.cannotConnectToHost, "HTTP/3 could not connect: \(words)"))
+        }
+    }
+
+    /// The end of a batch of reads: one answer to the peer for all of it (acknowledgements, window
+    /// updates), and each body's bytes to its reader as one buffer.
+    func readComplete() {
+        reading = false
+        deliverBodies()
+        transmit(quic.pendingDatagrams())
+    }
+
+    /// Each exchange's body bytes of the batch, to its reader; its window moves when the reader
+    /// keeps up.
+    private func deliverBodies() {
+        for id in Array(exchanges.keys) where exchanges[id]?.unread.readableBytes ?? 0 > 0 {
+            guard var exchange = exchanges.removeValue(forKey: id) else { continue }
+            deliver(&exchange, id: id)
+            exchanges[id] = exchange
+        }
+    }
+
+    private func deliver(_ exchange: inout Exchange, id: UInt64) {
+        let count = exchange.unread.readableBytes
+        guard count > 0, let source = exchange.source else { return }
+        let chunk = exchange.unread
+        exchange.unread = ByteBuffer()
+        exchange.heldBack += count
+        if case .stopProducing = source.yield(chunk) { exchange.paused = true }
+        if !exchange.paused {
+            transmit(quic.consume(exchange.heldBack, on: id))
+            exchange.heldBack = 0
+        }
+    }
+
     private func handleEvents() {
-        defer { openWaiting() }
+        defer {
+            openWaiting()
+            if !reading { deliverBodies() }
+        }
         for event in quic.takeEvents() {
             switch event {
             case .certificateChain(let chain):
@@ -233,9 +311,8 @@ final class HTTP3Connection: @unchecked Sendable {
                 guard deliverHead(section, exchange: &exchange, id: id) else { return }
             case .data(let bytes):
                 bodyBytes += bytes.count
-                guard let source = exchange.source else { continue }
-                exchange.heldBack += bytes.count
-                if case .stopProducing = source.yield(ByteBuffer(bytes: bytes)) { exchange.paused = true }
+                guard exchange.source != nil else { continue }
+                exchange.unread.writeBytes(bytes)
             default:
                 break  // trailers, unknown frames
             }
@@ -243,15 +320,12 @@ final class HTTP3Connection: @unchecked Sendable {
         // Frame overhead counts as read at once; body bytes as the reader takes them (flow control
         // follows the reader).
         transmit(quic.consume(data.count - bodyBytes, on: id))
-        if !exchange.paused, exchange.heldBack > 0 {
-            transmit(quic.consume(exchange.heldBack, on: id))
-            exchange.heldBack = 0
-        }
         guard fin else {
             exchanges[id] = exchange
             return
         }
         exchange.deadlineTimer?.cancel()
+        deliver(&exchange, id: id)
         // Requests waiting for a stream: the server raises its limit as streams end, but some servers
         // (aioquic) only say so when they next write; a PING makes them.
         if !waiting.isEmpty { transmit(quic.ping()) }
@@ -327,7 +401,7 @@ final class HTTP3Connection: @unchecked Sendable {
     }
 
     /// Ends the connection and every exchange on it with `error`.
-    private func fail(_ error: FerryError) {
+    func fail(_ error: FerryError) {
         guard closedError == nil else { return }
         closedError = error
         closed.withLockedValue { $0 = true }
@@ -409,6 +483,15 @@ final class HTTP3DatagramHandler: ChannelInboundHandler, @unchecked Sendable {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        connection.received(unwrapInboundIn(data).data)
+        let envelope = unwrapInboundIn(data)
+        connection.received(envelope.data, segmentSize: envelope.metadata?.segmentSize)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        connection.readComplete()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        connection.socketError(error)
     }
 }

@@ -1,6 +1,7 @@
 import FerryCore
 import FerryQUIC
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import Synchronization
@@ -15,6 +16,9 @@ final class HTTP3Transport: HTTPTransport, Sendable {
     private let tls: TLSClient
     private let options: TransportOptions
     private let connections = Mutex<[String: Task<HTTP3Connection, any Error>]>([:])
+    /// Origins whose QUIC handshake outran its head start (``send(_:deadline:port:headStart:)``) and is
+    /// still going: TCP serves them at once until it ends.
+    private let slowOrigins = Mutex<Set<String>>([])
 
     /// - Throws: ``FerryError`` for settings QUIC cannot honour: TLS below 1.3 (QUIC is TLS 1.3, RFC
     ///   9001 §4.2), a client certificate (not offered over QUIC yet), a Unix socket.
@@ -33,30 +37,77 @@ final class HTTP3Transport: HTTPTransport, Sendable {
     }
 
     func send(_ request: TransportRequest, deadline: NIODeadline) async throws -> TransportResponse {
-        try await send(request, deadline: deadline, port: nil, connectWithin: nil)
+        try await send(request, deadline: deadline, port: nil, headStart: nil)
     }
 
-    /// A QUIC connection that could not be made (as opposed to a request that failed on one): what
-    /// `--http3` falls back to TCP for.
+    /// A QUIC connection that could not be made (as opposed to a request that failed on one), or not
+    /// within its head start: what `--http3` falls back to TCP for.
     struct ConnectFailure: Error {
         var error: FerryError
+        /// The handshake is still going (it may serve later requests); it has not failed.
+        var slow = false
     }
 
-    /// `send` on UDP port `port` (an Alt-Svc's; nil: the URL's), the handshake allowed `connectWithin`
-    /// seconds at most; a connection that cannot be made throws ``ConnectFailure``.
-    func send(_ request: TransportRequest, deadline: NIODeadline, port: Int?, connectWithin: Double?) async throws -> TransportResponse {
+    /// `send` on UDP port `port` (an Alt-Svc's; nil: the URL's). With a `headStart` the handshake
+    /// races TCP as RFC 8305 races addresses: a connection not up within it throws ``ConnectFailure``
+    /// (the caller goes to TCP), while the handshake goes on in the background, within the connect
+    /// timeout (10 s by default), for the requests after; one that cannot be made throws it at once.
+    func send(_ request: TransportRequest, deadline: NIODeadline, port: Int?, headStart: Duration?) async throws -> TransportResponse {
         guard request.url.scheme?.lowercased() == "https", let host = request.url.host, !host.isEmpty else {
             throw FerryError(.unsupportedURL, "HTTP/3 carries https URLs only, not \(request.url.absoluteString)", failingURL: request.url.absoluteString)
         }
         let port = port ?? request.url.port ?? 443
-        let connectDeadline = connectWithin.map { min(deadline, .now() + .nanoseconds(Int64($0 * 1e9))) } ?? deadline
         let connection: HTTP3Connection
-        do {
-            connection = try await self.connection(host: host, port: port, deadline: connectDeadline, url: request.url)
-        } catch let error as FerryError where connectWithin != nil {
-            throw ConnectFailure(error: error)
+        if let headStart {
+            let attemptDeadline = NIODeadline.now() + .nanoseconds(Int64((options.connectTimeout ?? 10) * 1e9))
+            connection = try await racedConnection(host: host, port: port, deadline: attemptDeadline, url: request.url, headStart: headStart)
+        } else {
+            connection = try await self.connection(host: host, port: port, deadline: deadline, url: request.url)
         }
         return try await connection.send(request, deadline: deadline)
+    }
+
+    /// The origin's connection when its handshake is done within `headStart` (at once when an
+    /// earlier request already waited out its head start), else ``ConnectFailure``.
+    private func racedConnection(host: String, port: Int, deadline: NIODeadline, url: URL, headStart: Duration) async throws -> HTTP3Connection {
+        let key = "\(host.lowercased()):\(port)"
+        let task = connectionTask(host: host, port: port, key: key, deadline: deadline)
+        let wait = slowOrigins.withLock { $0.contains(key) } ? Duration.zero : headStart
+        switch await Self.outcome(of: task, within: wait) {
+        case nil:
+            slowOrigins.withLock { _ = $0.insert(key) }
+            let milliseconds = headStart.components.seconds * 1_000 + headStart.components.attoseconds / 1_000_000_000_000_000
+            throw ConnectFailure(
+                error: FerryError(.timedOut, "no QUIC handshake with \(host):\(port) within \(milliseconds) ms (UDP may be blocked); TCP serves meanwhile"),
+                slow: true
+            )
+        case .success(let connection) where connection.isUsable:
+            slowOrigins.withLock { _ = $0.remove(key) }
+            return connection
+        case .success:
+            connections.withLock { if $0[key] == task { $0[key] = nil } }
+            return try await racedConnection(host: host, port: port, deadline: deadline, url: url, headStart: headStart)
+        case .failure(let error):
+            slowOrigins.withLock { _ = $0.remove(key) }
+            connections.withLock { if $0[key] == task { $0[key] = nil } }
+            throw ConnectFailure(error: Self.words(error, url: url))
+        }
+    }
+
+    /// `task`'s result if it ends within `wait`, nil if not (the task goes on).
+    private static func outcome(of task: Task<HTTP3Connection, any Error>, within wait: Duration) async -> Result<HTTP3Connection, any Error>? {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Result<HTTP3Connection, any Error>?, Never>) in
+            let pending = NIOLockedValueBox<CheckedContinuation<Result<HTTP3Connection, any Error>?, Never>?>(continuation)
+            let timer = Task {
+                try? await Task.sleep(for: wait)
+                pending.withLockedValue { $0.take() }?.resume(returning: nil)
+            }
+            Task {
+                let result = await task.result
+                timer.cancel()
+                pending.withLockedValue { $0.take() }?.resume(returning: result)
+            }
+        }
     }
 
     /// Bodies are raced against the deadline by the engine.
@@ -70,16 +121,19 @@ final class HTTP3Transport: HTTPTransport, Sendable {
             defer { connections = [:] }
             return Array(connections.values)
         }
-        for task in tasks { await (try? task.value)?.close() }
+        for task in tasks {
+            // A handshake still going (one that lost its race to TCP) is given up.
+            task.cancel()
+            await (try? task.value)?.close()
+        }
     }
 
-    /// The origin's open connection, or a new one (its handshake done) when it has none.
-    private func connection(host: String, port: Int, deadline: NIODeadline, url: URL) async throws -> HTTP3Connection {
-        let key = "\(host.lowercased()):\(port)"
+    /// The origin's connection attempt: the one under way or done, or a new one.
+    private func connectionTask(host: String, port: Int, key: String, deadline: NIODeadline) -> Task<HTTP3Connection, any Error> {
         let (tls, timeout) = (tls, options.connectTimeout)
         // --resolve and -4/-6 as over TCP.
         let (address, family) = (options.address(host: host, port: port), options.addressFamily)
-        let task = connections.withLock { connections -> Task<HTTP3Connection, any Error> in
+        return connections.withLock { connections -> Task<HTTP3Connection, any Error> in
             if let existing = connections[key] { return existing }
             let made = Task {
                 try await HTTP3Connection.connect(
@@ -89,6 +143,12 @@ final class HTTP3Transport: HTTPTransport, Sendable {
             connections[key] = made
             return made
         }
+    }
+
+    /// The origin's open connection, or a new one (its handshake done) when it has none.
+    private func connection(host: String, port: Int, deadline: NIODeadline, url: URL) async throws -> HTTP3Connection {
+        let key = "\(host.lowercased()):\(port)"
+        let task = connectionTask(host: host, port: port, key: key, deadline: deadline)
         do {
             let connection = try await task.value
             if connection.isUsable { return connection }

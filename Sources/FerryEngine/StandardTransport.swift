@@ -24,6 +24,7 @@ public final class StandardTransport: HTTPTransport {
     /// or ``SessionConfiguration/HTTPVersionPreference/http3`` with TCP as the fallback).
     private let http3: HTTP3Transport?
     private let fallsBack: Bool
+    private let http3HeadStart: Duration?
     /// What `--http3` learned per origin: an Alt-Svc's HTTP/3 port, or that QUIC did not connect there
     /// (then TCP for ten minutes, as browsers do).
     private let http3Origins = Mutex<[String: HTTP3OriginState]>([:])
@@ -32,6 +33,7 @@ public final class StandardTransport: HTTPTransport {
     /// - Throws: ``FerryError`` when a trust root, client identity or proxy setting cannot be used.
     public init(options: Options = Options()) throws {
         native = NetworkTransport(options: options)
+        http3HeadStart = options.http3HeadStart
         try native.checkSettings()
         let proxied = options.proxies.map { $0.http != nil || $0.https != nil } ?? false
         switch options.httpVersion {
@@ -64,11 +66,12 @@ public final class StandardTransport: HTTPTransport {
             return try await native.send(request, deadline: deadline)
         }
         do {
-            // A second for QUIC where nothing said the origin speaks it; ten where its Alt-Svc did.
-            let budget: Double = state?.alternativePort == nil ? 1 : 10
-            return try await http3.send(request, deadline: deadline, port: state?.alternativePort, connectWithin: budget)
-        } catch is HTTP3Transport.ConnectFailure {
-            http3Origins.withLock { $0[origin, default: HTTP3OriginState()].failedAt = NIODeadline.now() }
+            // QUIC's head start over TCP (RFC 8305's race, as curl runs it for --http3): 250 ms where
+            // nothing said the origin speaks HTTP/3, 3 s where its Alt-Svc did.
+            let headStart = http3HeadStart ?? (state?.alternativePort == nil ? .milliseconds(250) : .seconds(3))
+            return try await http3.send(request, deadline: deadline, port: state?.alternativePort, headStart: headStart)
+        } catch let failure as HTTP3Transport.ConnectFailure {
+            if !failure.slow { http3Origins.withLock { $0[origin, default: HTTP3OriginState()].failedAt = NIODeadline.now() } }
             let response = try await native.send(request, deadline: deadline)
             learnAlternative(from: response, origin: origin, host: host)
             return response

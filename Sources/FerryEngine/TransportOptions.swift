@@ -12,6 +12,11 @@ public struct TransportOptions: Sendable {
     public var minimumTLSVersion: SessionConfiguration.TLSVersion = .tlsv12
     /// The highest TLS version; default 1.3.
     public var maximumTLSVersion: SessionConfiguration.TLSVersion = .tlsv13
+    /// With ``SessionConfiguration/HTTPVersionPreference/http3``: how long a QUIC handshake may run
+    /// before TCP starts for the request (RFC 8305's race; the handshake goes on for the requests after).
+    /// nil (the default): 250 ms for an origin nothing said speaks HTTP/3, 3 s for one whose `Alt-Svc`
+    /// did. A closed UDP port is known at once, whatever this says.
+    public var http3HeadStart: Duration?
     /// Trust, identity, pins.
     public var tls = TLSSettings()
     /// HTTP/1.1 only, HTTP/2, or whatever ALPN picks.

@@ -80,6 +80,8 @@ public struct QUICClientConnection: Sendable {
     public private(set) var isHandshakeComplete = false
     var sawServerInitial = false
     var pendingControlFrames: [QUICFrame] = []
+    /// Datagrams made while absorbing (a CONNECTION_CLOSE), for ``pendingDatagrams()``.
+    var outbox: [[UInt8]] = []
     var peerMaxData: UInt64 = 0
     var dataSent: UInt64 = 0
     var dataReceived: UInt64 = 0
@@ -284,7 +286,22 @@ public struct QUICClientConnection: Sendable {
 extension QUICClientConnection {
     /// A datagram from the server: its packets opened and acted on; the datagrams to send in answer.
     public mutating func receive(_ datagram: [UInt8]) -> [[UInt8]] {
-        guard !isClosed else { return [] }
+        absorb(datagram)
+        return pendingDatagrams()
+    }
+
+    /// The datagrams to send now: what ``absorb(_:)`` owes the peer (its acknowledgements, a
+    /// CONNECTION_CLOSE), with whatever else is ready.
+    public mutating func pendingDatagrams() -> [[UInt8]] {
+        defer { outbox = [] }
+        return isClosed ? outbox : outbox + flush()
+    }
+
+    /// A datagram from the server, its packets opened and acted on, without answering yet: an owner
+    /// that reads datagrams in batches calls ``pendingDatagrams()`` once after each, so one
+    /// acknowledgement covers the batch (RFC 9000 §13.2.2 asks for one every two packets at least).
+    public mutating func absorb(_ datagram: [UInt8]) {
+        guard !isClosed else { return }
         var offset = 0
         while offset < datagram.count {
             guard let header = try? QUICPacketHeader.parse(datagram, at: offset, shortConnectionIDLength: sourceConnectionID.count),
@@ -295,11 +312,11 @@ extension QUICClientConnection {
             do {
                 try receivePacket(Array(datagram[offset..<(offset + header.packetLength)]), header: header, level: level)
             } catch {
-                return fail(errorCode: 0x0a, reason: "\(error)")
+                outbox += fail(errorCode: 0x0a, reason: "\(error)")
+                return
             }
-            if isClosed { return [] }
+            if isClosed { return }
         }
-        return flush()
     }
 
     private mutating func receivePacket(_ packet: [UInt8], header: QUICPacketHeader, level: QUICEncryptionLevel) throws(QUICError) {
