@@ -172,7 +172,7 @@ final class HTTP3Connection: @unchecked Sendable {
         let promise = eventLoop.makePromise(of: TransportResponse.self)
         var exchange = Exchange(url: request.url, head: promise)
         exchange.deadlineTimer = eventLoop.scheduleTask(deadline: deadline) { [self] in
-            fail(id, FerryError(.timedOut, "no HTTP/3 answer from \(host) in time", failingURL: request.url.absoluteString))
+            fail(id, FerryError(.timedOut, "the HTTP/3 exchange with \(host) did not finish in time", failingURL: request.url.absoluteString))
         }
         exchanges[id] = exchange
         var message = HTTP3Frame.headers(QPACK.encode(NetworkTransport.multiplexedFields(request, target: target))).encoded

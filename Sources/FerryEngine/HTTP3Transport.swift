@@ -110,8 +110,11 @@ final class HTTP3Transport: HTTPTransport, Sendable {
         }
     }
 
-    /// Bodies are raced against the deadline by the engine.
-    var enforcesDeadlineOverBody: Bool { false }
+    /// Each exchange's timer (an event-loop task, cancelled when the body ends) ends a body still
+    /// being read at the deadline, so the engine starts no timer task per request (a cancelled
+    /// `Task.sleep` holds its memory until the time it was for: 0.6 KB a request for a minute, 600 MB
+    /// at HTTP/3's 10,000 requests a second).
+    var enforcesDeadlineOverBody: Bool { true }
 
     /// Every request to an origin shares its one QUIC connection.
     func multiplexes(_ url: URL) -> Bool { true }

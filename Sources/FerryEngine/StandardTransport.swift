@@ -89,8 +89,8 @@ public final class StandardTransport: HTTPTransport {
         try native.checkSettings()
     }
 
-    /// The transport enforces the deadline over the body (HTTP/3 leaves it to the engine).
-    public var enforcesDeadlineOverBody: Bool { http3 == nil }
+    /// The transport enforces the deadline over the body, over TCP and HTTP/3 alike.
+    public var enforcesDeadlineOverBody: Bool { native.enforcesDeadlineOverBody && (http3?.enforcesDeadlineOverBody ?? true) }
 
     public func multiplexes(_ url: URL) -> Bool { http3 != nil || native.multiplexes(url) }
 

@@ -119,8 +119,14 @@ extension QUICClientConnection {
     /// opened.
     private mutating func addStreamFrames(to payload: inout [UInt8], capacity: Int) -> [QUICFrame] {
         var added: [QUICFrame] = []
-        for id in streams.keys.sorted() {
-            guard var stream = streams[id], !stream.finSent, !stream.outgoing.isEmpty || stream.finPending else { continue }
+        var index = 0
+        while index < sendQueue.count {
+            let id = sendQueue[index]
+            guard var stream = streams[id], !stream.finSent, !stream.outgoing.isEmpty || stream.finPending else {
+                sendQueue.remove(at: index)
+                continue
+            }
+            index += 1
             let room = capacity - payload.count - 24
             guard room > 0 else { return added }
             let allowed = min(
@@ -136,7 +142,8 @@ extension QUICClientConnection {
             stream.sendOffset += UInt64(take)
             dataSent += UInt64(take)
             stream.finSent = fin
-            streams[id] = stream
+            // A request stream whose answer is in as well is done.
+            streams[id] = id & 0x03 == 0x00 && fin && stream.finDelivered ? nil : stream
         }
         return added
     }

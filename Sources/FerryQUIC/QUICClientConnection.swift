@@ -72,7 +72,11 @@ public struct QUICClientConnection: Sendable {
     let originalDestinationConnectionID: [UInt8]
     var spaces = [Space(), Space(), Space()]
     var events: [Event] = []
+    /// The open streams; one this side opened is dropped once both directions are done, so a
+    /// connection that carries 20,000 requests holds only those in flight.
     var streams: [UInt64: Stream] = [:]
+    /// Streams with bytes or an end to send, in the order they asked.
+    var sendQueue: [UInt64] = []
     var nextBidirectionalStream: UInt64 = 0
     var nextUnidirectionalStream: UInt64 = 2
     public private(set) var peerParameters: QUICTransportParameters?
@@ -213,6 +217,10 @@ public struct QUICClientConnection: Sendable {
         return flush()
     }
 
+    /// Whether the connection keeps state for `streamID`: a stream this side opened is let go once
+    /// its request is sent and its answer delivered to the end.
+    public func holdsState(for streamID: UInt64) -> Bool { streams[streamID] != nil }
+
     /// A new stream of this side's (client-initiated), its ID.
     public mutating func openStream(bidirectional: Bool) -> UInt64 {
         let id: UInt64
@@ -236,6 +244,7 @@ public struct QUICClientConnection: Sendable {
         stream.outgoing += data
         stream.finPending = fin
         streams[streamID] = stream
+        if !sendQueue.contains(streamID) { sendQueue.append(streamID) }
         return flush()
     }
 
@@ -255,14 +264,16 @@ public struct QUICClientConnection: Sendable {
     /// send a window more (MAX_STREAM_DATA, MAX_DATA). Flow control follows the reader, so a slow one
     /// holds the peer back instead of filling memory.
     public mutating func consume(_ count: Int, on streamID: UInt64) -> [[UInt8]] {
-        guard var stream = streams[streamID] else { return [] }
-        stream.consumed += UInt64(count)
+        // (A stream already done still counts for the connection's window.)
         dataConsumed += UInt64(count)
-        if stream.finalSize == nil, stream.consumed + Self.streamWindow / 2 > stream.receiveLimit {
-            stream.receiveLimit = stream.consumed + Self.streamWindow
-            pendingControlFrames.append(.maxStreamData(streamID: streamID, maximum: stream.receiveLimit))
+        if var stream = streams[streamID] {
+            stream.consumed += UInt64(count)
+            if stream.finalSize == nil, stream.consumed + Self.streamWindow / 2 > stream.receiveLimit {
+                stream.receiveLimit = stream.consumed + Self.streamWindow
+                pendingControlFrames.append(.maxStreamData(streamID: streamID, maximum: stream.receiveLimit))
+            }
+            streams[streamID] = stream
         }
-        streams[streamID] = stream
         if dataConsumed + Self.connectionWindow / 2 > receiveLimit {
             receiveLimit = dataConsumed + Self.connectionWindow
             pendingControlFrames.append(.maxData(receiveLimit))
@@ -426,6 +437,10 @@ extension QUICClientConnection {
     private mutating func receive(stream id: UInt64, offset: UInt64, data: [UInt8], fin: Bool) throws(QUICError) {
         // Server-initiated bidirectional streams are not allowed (initial_max_streams_bidi 0).
         guard id & 0x03 != 0x01 else { throw .malformed("a server-initiated bidirectional stream") }
+        if id & 0x03 == 0x00, streams[id] == nil {
+            guard id < nextBidirectionalStream else { throw .malformed("data on stream \(id), which this side has not opened") }
+            return  // a late copy for a stream that is done
+        }
         var stream = streams[id] ?? Stream()
         let end = offset + UInt64(data.count)
         // Flow control (RFC 9000 §4): no byte past what this side allowed, on the stream or in all.
@@ -442,7 +457,7 @@ extension QUICClientConnection {
             events.append(.streamData(streamID: id, data: ready, fin: ends))
             stream.finDelivered = ends
         }
-        streams[id] = stream
+        streams[id] = id & 0x03 == 0x00 && stream.finDelivered && stream.finSent ? nil : stream
     }
 
     /// What the TLS handshake asks for.

@@ -80,12 +80,14 @@ struct FerryBench {
     /// The sessions' configuration: ephemeral, without an HTTP cache (the rows compare requests that reach
     /// the server with curl's, which has no cache: with one, repeated GETs of one URL would be served from
     /// memory); `FERRY_BENCH_HTTP=1.1` in the environment keeps https on HTTP/1.1 (as curl's
-    /// `--http1.1`), for side-by-side rows.
+    /// `--http1.1`), `FERRY_BENCH_HTTP=3` on HTTP/3 (`--http3-only`), for side-by-side rows.
     static func configuration() -> SessionConfiguration {
         var configuration = SessionConfiguration.ephemeral
         configuration.urlCache = nil
-        if ProcessInfo.processInfo.environment["FERRY_BENCH_HTTP"] == "1.1" {
-            configuration.httpVersionPreference = .http1Only
+        switch ProcessInfo.processInfo.environment["FERRY_BENCH_HTTP"] {
+        case "1.1": configuration.httpVersionPreference = .http1Only
+        case "3": configuration.httpVersionPreference = .http3Only
+        default: break
         }
         return configuration
     }
@@ -208,7 +210,9 @@ struct FerryBench {
     }
 
     static func engineGets(_ text: String, count: Int) async throws {
-        let transport = try StandardTransport()
+        var options = TransportOptions()
+        options.httpVersion = configuration().httpVersionPreference
+        let transport = try StandardTransport(options: options)
         let loader = DataLoader(transport: transport)
         let request = Request(url: try url(text))
         var hooks = DataLoader.Hooks()

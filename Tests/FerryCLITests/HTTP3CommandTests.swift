@@ -95,6 +95,25 @@ import Testing
         }
     }
 
+    /// `--max-time` ends a body that stalls over HTTP/3: the connection's own timer per exchange (no
+    /// timer task per request in the engine), in the words TCP's timeout uses, the bytes kept.
+    @Test(.enabled(if: aioquic, "Python's aioquic is not installed (.ci/run installs it from PyPI)"))
+    func maxTimeEndsABodyThatStalls() async throws {
+        let peer = try await PythonPeer.start("h3_peer.py")
+        defer { peer.stop() }
+        let directory = try makeDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try peer.certificates.trustRootPEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
+        let cli = CLIRunner(directory: directory)
+        let run = try await cli.run([
+            "get", "--http3-only", "--cacert", "ca.pem", "--max-time", "2", "-s", "https://localhost:\(peer.ports[0])/stall/5000", "-o", "s.bin",
+        ])
+        #expect(run.status != 0)
+        #expect(run.stderr.contains("--max-time 2"), "\(run.stderr)")
+        #expect(run.stderr.contains("the partial download is kept"), "\(run.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: directory + "/s.bin.ferry-part")) == Data((0..<5000).map { UInt8($0 % 256) }))
+    }
+
     @Test func whatHTTP3CannotDoIsRefusedWithTheReason() async throws {
         let directory = try makeDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -19,7 +19,7 @@ import Testing
         port: Int,
         certificates: TestCertificates,
         drop: @escaping @Sendable (Bool, Int) -> Bool = { _, _ in false }
-    ) async throws -> (Response, [QUICClientConnection.Event]) {
+    ) async throws -> (Response, [QUICClientConnection.Event], QUICClientConnection) {
         let connection = try QUICClientConnection(serverName: "localhost", applicationProtocols: ["h3"]) { chain in
             chain.first == QUICHandshakeTests.leafDER(certificates.chainPEM)
         }
@@ -60,7 +60,7 @@ import Testing
             return datagrams
         }) { _ in state.response.ended }
         #expect(!outcome.timedOut, "\(outcome.events.suffix(5))")
-        return (state.response, outcome.events)
+        return (state.response, outcome.events, outcome.connection)
     }
 
     @Test(.enabled(if: QUICHandshakeTests.aioquic, "Python's aioquic is not installed (.ci/run installs it from PyPI)"))
@@ -69,12 +69,16 @@ import Testing
         defer { peer.stop() }
         // 40 MB: past the first stream window (16 MiB), so the window must move as the body is read.
         for size in [0, 1_000, 300_000, 40_000_000] {
-            let (response, _) = try await Self.get("/bytes/\(size)", port: peer.ports[0], certificates: peer.certificates)
+            let (response, _, connection) = try await Self.get("/bytes/\(size)", port: peer.ports[0], certificates: peer.certificates)
+            // The request stream (0) is done both ways: nothing of it is kept (20,000 requests on one
+            // connection held 20,000 streams, and each packet sorted them all).
+            #expect(!connection.holdsState(for: 0))
+            #expect(connection.holdsState(for: 2), "this side's control stream stays")
             let fields = Dictionary(response.fields.map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first })
             #expect(fields[":status"] == "200" && fields["content-length"] == String(size) && fields["x-path"] == "/bytes/\(size)")
             #expect(response.body == Array((Array(0...255) + []).map(UInt8.init).repeatedPrefix(size)))
         }
-        let (missing, _) = try await Self.get("/nothing", port: peer.ports[0], certificates: peer.certificates)
+        let (missing, _, _) = try await Self.get("/nothing", port: peer.ports[0], certificates: peer.certificates)
         #expect(missing.fields.first { $0.name == ":status" }?.value == "404")
     }
 }
@@ -94,7 +98,7 @@ import Testing
             case "every 7th datagram each way": { _, index in index % 7 == 0 }
             default: { outgoing, index in !outgoing && (40..<60).contains(index) }
             }
-        let (response, _) = try await HTTP3RequestTests.get("/bytes/500000", port: peer.ports[0], certificates: peer.certificates, drop: drop)
+        let (response, _, _) = try await HTTP3RequestTests.get("/bytes/500000", port: peer.ports[0], certificates: peer.certificates, drop: drop)
         #expect(response.fields.first { $0.name == ":status" }?.value == "200")
         #expect(response.body == Array(Array(0...255).map(UInt8.init).repeatedPrefix(500_000)), "\(response.body.count) bytes")
     }

@@ -5,6 +5,8 @@ usage: h3_peer.py CERT KEY
 
 It listens on UDP 127.0.0.1, on a port the system picks, and prints it on one line. ALPN h3.
   GET /bytes/N   200 with N bytes: 0, 1, ..., 255 repeated; content-length N
+  GET /stall/N   200, content-length N+1, an ETag, N of those bytes, and then nothing: the stream
+                 stays open
   anything else  404 with "not found"
 Each response carries x-path (the request's :path) and x-method.
 With H3_PEER_MAX_STREAMS=N in the environment (h3_peer_few_streams.py sets 3), a client may open at
@@ -24,9 +26,10 @@ from aioquic.quic.events import ProtocolNegotiated
 
 
 def body_for(path):
-    if path.startswith("/bytes/") and path[len("/bytes/"):].isdigit():
-        count = int(path[len("/bytes/"):])
-        return 200, (bytes(range(256)) * (count // 256 + 1))[:count]
+    for prefix in ("/bytes/", "/stall/"):
+        if path.startswith(prefix) and path[len(prefix):].isdigit():
+            count = int(path[len(prefix):])
+            return 200, (bytes(range(256)) * (count // 256 + 1))[:count]
     return 404, b"not found"
 
 
@@ -50,17 +53,21 @@ class Server(QuicConnectionProtocol):
                 fields = dict(h3_event.headers)
                 path = fields.get(b":path", b"").decode()
                 status, body = body_for(path)
+                stalls = path.startswith("/stall/")
                 self.h3.send_headers(
                     h3_event.stream_id,
                     [
                         (b":status", str(status).encode()),
-                        (b"content-length", str(len(body)).encode()),
+                        (b"content-length", str(len(body) + (1 if stalls else 0)).encode()),
                         (b"content-type", b"application/octet-stream"),
                         (b"x-path", path.encode()),
                         (b"x-method", fields.get(b":method", b"")),
-                    ],
+                    ]
+                    + ([(b"etag", b'"stall"')] if stalls else []),
                 )
-                if os.environ.get("H3_PEER_KEY_UPDATE") and len(body) > 1:
+                if stalls:
+                    self.h3.send_data(h3_event.stream_id, body, end_stream=False)
+                elif os.environ.get("H3_PEER_KEY_UPDATE") and len(body) > 1:
                     half = len(body) // 2
                     self.h3.send_data(h3_event.stream_id, body[:half], end_stream=False)
                     self.transmit()
