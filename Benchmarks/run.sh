@@ -5,6 +5,7 @@
 #
 #   Benchmarks/run.sh [ROUNDS]        (default 5; installs nginx, curl, aria2, wget from Debian if missing)
 #
+# The HTTP/3 rows come from Benchmarks/http3.sh, run at the end (HTTP3=0 leaves them out).
 # SMALL=N sets the number of 1 KiB requests of the small-request rows (default 20,000: with 2,000, process
 # start-up weighed on the result). The figures go to Benchmarks/results/latest.json and are compared with
 # Benchmarks/thresholds.json (ratios to the peer, rates, peak RSS) by Benchmarks/thresholds.py: a row past
@@ -289,5 +290,7 @@ os.makedirs(os.path.join(bench_dir, "results"), exist_ok=True)
 with open(os.path.join(bench_dir, "results", "latest.json"), "w") as out:
     json.dump({"rounds": int(rounds), "small_requests": small, "rows": results}, out, indent=1, sort_keys=True)
 PY
+# HTTP/3 against ngtcp2's client, with HTTP/2 beside it, on one caddy (HTTP3=0 leaves these rows out).
+[ "${HTTP3:-1}" = 0 ] || SMALL=$small_count "$root/Benchmarks/http3.sh" "$rounds"
 # This run against the thresholds a run was accepted at (THRESHOLDS=update accepts this one).
 python3 "$root/Benchmarks/thresholds.py" "${THRESHOLDS:-check}"
