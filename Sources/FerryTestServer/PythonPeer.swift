@@ -29,16 +29,16 @@ public struct PythonPeer: Sendable {
         return process?.terminationStatus == 0
     }
 
-    /// Starts `python3 Tests/Scripts/NAME CERT KEY` and waits for its ports.
+    /// Starts `python3 Tests/Scripts/NAME CERT KEY ARGUMENTS...` and waits for its ports.
     /// - Throws: ``TestServerError`` when it does not start or prints no port.
-    public static func start(_ name: String) async throws -> PythonPeer {
+    public static func start(_ name: String, arguments: [String] = []) async throws -> PythonPeer {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-peer-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let certificates = try TestCertificates.generate()
         try certificates.chainPEM.write(toFile: directory + "/cert.pem", atomically: true, encoding: .utf8)
         try certificates.privateKeyPEM.write(toFile: directory + "/key.pem", atomically: true, encoding: .utf8)
         let path = script(name)
-        let process = try ChildProcess.spawn("/usr/bin/env", arguments: ["python3", path, directory + "/cert.pem", directory + "/key.pem"])
+        let process = try ChildProcess.spawn("/usr/bin/env", arguments: ["python3", path, directory + "/cert.pem", directory + "/key.pem"] + arguments)
         let line = await process.standardOutput?.readLineOffPool() ?? ""
         let ports = line.split(separator: " ").compactMap { Int($0) }
         guard !ports.isEmpty else {

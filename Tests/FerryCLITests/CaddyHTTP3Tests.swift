@@ -88,6 +88,31 @@ import Testing
         }
     }
 
+    /// 32 MB from caddy through a path that loses one datagram in 100 each way
+    /// (`udp_drop_relay.py`): quic-go's sending and Ferry's acknowledging and reassembly recover every
+    /// loss; the file is byte-exact.
+    @Test(.enabled(if: caddy, "caddy is not installed (Debian package caddy; .ci/run installs it)"))
+    func oneDatagramLostInAHundredStillGivesTheExactFile() async throws {
+        let big = Data((0..<32_000_000).map { UInt8(truncatingIfNeeded: $0 &* 17 &+ 3) })
+        let caddy = try await Caddy.start(files: ["big.bin": big])
+        defer { caddy.stop() }
+        let stats = caddy.directory + "/relay.stats"
+        let relay = try await PythonPeer.start("udp_drop_relay.py", arguments: [String(caddy.port), "100", stats])
+        defer { relay.stop() }
+        let directory = try makeDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try caddy.certificates.trustRootPEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
+        let cli = CLIRunner(directory: directory)
+        let run = try await cli.run([
+            "get", "--http3-only", "--cacert", "ca.pem", "-s", "https://localhost:\(relay.ports[0])/big.bin", "-o", "big.bin", "-w", "%{http_version}",
+        ])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout == "3")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: directory + "/big.bin")) == big)
+        let counts = try String(contentsOfFile: stats, encoding: .utf8).split(separator: " ").compactMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        #expect(counts.count == 3 && counts[2] >= 100, "the relay dropped \(counts) (forwarded, up, down)")
+    }
+
     /// `--http3` (curl's): HTTP/3 where QUIC connects; TCP where it does not (the test server's TLS
     /// listener has no UDP), and an `Alt-Svc: h3` there sends the next request of the run to the
     /// HTTP/3 port it names.

@@ -95,6 +95,30 @@ import Testing
         }
     }
 
+    /// A path that loses one datagram in 100 each way (`udp_drop_relay.py` between ferry and aioquic):
+    /// RFC 9002's recovery sends the lost frames again, and the file is byte-exact.
+    @Test(.enabled(if: aioquic, "Python's aioquic is not installed (.ci/run installs it from PyPI)"))
+    func oneDatagramLostInAHundredStillGivesTheExactFile() async throws {
+        let peer = try await PythonPeer.start("h3_peer.py")
+        defer { peer.stop() }
+        let stats = peer.directory + "/relay.stats"
+        let relay = try await PythonPeer.start("udp_drop_relay.py", arguments: [String(peer.ports[0]), "100", stats])
+        defer { relay.stop() }
+        let directory = try makeDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try peer.certificates.trustRootPEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
+        let cli = CLIRunner(directory: directory)
+        let size = 3_000_000
+        let run = try await cli.run([
+            "get", "--http3-only", "--cacert", "ca.pem", "-s", "https://localhost:\(relay.ports[0])/bytes/\(size)", "-o", "lossy", "-w", "%{http_version}",
+        ])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout == "3")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: directory + "/lossy")) == Data((0..<size).map { UInt8($0 % 256) }))
+        let counts = try String(contentsOfFile: stats, encoding: .utf8).split(separator: " ").compactMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        #expect(counts.count == 3 && counts[2] >= 10, "the relay dropped \(counts) (forwarded, up, down)")
+    }
+
     /// `--max-time` ends a body that stalls over HTTP/3: the connection's own timer per exchange (no
     /// timer task per request in the engine), in the words TCP's timeout uses, the bytes kept.
     @Test(.enabled(if: aioquic, "Python's aioquic is not installed (.ci/run installs it from PyPI)"))
