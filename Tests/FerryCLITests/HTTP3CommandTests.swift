@@ -1,6 +1,11 @@
+import FerryCore
 import FerryTestServer
 import Foundation
 import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `ferry get --http3-only` (curl's flag) against aioquic's HTTP/3 server (Tests/Scripts/h3_peer.py)
 /// on 127.0.0.1: byte-exact files, `-w %{http_version}` says 3, the chain is judged as over TCP
@@ -136,6 +141,48 @@ import Testing
         #expect(run.stderr.contains("--max-time 2"), "\(run.stderr)")
         #expect(run.stderr.contains("the partial download is kept"), "\(run.stderr)")
         #expect(try Data(contentsOf: URL(fileURLWithPath: directory + "/s.bin.ferry-part")) == Data((0..<5000).map { UInt8($0 % 256) }))
+    }
+
+    /// ferryd killed (SIGKILL) in the middle of an HTTP/3 download: started again, it continues from
+    /// its last durable checkpoint with a Range over HTTP/3, and the file is byte-exact.
+    @Test(.enabled(if: aioquic, "Python's aioquic is not installed (.ci/run installs it from PyPI)"))
+    func aBackgroundDownloadOverHTTP3SurvivesAKill() async throws {
+        let peer = try await PythonPeer.start("h3_peer.py")
+        defer { peer.stop() }
+        try await withBackgroundCLI { cli, directory in
+            try peer.certificates.trustRootPEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
+            var daemon = cli
+            // A checkpoint every 500 kB: the first try stalls after 2.5 MB, so some are durable by then.
+            daemon.environment["FERRY_CHECKPOINT_BYTES"] = "500000"
+            #expect(try await daemon.run(["daemon", "start"]).status == 0)
+            let size = 6_000_000
+            let submit = try await cli.run([
+                "get", "--background", "--http3-only", "--cacert", "ca.pem", "https://localhost:\(peer.ports[0])/once/\(size)/2500000", "-o", "bg.bin",
+            ])
+            #expect(submit.status == 0, "\(submit.stderr)")
+            let end = Date().addingTimeInterval(60)
+            while true {
+                let list = try await cli.run(["ls", "--json"])
+                let tasks = try? JSONDecoder().decode([BackgroundTaskInfo].self, from: Data(list.stdout.utf8))
+                if (tasks?.first?.bytesReceived ?? 0) >= 2_500_000 { break }
+                guard Date() < end else { throw FerryError(.timedOut, "the first 2.5 MB never arrived: \(list.stdout)") }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            let status = try await cli.run(["daemon", "status", "--json"])
+            let pid = try #require((try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])?["pid"] as? Int)
+            #expect(kill(Int32(pid), SIGKILL) == 0)
+            try await waitUntil("ferryd is gone") { kill(Int32(pid), 0) != 0 }
+            #expect(try await daemon.run(["daemon", "start"]).status == 0)
+            let wait = try await cli.run(["wait", submit.output, "--timeout", "60"])
+            #expect(wait.status == 0, "\(wait.stderr)")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: directory + "/bg.bin")) == Data((0..<size).map { UInt8($0 % 256) }))
+            _ = try await cli.run(["daemon", "stop"])
+            // The second request asked for the rest only, from a checkpoint past the start.
+            let log = try String(contentsOfFile: peer.directory + "/requests.log", encoding: .utf8).split(separator: "\n")
+            #expect(log.count == 2 && log.first?.hasSuffix(" -") == true, "\(log)")
+            let resumedAt = log.last.flatMap { $0.split(separator: "=").last }.flatMap { Int($0.dropLast()) } ?? 0
+            #expect(resumedAt >= 500_000 && resumedAt <= 2_500_000, "\(log)")
+        }
     }
 
     @Test func whatHTTP3CannotDoIsRefusedWithTheReason() async throws {

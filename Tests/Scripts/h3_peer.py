@@ -7,6 +7,9 @@ It listens on UDP 127.0.0.1, on a port the system picks, and prints it on one li
   GET /bytes/N   200 with N bytes: 0, 1, ..., 255 repeated; content-length N
   GET /stall/N   200, content-length N+1, an ETag, N of those bytes, and then nothing: the stream
                  stays open
+  GET /once/N/M  N such bytes with an ETag; the first request without a Range gets M of them and
+                 then nothing (the stream stays open); a Range "bytes=A-" gets a 206 from A
+Every request is logged to requests.log beside CERT, one line: ":path range" ("-" without a Range).
   anything else  404 with "not found"
 Each response carries x-path (the request's :path) and x-method.
 With H3_PEER_MAX_STREAMS=N in the environment (h3_peer_few_streams.py sets 3), a client may open at
@@ -23,6 +26,27 @@ from aioquic.h3.connection import H3_ALPN, H3Connection
 from aioquic.h3.events import HeadersReceived
 from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.events import ProtocolNegotiated
+
+
+def once(path, range_field):
+    """(status, fields, body, stalls) for /once/N/M, or None for another path."""
+    parts = path.split("/")
+    if len(parts) != 4 or parts[1] != "once" or not parts[2].isdigit() or not parts[3].isdigit():
+        return None
+    size, stall_after = int(parts[2]), int(parts[3])
+    body = (bytes(range(256)) * (size // 256 + 1))[:size]
+    fields = [(b"etag", b'"once-%d"' % size), (b"accept-ranges", b"bytes")]
+    if range_field.startswith("bytes=") and range_field.endswith("-") and range_field[6:-1].isdigit():
+        start = int(range_field[6:-1])
+        fields.append((b"content-range", b"bytes %d-%d/%d" % (start, size - 1, size)))
+        return 206, fields, body[start:], False
+    first = path not in ONCE_SEEN
+    ONCE_SEEN.add(path)
+    return 200, fields, body[:stall_after] if first else body, first
+
+
+ONCE_SEEN = set()
+LOG = os.path.join(os.path.dirname(os.path.abspath(sys.argv[1])), "requests.log")
 
 
 def body_for(path):
@@ -52,18 +76,28 @@ class Server(QuicConnectionProtocol):
             if isinstance(h3_event, HeadersReceived):
                 fields = dict(h3_event.headers)
                 path = fields.get(b":path", b"").decode()
-                status, body = body_for(path)
-                stalls = path.startswith("/stall/")
+                range_field = fields.get(b"range", b"").decode()
+                with open(LOG, "a") as log:
+                    log.write(f"{path} {range_field or '-'}\n")
+                answer = once(path, range_field)
+                if answer:
+                    status, extra, body, stalls = answer
+                    length = int(path.split("/")[2]) - (int(range_field[6:-1]) if status == 206 else 0)
+                else:
+                    status, body = body_for(path)
+                    stalls = path.startswith("/stall/")
+                    extra = [(b"etag", b'"stall"')] if stalls else []
+                    length = len(body) + (1 if stalls else 0)
                 self.h3.send_headers(
                     h3_event.stream_id,
                     [
                         (b":status", str(status).encode()),
-                        (b"content-length", str(len(body) + (1 if stalls else 0)).encode()),
+                        (b"content-length", str(length).encode()),
                         (b"content-type", b"application/octet-stream"),
                         (b"x-path", path.encode()),
                         (b"x-method", fields.get(b":method", b"")),
                     ]
-                    + ([(b"etag", b'"stall"')] if stalls else []),
+                    + extra,
                 )
                 if stalls:
                     self.h3.send_data(h3_event.stream_id, body, end_stream=False)
