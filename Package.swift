@@ -241,7 +241,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "FerryCoreTests", dependencies: ["FerryCore"], swiftSettings: swiftSettings),
-        .testTarget(name: "FerryQUICTests", dependencies: ["FerryQUIC", "FerryTestServer"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "FerryQUICTests",
+            dependencies: ["FerryQUIC", "FerryTestServer", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "FerryStoreTests",
             dependencies: ["FerryCore", "FerryStore", .product(name: "GRDB", package: "GRDB.swift")],

@@ -37,6 +37,9 @@ extension QUICClientConnection {
             QUICFrame.ack(ranges: spaces[index].received, delay: 0, ecn: nil).encode(into: &payload)
             spaces[index].ackNeeded = false
         }
+        // Congestion control and pacing (RFC 9002 §7) hold back 1-RTT packets that must be
+        // acknowledged; an acknowledgement alone always goes.
+        if index == 2, !congestionAllows() { return seal(payload, index: index, protection: protection, carried: []) }
         while let frame = spaces[index].retransmit.first {
             let bytes = frame.encoded
             guard payload.count + bytes.count <= capacity else { break }
@@ -54,7 +57,26 @@ extension QUICClientConnection {
         }
         if index == highestWritable { carried += addControlFrames(to: &payload, capacity: capacity, level: index) }
         if index == 2, isHandshakeComplete { carried += addStreamFrames(to: &payload, capacity: capacity) }
+        return seal(payload, index: index, protection: protection, carried: carried)
+    }
+
+    /// Whether a full-sized packet may go now; when the pacer is what holds it back, when it may.
+    private mutating func congestionAllows() -> Bool {
+        let (now, rtt) = (clock(), recovery.smoothedRTT)
+        if recovery.congestion.canSend(Self.packetSize, now: now, smoothedRTT: rtt) { return true }
+        if probeAllowance > 0 {
+            probeAllowance -= 1
+            return true
+        }
+        if let due = recovery.congestion.pacingDelay(for: Self.packetSize, now: now, smoothedRTT: rtt) { pacingDue = due }
+        return false
+    }
+
+    /// `payload` as a protected packet of space `index`, recorded as sent; nil when it is empty.
+    private mutating func seal(_ payload: [UInt8], index: Int, protection: QUICPacketProtection, carried: [QUICFrame]) -> [UInt8]? {
+        var payload = payload
         guard !payload.isEmpty else { return nil }
+        let capacity = Self.packetSize - headerLength(index) - QUICPacketProtection.tagLength
         if index == 0 {
             // A datagram with an Initial is at least 1,200 bytes: this one travels alone, padded.
             payload += [UInt8](repeating: 0, count: max(0, capacity - payload.count))

@@ -106,6 +106,10 @@ public struct QUICClientConnection: Sendable {
     var keyPhase = false
     /// The 1-RTT read keys of the phase before, for packets sent before the update that arrive after it.
     var previousReadKeys: QUICPacketProtection?
+    /// When the pacer lets the next packet go, while packets wait for it.
+    var pacingDue: UInt64?
+    /// How many more packets may go past the congestion window: a probe's (RFC 9002 §7.5).
+    var probeAllowance = 0
 
     /// A connection to `serverName` offering `applicationProtocols`, the server's certificate chain
     /// judged by `verify` (DER, leaf first), or, without it, handed out as
@@ -159,17 +163,30 @@ public struct QUICClientConnection: Sendable {
     }
 
     /// When ``handleTimeout()`` is next due (nanoseconds on the clock), nil when no timer runs.
-    public func nextTimeout() -> UInt64? { isClosed ? nil : recovery.nextTimeout() }
+    public func nextTimeout() -> UInt64? {
+        guard !isClosed else { return nil }
+        guard let pacingDue else { return recovery.nextTimeout() }
+        return min(pacingDue, recovery.nextTimeout() ?? .max)
+    }
 
-    /// Timers that are due: lost packets' frames are sent again, or a probe goes out (RFC 9002 §6.2.4).
+    /// Timers that are due: lost packets' frames are sent again, or a probe goes out (RFC 9002 §6.2.4),
+    /// or the pacer lets the next packets go.
     public mutating func handleTimeout() -> [[UInt8]] {
-        guard !isClosed, let due = recovery.timeout(now: clock()) else { return [] }
-        switch due {
-        case .lost(let space, let frames):
+        guard !isClosed else { return [] }
+        let now = clock()
+        if let due = pacingDue, due <= now { pacingDue = nil }
+        switch recovery.timeout(now: now) {
+        case .lost(let space, let frames)?:
             requeue(frames, space: space)
-        case .probe(let space, let frames):
+        case .probe(let space, let frames)?:
             requeue(frames, space: space)
             if frames.isEmpty { spaces[space].retransmit.append(.ping) }
+            // One or two probe packets go out whatever the congestion window says (RFC 9002 §7.5).
+            probeAllowance = 2
+            defer { probeAllowance = 0 }
+            return flush()
+        case nil:
+            break
         }
         return flush()
     }

@@ -27,6 +27,8 @@ public struct QUICRecovery: Sendable {
         var largestAcknowledged: UInt64?
         var lossTime: UInt64?
         var lastAckElicitingTime: UInt64?
+        /// When the latest packet acknowledged so far was sent (for persistent congestion, §7.6).
+        var latestAcknowledgedSentTime: UInt64?
         var discarded = false
     }
 
@@ -49,6 +51,8 @@ public struct QUICRecovery: Sendable {
     public var ackDelayExponent: UInt64 = 3
     /// Whether the handshake is confirmed: until then no probe timer runs for 1-RTT packets.
     public var handshakeConfirmed = false
+    /// NewReno and pacing (RFC 9002 §7), fed by what is sent, acknowledged and lost here.
+    public internal(set) var congestion = QUICCongestion()
 
     public init() {}
 
@@ -61,10 +65,12 @@ public struct QUICRecovery: Sendable {
         guard packet.ackEliciting else { return }
         spaces[space].sent[packet.number] = packet
         spaces[space].lastAckElicitingTime = packet.time
+        congestion.sent(packet.size)
     }
 
     /// The keys of `space` are gone: nothing there is in flight any more, nor will be.
     public mutating func discard(space: Int) {
+        congestion.discarded(spaces[space].sent.values.reduce(0) { $0 + $1.size })
         spaces[space] = SpaceState(discarded: true)
         probeCount = 0
     }
@@ -85,6 +91,10 @@ public struct QUICRecovery: Sendable {
             updateRTT(sample: now > sampled.time ? now - sampled.time : 0, ackDelay: space == 2 ? ackDelay : 0)
         }
         if !newlyAcked.isEmpty { probeCount = 0 }
+        for packet in newlyAcked {
+            congestion.acknowledged(packet.size, sentTime: packet.time)
+            spaces[space].latestAcknowledgedSentTime = max(spaces[space].latestAcknowledgedSentTime ?? 0, packet.time)
+        }
         return detectLost(in: space, now: now)
     }
 
@@ -125,15 +135,25 @@ public struct QUICRecovery: Sendable {
         guard let largest = spaces[space].largestAcknowledged else { return [] }
         let delay = max(max(latestRTT, smoothedRTT) * 9 / 8, Self.granularity)
         var lost: [QUICFrame] = []
+        var (bytes, earliest, latest): (Int, UInt64, UInt64) = (0, .max, 0)
         spaces[space].lossTime = nil
         for number in spaces[space].sent.keys.sorted() where number < largest {
             guard let packet = spaces[space].sent[number] else { continue }
             if largest - number >= Self.packetThreshold || packet.time + delay <= now {
                 lost += packet.frames
                 spaces[space].sent[number] = nil
+                (bytes, earliest, latest) = (bytes + packet.size, min(earliest, packet.time), max(latest, packet.time))
             } else {
                 spaces[space].lossTime = min(spaces[space].lossTime ?? .max, packet.time + delay)
             }
+        }
+        guard bytes > 0 else { return lost }
+        congestion.lost(bytes: bytes, latestSentTime: latest, now: now)
+        // Persistent congestion (§7.6): what was lost spans three probe timeouts, and nothing sent in
+        // that span (or after it began) was acknowledged.
+        let persistent = (smoothedRTT + max(4 * rttVariation, Self.granularity) + maximumAckDelay) * 3
+        if hasSample, latest - earliest > persistent, spaces[space].latestAcknowledgedSentTime.map({ $0 < earliest }) ?? true {
+            congestion.persistentCongestion()
         }
         return lost
     }

@@ -9,6 +9,8 @@ It listens on UDP 127.0.0.1, on a port the system picks, and prints it on one li
                  stays open
   GET /once/N/M  N such bytes with an ETag; the first request without a Range gets M of them and
                  then nothing (the stream stays open); a Range "bytes=A-" gets a 206 from A
+  POST /upload  read to the end of the request's body, then 200 with x-body-length and
+                 x-body-sha256 (hex) of what arrived
 Every request is logged to requests.log beside CERT, one line: ":path range" ("-" without a Range).
   anything else  404 with "not found"
 Each response carries x-path (the request's :path) and x-method.
@@ -23,7 +25,9 @@ import sys
 from aioquic.asyncio import serve
 from aioquic.asyncio.protocol import QuicConnectionProtocol
 from aioquic.h3.connection import H3_ALPN, H3Connection
-from aioquic.h3.events import HeadersReceived
+import hashlib
+
+from aioquic.h3.events import DataReceived, HeadersReceived
 from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.events import ProtocolNegotiated
 
@@ -61,6 +65,7 @@ class Server(QuicConnectionProtocol):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.h3 = None
+        self.uploads = {}
         limit = os.environ.get("H3_PEER_MAX_STREAMS")
         if limit:
             # Before the handshake: the transport parameters carry it.
@@ -73,7 +78,17 @@ class Server(QuicConnectionProtocol):
         if self.h3 is None:
             return
         for h3_event in self.h3.handle_event(event):
-            if isinstance(h3_event, HeadersReceived):
+            if isinstance(h3_event, HeadersReceived) and dict(h3_event.headers).get(b":path") == b"/upload":
+                self.uploads[h3_event.stream_id] = hashlib.sha256(), 0
+                if h3_event.stream_ended:
+                    self.answer_upload(h3_event.stream_id)
+            elif isinstance(h3_event, DataReceived) and h3_event.stream_id in self.uploads:
+                digest, length = self.uploads[h3_event.stream_id]
+                digest.update(h3_event.data)
+                self.uploads[h3_event.stream_id] = digest, length + len(h3_event.data)
+                if h3_event.stream_ended:
+                    self.answer_upload(h3_event.stream_id)
+            elif isinstance(h3_event, HeadersReceived):
                 fields = dict(h3_event.headers)
                 path = fields.get(b":path", b"").decode()
                 range_field = fields.get(b"range", b"").decode()
@@ -110,6 +125,16 @@ class Server(QuicConnectionProtocol):
                 else:
                     self.h3.send_data(h3_event.stream_id, body, end_stream=True)
                 self.transmit()
+
+    def answer_upload(self, stream_id):
+        digest, length = self.uploads.pop(stream_id)
+        self.h3.send_headers(
+            stream_id,
+            [(b":status", b"200"), (b"content-length", b"0"), (b"x-body-length", str(length).encode()),
+             (b"x-body-sha256", digest.hexdigest().encode())],
+            end_stream=True,
+        )
+        self.transmit()
 
 
 async def main():
