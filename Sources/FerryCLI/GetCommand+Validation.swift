@@ -118,6 +118,10 @@ extension GetCommand {
             ),
             (transfer.verbose, "-v is for foreground downloads; follow a background one with ferry watch"),
             (
+                transfer.altSvc != nil,
+                "--alt-svc is for foreground downloads: ferryd keeps the Alt-Svc answers it gets in alt-svc.txt in its state directory"
+            ),
+            (
                 reliability.retryDelay != nil,
                 "--retry-delay is for foreground downloads: ferryd waits by its own backoff between tries (--tries sets how many)"
             ),

@@ -38,7 +38,13 @@ struct TransferOptions: ParsableArguments {
     @Flag(name: .customLong("http3-only"), help: "Use HTTP/3 over QUIC only, as curl (https URLs; no proxy).")
     var http3Only = false
 
-    @Flag(name: .customLong("http3"), help: "Try HTTP/3 first, TCP when QUIC does not connect within a second (as curl).")
+    @Option(
+        name: .customLong("alt-svc"),
+        help: ArgumentHelp("Keep servers' Alt-Svc answers in FILE (curl's format) and use HTTP/3 where one offers it, as curl.", valueName: "FILE")
+    )
+    var altSvc: String?
+
+    @Flag(name: .customLong("http3"), help: "Try HTTP/3 first, TCP when QUIC has not connected within 250 ms (as curl).")
     var http3 = false
 
     @Option(
@@ -183,6 +189,13 @@ struct TransferOptions: ParsableArguments {
         if http11 { options.httpVersion = .http1Only }
         if http2 { options.httpVersion = .http2 }
         if http3Only { options.httpVersion = .http3Only }
+        if let altSvc {
+            do {
+                options.altServices = try AltServiceStore(file: CLI.absolute(altSvc))
+            } catch {
+                throw CLIFailure(error.message, status: .localFile)
+            }
+        }
         return options
     }
 

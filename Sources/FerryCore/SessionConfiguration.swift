@@ -56,7 +56,7 @@ public struct SessionConfiguration: Sendable, Hashable, Codable {
         /// HTTP/3 over QUIC only (curl's `--http3-only`): https URLs, no proxy; http:// is refused.
         case http3Only
         /// HTTP/3 first for https (on the port an `Alt-Svc: h3` named, else the URL's), HTTP/2 or 1.1
-        /// over TCP when QUIC does not connect within a second or through a proxy (curl's `--http3`).
+        /// over TCP when QUIC has not connected within 250 ms (RFC 8305's race) or through a proxy (curl's `--http3`).
         case http3
     }
 

@@ -134,6 +134,11 @@ public enum Daemon {
         var options = StandardTransport.Options()
         options.idleTimeout = configuration.requestTimeout
         options.maximumConnectionsPerHost = configuration.maximumConnectionsPerHost
+        // Alt-Svc answers kept across restarts (curl's format): a task's origin that offered HTTP/3
+        // is fetched over it (TCP when QUIC does not connect).
+        // (A file that does not parse is started afresh: the first change overwrites it.)
+        let altServicesFile = configuration.paths.stateDirectory + "/alt-svc.txt"
+        options.altServices = (try? AltServiceStore(file: altServicesFile)) ?? AltServiceStore(replacing: altServicesFile)
         var plain = options
         plain.proxies = ProxySettings()
         return TransportCache(

@@ -33,6 +33,7 @@ final class TransportCache: Sendable {
         var specific = TransportOptions(settings)
         specific.idleTimeout = options.idleTimeout
         specific.maximumConnectionsPerHost = options.maximumConnectionsPerHost
+        specific.altServices = options.altServices
         let transport = SessionTransport(
             try StandardTransport(options: specific),
             maximumConnectionsPerHost: options.maximumConnectionsPerHost,

@@ -25,6 +25,9 @@ public final class StandardTransport: HTTPTransport {
     private let http3: HTTP3Transport?
     private let fallsBack: Bool
     private let http3HeadStart: Duration?
+    private let altServices: AltServiceStore?
+    /// HTTP/3 only for origins an `Alt-Svc` offered it for (the store's), TCP for the rest.
+    private let onlyWhereAdvertised: Bool
     /// What `--http3` learned per origin: an Alt-Svc's HTTP/3 port, or that QUIC did not connect there
     /// (then TCP for ten minutes, as browsers do).
     private let http3Origins = Mutex<[String: HTTP3OriginState]>([:])
@@ -34,8 +37,10 @@ public final class StandardTransport: HTTPTransport {
     public init(options: Options = Options()) throws {
         native = NetworkTransport(options: options)
         http3HeadStart = options.http3HeadStart
+        altServices = options.altServices
         try native.checkSettings()
         let proxied = options.proxies.map { $0.http != nil || $0.https != nil } ?? false
+        onlyWhereAdvertised = options.httpVersion == .automatic && !proxied && options.altServices != nil
         switch options.httpVersion {
         case .http3Only:
             // QUIC does not go through an HTTP or SOCKS proxy (CONNECT carries TCP): said once, here.
@@ -47,6 +52,10 @@ public final class StandardTransport: HTTPTransport {
         case .http3 where !proxied:
             http3 = try HTTP3Transport(options: options)
             fallsBack = true
+        case .automatic where !proxied && options.altServices != nil:
+            // An Alt-Svc store (curl's --alt-svc): HTTP/3 where an origin's answer offered it.
+            http3 = try HTTP3Transport(options: options)
+            fallsBack = true
         default:
             // (--http3 through a proxy: TCP, as curl does.)
             http3 = nil
@@ -55,33 +64,42 @@ public final class StandardTransport: HTTPTransport {
     }
 
     public func send(_ request: TransportRequest, deadline: NIODeadline) async throws -> TransportResponse {
-        guard let http3 else { return try await native.send(request, deadline: deadline) }
-        guard fallsBack else { return try await http3.send(request, deadline: deadline) }
+        guard let http3 else { return remember(try await native.send(request, deadline: deadline), url: request.url) }
+        guard fallsBack else { return remember(try await http3.send(request, deadline: deadline), url: request.url) }
         guard request.url.scheme?.lowercased() == "https", let host = request.url.host else {
             return try await native.send(request, deadline: deadline)
         }
         let origin = "\(host.lowercased()):\(request.url.port ?? 443)"
         let state = http3Origins.withLock { $0[origin] }
+        let alternativePort = state?.alternativePort ?? altServices?.http3Port(host: host, port: request.url.port ?? 443)
         if let failedAt = state?.failedAt, NIODeadline.now() < failedAt + .minutes(10) {
-            return try await native.send(request, deadline: deadline)
+            return remember(try await native.send(request, deadline: deadline), url: request.url)
+        }
+        if onlyWhereAdvertised, alternativePort == nil {
+            return remember(try await native.send(request, deadline: deadline), url: request.url)
         }
         do {
             // QUIC's head start over TCP (RFC 8305's race, as curl runs it for --http3): 250 ms where
             // nothing said the origin speaks HTTP/3, 3 s where its Alt-Svc did.
-            let headStart = http3HeadStart ?? (state?.alternativePort == nil ? .milliseconds(250) : .seconds(3))
-            return try await http3.send(request, deadline: deadline, port: state?.alternativePort, headStart: headStart)
+            let headStart = http3HeadStart ?? (alternativePort == nil ? .milliseconds(250) : .seconds(3))
+            return remember(try await http3.send(request, deadline: deadline, port: alternativePort, headStart: headStart), url: request.url)
         } catch let failure as HTTP3Transport.ConnectFailure {
             if !failure.slow { http3Origins.withLock { $0[origin, default: HTTP3OriginState()].failedAt = NIODeadline.now() } }
-            let response = try await native.send(request, deadline: deadline)
-            learnAlternative(from: response, origin: origin, host: host)
-            return response
+            return remember(try await native.send(request, deadline: deadline), url: request.url)
         }
     }
 
-    /// An `Alt-Svc: h3=":PORT"` (RFC 7838) for the same host: HTTP/3 is tried on that port next time.
-    private func learnAlternative(from response: TransportResponse, origin: String, host: String) {
-        guard let port = AltService.http3Port(response.headers.values("alt-svc"), host: host) else { return }
-        http3Origins.withLock { $0[origin] = HTTP3OriginState(alternativePort: port) }
+    /// An answer's `Alt-Svc` (RFC 7838) taken in: into the store when there is one, and an
+    /// `h3=":PORT"` for the same host remembered for the process, so HTTP/3 is tried on that port next.
+    private func remember(_ response: TransportResponse, url: URL) -> TransportResponse {
+        let values = response.headers.values("alt-svc")
+        guard !values.isEmpty, url.scheme?.lowercased() == "https", let host = url.host else { return response }
+        let port = url.port ?? 443
+        altServices?.record(values, host: host, port: port, protocolName: response.protocolName)
+        if fallsBack, let alternative = AltService.http3Port(values, host: host) {
+            http3Origins.withLock { $0["\(host.lowercased()):\(port)"] = HTTP3OriginState(alternativePort: alternative) }
+        }
+        return response
     }
 
     /// Throws what is wrong with the TLS or proxy settings (already checked by ``init(options:)``).

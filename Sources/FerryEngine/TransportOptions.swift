@@ -17,6 +17,11 @@ public struct TransportOptions: Sendable {
     /// nil (the default): 250 ms for an origin nothing said speaks HTTP/3, 3 s for one whose `Alt-Svc`
     /// did. A closed UDP port is known at once, whatever this says.
     public var http3HeadStart: Duration?
+    /// Where `Alt-Svc` answers are kept (curl's `--alt-svc FILE`; ferryd's own file): with it, an
+    /// origin whose answer offered HTTP/3 is tried over HTTP/3 first (TCP when QUIC does not
+    /// connect), even without ``SessionConfiguration/HTTPVersionPreference/http3``; nil: none kept
+    /// beyond the transport's life.
+    public var altServices: AltServiceStore?
     /// Trust, identity, pins.
     public var tls = TLSSettings()
     /// HTTP/1.1 only, HTTP/2, or whatever ALPN picks.

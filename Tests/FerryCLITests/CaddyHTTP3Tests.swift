@@ -113,19 +113,74 @@ import Testing
         #expect(counts.count == 3 && counts[2] >= 100, "the relay dropped \(counts) (forwarded, up, down)")
     }
 
-    /// `--http3` (curl's): HTTP/3 where QUIC connects; TCP where it does not (the test server's TLS
-    /// listener has no UDP), and an `Alt-Svc: h3` there sends the next request of the run to the
-    /// HTTP/3 port it names.
-    @Test(.enabled(if: caddy, "caddy is not installed (Debian package caddy; .ci/run installs it)"))
-    func http3FallsBackToTCPAndFollowsAltSvc() async throws {
-        let caddy = try await Caddy.start(files: ["small.txt": Data("hi\n".utf8)])
+    /// Caddy serving `files` (paths under its root) and the test server, with a CLI in a fresh
+    /// directory whose `ca.pem` trusts both.
+    static func withCaddyAndTestServer(
+        files: [String: Data],
+        _ body: (Caddy, TestServer, CLIRunner, String) async throws -> Void
+    ) async throws {
+        let caddy = try await Caddy.start(files: [:])
         defer { caddy.stop() }
+        for (path, data) in files {
+            let url = URL(fileURLWithPath: caddy.directory + "/www/" + path)
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try data.write(to: url)
+        }
         try await TestServer.withServer { server in
             let directory = try makeDirectory()
             defer { try? FileManager.default.removeItem(atPath: directory) }
             try (caddy.certificates.trustRootPEM + server.certificates.trustRootPEM)
                 .write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
-            let cli = CLIRunner(directory: directory)
+            try await body(caddy, server, CLIRunner(directory: directory), directory)
+        }
+    }
+
+    /// `--alt-svc FILE` (curl's): a run without --http3 learns the test server's `Alt-Svc: h3` (which
+    /// names caddy's port) into FILE in curl's format; the next run, another process, goes to that
+    /// HTTP/3 port at once; curl reads the file and keeps the entry when it writes it back.
+    @Test(.enabled(if: caddy, "caddy is not installed (Debian package caddy; .ci/run installs it)"))
+    func altSvcFileCarriesHTTP3AcrossRuns() async throws {
+        try await Self.withCaddyAndTestServer(files: ["bytes/12": Data(DeterministicBytes(seed: 0).bytes(offset: 0, count: 12))]) {
+            caddy, server, cli, directory in
+            let tlsPort = server.ports[.tls]!
+            let altSvc = "header=" + ("Alt-Svc:h3=\":\(caddy.port)\"; ma=600".addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
+            let first = try await cli.run([
+                "get", "--alt-svc", "alt.txt", "--cacert", "ca.pem", "-s", "https://127.0.0.1:\(tlsPort)/bytes/12?\(altSvc)", "-o", "a", "-w", "%{http_version}",
+            ])
+            #expect(first.status == 0 && first.stdout == "2", "\(first.stdout) \(first.stderr)")
+            let file = try String(contentsOfFile: directory + "/alt.txt", encoding: .utf8)
+            let line = try #require(file.split(separator: "\n").first { !$0.hasPrefix("#") })
+            #expect(line.hasPrefix("h2 127.0.0.1 \(tlsPort) h3 127.0.0.1 \(caddy.port) \""), "\(file)")
+            // Another run, no Alt-Svc in this answer's URL: the file sends it to caddy's HTTP/3 port.
+            let second = try await cli.run([
+                "get", "--alt-svc", "alt.txt", "--cacert", "ca.pem", "-s", "https://127.0.0.1:\(tlsPort)/bytes/12", "-o", "b", "-w", "%{http_version}",
+            ])
+            #expect(second.status == 0 && second.stdout == "3", "\(second.stdout) \(second.stderr)")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: directory + "/b")) == Data(DeterministicBytes(seed: 0).bytes(offset: 0, count: 12)))
+            // curl reads ferry's file: its rewrite (after a transfer of its own) still has the entry.
+            let curl = try ChildProcess.spawn(
+                "/usr/bin/curl", arguments: ["-s", "-o", "/dev/null", "--alt-svc", directory + "/alt.txt", server.url("/bytes/1")], output: .discarded
+            )
+            curl.waitUntilExit()
+            let rewritten = try String(contentsOfFile: directory + "/alt.txt", encoding: .utf8)
+            #expect(rewritten.contains("h3 127.0.0.1 \(caddy.port)"), "\(rewritten)")
+            // With --background, refused: ferryd keeps its own.
+            let background = try await cli.run(["get", "--background", "--alt-svc", "alt.txt", server.url("/bytes/1"), "-o", "c"])
+            #expect(background.status == 2 && background.stderr.contains("ferryd keeps the Alt-Svc answers"), "\(background.stderr)")
+            // A file that is not an Alt-Svc cache: named, and nothing fetched.
+            try "not a cache\n".write(toFile: directory + "/bad.txt", atomically: true, encoding: .utf8)
+            let bad = try await cli.run(["get", "--alt-svc", "bad.txt", "-s", server.url("/bytes/1"), "-o", "d"])
+            #expect(bad.status != 0 && bad.stderr.contains("line 1 is not an Alt-Svc cache entry"), "\(bad.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: directory + "/d"))
+        }
+    }
+
+    /// `--http3` (curl's): HTTP/3 where QUIC connects; TCP where it does not (the test server's TLS
+    /// listener has no UDP), and an `Alt-Svc: h3` there sends the next request of the run to the
+    /// HTTP/3 port it names.
+    @Test(.enabled(if: caddy, "caddy is not installed (Debian package caddy; .ci/run installs it)"))
+    func http3FallsBackToTCPAndFollowsAltSvc() async throws {
+        try await Self.withCaddyAndTestServer(files: ["small.txt": Data("hi\n".utf8)]) { caddy, server, cli, directory in
             // (QUIC gets a second here before TCP takes over: on a loaded machine the handshake may not
             // make it, and TCP's answer is as right.)
             let direct = try await cli.run(["get", "--http3", "--cacert", "ca.pem", "-s", "https://localhost:\(caddy.port)/small.txt", "-o", "a", "-w", "%{http_version}"])
