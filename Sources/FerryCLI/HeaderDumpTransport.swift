@@ -84,11 +84,7 @@ final class HeaderDumpTransport: HTTPTransport {
     /// The HTTP version of an exchange over `protocolName` (ALPN's name), as curl writes it: `2`, `3`,
     /// else `1.1` (`-D`, `-i`, `-v` and `-w %{http_version}`).
     static func versionNumber(_ protocolName: String) -> String {
-        switch protocolName {
-        case "h2": "2"
-        case "h3": "3"
-        default: "1.1"
-        }
+        BackgroundTaskInfo.httpVersion(ofProtocol: protocolName)
     }
 
     /// A head with `status` and `headers`, received over `protocolName`, as curl writes it.

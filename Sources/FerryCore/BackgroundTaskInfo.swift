@@ -72,6 +72,18 @@ public struct BackgroundTaskInfo: Sendable, Hashable, Codable {
     /// A task held until a time (``ControlAPI/TaskCreation/earliestBeginTime``): that time, seconds
     /// since 1970. It stays after the task started.
     public var earliestBeginTime: Double?
+    /// The HTTP version the response came over, as curl's `%{http_version}` writes it: `1.1`, `2`, `3`;
+    /// nil before a response.
+    public var httpVersion: String?
+
+    /// curl's version number for an ALPN protocol name (`h2` → `2`, `h3` → `3`, else `1.1`).
+    public static func httpVersion(ofProtocol name: String) -> String {
+        switch name {
+        case "h2": "2"
+        case "h3": "3"
+        default: "1.1"
+        }
+    }
 
     /// A task description.
     public init(

@@ -26,6 +26,7 @@ extension StoredTask {
         info.allowsConstrainedNetwork = allowsConstrained
         info.bandwidthLimit = bandwidthLimit
         info.earliestBeginTime = earliestBegin?.timeIntervalSince1970
+        info.httpVersion = networkProtocol.map(BackgroundTaskInfo.httpVersion(ofProtocol:))
         return info
     }
 

@@ -56,13 +56,14 @@ struct TaskRecord: CheckpointSink {
     }
 
     /// The final response, and the request that got it (after redirects).
-    func response(status: Int, headers: Headers, request: Request, bytesSent: Int64? = nil) throws {
+    func response(status: Int, headers: Headers, request: Request, bytesSent: Int64? = nil, protocolName: String? = nil) throws {
         try store.recordResponse(
             session: session,
             identifier: identifier,
             status: status,
             headers: headers,
-            bytesSent: bytesSent
+            bytesSent: bytesSent,
+            protocolName: protocolName
         )
         try store.setCurrentRequest(session: session, identifier: identifier, request: request)
     }

@@ -277,7 +277,7 @@ struct TransferRunner: Sendable {
         let (record, hub, session, info) = (record, hub, task.session, task.info)
         plan.didDiscard = { try? record.progress(at: partial, bytes: 0, expected: nil, entityTag: nil, lastModified: nil) }
         plan.didFinishBody = { result in
-            try record.response(status: result.status, headers: result.headers, request: result.finalRequest)
+            try record.response(status: result.status, headers: result.headers, request: result.finalRequest, protocolName: result.protocolName)
             var last = info
             last.bytesReceived = result.length
             last.expectedLength = result.length

@@ -157,17 +157,18 @@ extension FerryStore {
         identifier: Int,
         status: Int,
         headers: Headers,
-        bytesSent: Int64? = nil
+        bytesSent: Int64? = nil,
+        protocolName: String? = nil
     ) throws {
         let encoded = try JSONEncoder().encode(headers)
         try write { db in
             try db.execute(
                 sql: """
                     UPDATE task SET responseStatus = ?, responseHeaders = ?, bytesSent = COALESCE(?, bytesSent),
-                                    updatedAt = ?
+                                    networkProtocol = COALESCE(?, networkProtocol), updatedAt = ?
                     WHERE session = ? AND taskIdentifier = ?
                     """,
-                arguments: [status, encoded, bytesSent, StoreTime(clock()), session, identifier]
+                arguments: [status, encoded, bytesSent, protocolName, StoreTime(clock()), session, identifier]
             )
             try Self.requireChange(db, session: session, identifier: identifier)
         }

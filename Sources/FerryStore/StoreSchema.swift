@@ -57,6 +57,9 @@ enum StoreSchema {
             }
         }
         migrator.registerMigration("v10: a task's options as one column", migrate: gatherTaskOptions)
+        migrator.registerMigration("v11: the protocol the response came over") { db in
+            try db.alter(table: "task") { table in table.add(column: "networkProtocol", .text) }
+        }
         return migrator
     }
 

@@ -63,6 +63,8 @@ public struct StoredTask: Sendable, Hashable {
     public var responseStatus: Int?
     /// The final response's header fields, once known.
     public var responseHeaders: Headers?
+    /// The protocol the response came over (ALPN's name: `http/1.1`, `h2`, `h3`).
+    public var networkProtocol: String?
     /// The error the task completed with (code and message), if any.
     public var error: FerryError?
     /// May use a metered network (the request's and the session's allowsCellularAccess and
@@ -150,6 +152,7 @@ extension StoredTask {
         waitReported = row["waitReported"]
         responseStatus = row["responseStatus"]
         responseHeaders = try (row["responseHeaders"] as Data?).map { try decoder.decode(Headers.self, from: $0) }
+        networkProtocol = row["networkProtocol"]
         if let code: Int = row["errorCode"] {
             error = FerryError(
                 FerryError.Code(rawValue: code, name: row["errorName"] ?? "code \(code)"),

@@ -1,3 +1,4 @@
+import FerryCore
 import FerryTestServer
 import Foundation
 import Testing
@@ -172,6 +173,37 @@ import Testing
             let bad = try await cli.run(["get", "--alt-svc", "bad.txt", "-s", server.url("/bytes/1"), "-o", "d"])
             #expect(bad.status != 0 && bad.stderr.contains("line 1 is not an Alt-Svc cache entry"), "\(bad.stderr)")
             #expect(!FileManager.default.fileExists(atPath: directory + "/d"))
+        }
+    }
+
+    /// ferryd keeps the Alt-Svc answers its tasks get (alt-svc.txt in its state directory): a task
+    /// to an origin that offered h3 goes over HTTP/3, without --http3, and `ferry ls --json` says so.
+    @Test(.enabled(if: caddy, "caddy is not installed (Debian package caddy; .ci/run installs it)"))
+    func ferrydUsesHTTP3WhereAnAltSvcOfferedIt() async throws {
+        try await Self.withCaddyAndTestServer(files: ["bytes/12": Data(DeterministicBytes(seed: 0).bytes(offset: 0, count: 12))]) {
+            caddy, server, _, _ in
+            try await withBackgroundCLI { cli, directory in
+                try (caddy.certificates.trustRootPEM + server.certificates.trustRootPEM)
+                    .write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
+                let altSvc = "header=" + ("Alt-Svc:h3=\":\(caddy.port)\"; ma=600".addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
+                let base = "https://127.0.0.1:\(server.ports[.tls]!)/bytes/12"
+                var versions: [String?] = []
+                for (index, url) in ["\(base)?\(altSvc)", base].enumerated() {
+                    let submit = try await cli.run(["get", "--background", "--cacert", "ca.pem", url, "-o", "f\(index)"])
+                    #expect(submit.status == 0, "\(submit.stderr)")
+                    let wait = try await cli.run(["wait", submit.output, "--timeout", "60"])
+                    #expect(wait.status == 0, "\(wait.stderr)")
+                    let list = try await cli.run(["ls", "--json"])
+                    let tasks = try JSONDecoder().decode([BackgroundTaskInfo].self, from: Data(list.stdout.utf8))
+                    versions.append(tasks.first { $0.destination?.hasSuffix("/f\(index)") == true }?.httpVersion)
+                    #expect(try Data(contentsOf: URL(fileURLWithPath: directory + "/f\(index)")) == Data(DeterministicBytes(seed: 0).bytes(offset: 0, count: 12)))
+                }
+                #expect(versions == ["2", "3"])
+                let home = try #require(cli.environment["FERRY_HOME"])
+                let file = try String(contentsOfFile: home + "/alt-svc.txt", encoding: .utf8)
+                #expect(file.contains("h3 127.0.0.1 \(caddy.port)"), "\(file)")
+                _ = try await cli.run(["daemon", "stop"])
+            }
         }
     }
 

@@ -97,6 +97,10 @@ import Glibc
             let wait = try await cli.run(["wait", submit.output, "--timeout", "60"])
             #expect(wait.status == 0, "\(wait.stderr)")
             #expect(try Data(contentsOf: URL(fileURLWithPath: directory + "/bg.bin")) == Data((0..<2_000_000).map { UInt8($0 % 256) }))
+            // ferry ls --json says which HTTP version the answer came over, as -w %{http_version} does.
+            let list = try await cli.run(["ls", "--json", "--all"])
+            let tasks = try JSONDecoder().decode([BackgroundTaskInfo].self, from: Data(list.stdout.utf8))
+            #expect(tasks.first?.httpVersion == "3", "\(list.stdout)")
         }
     }
 

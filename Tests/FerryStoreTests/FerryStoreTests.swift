@@ -36,7 +36,7 @@ func request(_ path: String) -> Request {
                 "v1: sessions, tasks, events, launches", "v2: task resource deadline", "v3: task destination",
                 "v4: segmented download progress", "v5: resumable upload state", "v6: task connection settings",
                 "v7: network policy and bandwidth limit", "v8: forms, tus chunks, task limits, download bodies and decoding",
-                "v9: not before (earliestBeginDate)", "v10: a task's options as one column",
+                "v9: not before (earliestBeginDate)", "v10: a task's options as one column", "v11: the protocol the response came over",
             ]
         )
     }
