@@ -33,12 +33,25 @@ final class HTTP3Connection: @unchecked Sendable {
     let host: String
     let port: Int
     private let tls: TLSClient
-    private var quic: QUICClientConnection
-    private var channel: (any Channel)?
-    private var remote: SocketAddress
+    var quic: QUICClientConnection
+    var channel: (any Channel)?
+    /// The socket of the path before a migration, read until the new path is validated.
+    var previousChannel: (any Channel)?
+    private(set) var remote: SocketAddress
+    /// Response body bytes received so far (for the test hook that migrates after some).
+    var bodyBytesReceived = 0
+    #if DEBUG
+    /// `FERRY_DEBUG_QUIC_MIGRATE=BYTES@ADDRESS`: after BYTES of bodies, the connection moves to a new
+    /// socket bound to ADDRESS (a test's stand-in for a network change).
+    var debugMigration: (bytes: Int, address: String)? = ProcessInfo.processInfo.environment["FERRY_DEBUG_QUIC_MIGRATE"].flatMap { text in
+        let parts = text.split(separator: "@", maxSplits: 1)
+        guard parts.count == 2, let bytes = Int(parts[0]) else { return nil }
+        return (bytes, String(parts[1]))
+    }
+    #endif
     private var handshake: EventLoopPromise<Void>?
     private var exchanges: [UInt64: Exchange] = [:]
-    private var closedError: FerryError?
+    private(set) var closedError: FerryError?
     private var idleTimer: Scheduled<Void>?
     private var recoveryTimer: Scheduled<Void>?
     /// Requests waiting for the server to allow another stream.
@@ -94,21 +107,7 @@ final class HTTP3Connection: @unchecked Sendable {
         }
         let eventLoop = MultiThreadedEventLoopGroup.singleton.next()
         let connection = try HTTP3Connection(host: host, port: port, remote: remote, eventLoop: eventLoop, tls: tls)
-        var bootstrap = DatagramBootstrap(group: eventLoop)
-            .channelOption(ChannelOptions.socketOption(.so_rcvbuf), value: 4 << 20)
-            .channelOption(ChannelOptions.maxMessagesPerRead, value: 64)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(HTTP3DatagramHandler(connection)) }
-            }
-        if System.supportsUDPReceiveOffload {
-            // GRO: the kernel hands over runs of the server's datagrams as one buffer, with their size.
-            bootstrap = bootstrap.channelOption(ChannelOptions.datagramReceiveOffload, value: true)
-                .channelOption(ChannelOptions.datagramReceiveSegmentSize, value: true)
-                .channelOption(ChannelOptions.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 65_536))
-        }
-        // A connected socket: the kernel reports an ICMP "port unreachable" as ECONNREFUSED, so a server
-        // without HTTP/3 is known at once instead of by a timeout.
-        let channel = try await bootstrap.connect(to: remote).get()
+        let channel = try await connection.makeChannel(local: nil).get()
         // A cancelled attempt (the transport shutting down while a raced handshake goes on) ends now.
         try await withTaskCancellationHandler {
             try await eventLoop.flatSubmit { connection.start(channel: channel, deadline: deadline) }.get()
@@ -116,6 +115,27 @@ final class HTTP3Connection: @unchecked Sendable {
             eventLoop.execute { connection.fail(FerryError(.cancelled, "the transport was shut down")) }
         }
         return connection
+    }
+
+    /// A UDP socket for this connection, bound to `local` (nil: any address), connected to the
+    /// server: the kernel then reports an ICMP "port unreachable" as ECONNREFUSED, so a server without
+    /// HTTP/3 is known at once instead of by a timeout.
+    func makeChannel(local: SocketAddress?) -> EventLoopFuture<any Channel> {
+        var bootstrap = DatagramBootstrap(group: eventLoop)
+            .channelOption(ChannelOptions.socketOption(.so_rcvbuf), value: 4 << 20)
+            .channelOption(ChannelOptions.maxMessagesPerRead, value: 64)
+            .channelInitializer { [self] channel in
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(HTTP3DatagramHandler(self)) }
+            }
+        if System.supportsUDPReceiveOffload {
+            // GRO: the kernel hands over runs of the server's datagrams as one buffer, with their size.
+            bootstrap = bootstrap.channelOption(ChannelOptions.datagramReceiveOffload, value: true)
+                .channelOption(ChannelOptions.datagramReceiveSegmentSize, value: true)
+                .channelOption(ChannelOptions.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 65_536))
+        }
+        guard let local else { return bootstrap.connect(to: remote) }
+        let remote = remote
+        return bootstrap.bind(to: local).flatMap { channel in channel.connect(to: remote).map { channel } }
     }
 
     private func start(channel: any Channel, deadline: NIODeadline) -> EventLoopFuture<Void> {
@@ -230,6 +250,7 @@ final class HTTP3Connection: @unchecked Sendable {
         reading = false
         deliverBodies()
         transmit(quic.pendingDatagrams())
+        migrateIfAsked()
     }
 
     /// Each exchange's body bytes of the batch, to its reader; its window moves when the reader
@@ -273,6 +294,9 @@ final class HTTP3Connection: @unchecked Sendable {
                         self.handleEvents()
                     }
                 }
+            case .pathValidated:
+                previousChannel?.close(promise: nil)
+                previousChannel = nil
             case .handshakeComplete:
                 // This side's control stream: its type, and SETTINGS with no dynamic QPACK table.
                 let control = quic.openStream(bidirectional: false)
@@ -311,6 +335,7 @@ final class HTTP3Connection: @unchecked Sendable {
                 guard deliverHead(section, exchange: &exchange, id: id) else { return }
             case .data(let bytes):
                 bodyBytes += bytes.count
+                bodyBytesReceived += bytes.count
                 guard exchange.source != nil else { continue }
                 exchange.unread.writeBytes(bytes)
             default:
@@ -413,6 +438,7 @@ final class HTTP3Connection: @unchecked Sendable {
         idleTimer?.cancel()
         recoveryTimer?.cancel()
         channel?.close(promise: nil)
+        previousChannel?.close(promise: nil)
     }
 
     private func resetIdleTimer() {
@@ -422,7 +448,7 @@ final class HTTP3Connection: @unchecked Sendable {
         }
     }
 
-    private func transmit(_ datagrams: [[UInt8]]) {
+    func transmit(_ datagrams: [[UInt8]]) {
         if let channel, !datagrams.isEmpty {
             for datagram in datagrams {
                 channel.write(AddressedEnvelope(remoteAddress: remote, data: channel.allocator.buffer(bytes: datagram)), promise: nil)

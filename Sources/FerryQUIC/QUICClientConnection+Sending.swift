@@ -77,7 +77,14 @@ extension QUICClientConnection {
         var payload = payload
         guard !payload.isEmpty else { return nil }
         let capacity = Self.packetSize - headerLength(index) - QUICPacketProtection.tagLength
-        if index == 0 {
+        let probesPath = carried.contains {
+            switch $0 {
+            case .pathChallenge, .pathResponse: true
+            default: false
+            }
+        }
+        if index == 0 || probesPath {
+            // (A datagram that probes a path is at least 1,200 bytes too, RFC 9000 §8.2.1.)
             // A datagram with an Initial is at least 1,200 bytes: this one travels alone, padded.
             payload += [UInt8](repeating: 0, count: max(0, capacity - payload.count))
         } else if payload.count < 4 {

@@ -23,6 +23,8 @@ public struct QUICClientConnection: Sendable {
         /// The server's certificate chain (DER, leaf first) waits for ``finishVerification(accepted:)``
         /// (a connection made without a `verify` closure).
         case certificateChain([[UInt8]])
+        /// The path ``migrate()`` moved to answered its PATH_CHALLENGE (RFC 9000 §8.2): validated.
+        case pathValidated
     }
 
     /// One packet number space's state (RFC 9000 §12.3).
@@ -67,7 +69,7 @@ public struct QUICClientConnection: Sendable {
     static let packetSize = 1_200
 
     let tls: QUICTLS
-    public private(set) var destinationConnectionID: [UInt8]
+    public internal(set) var destinationConnectionID: [UInt8]
     public let sourceConnectionID: [UInt8]
     let originalDestinationConnectionID: [UInt8]
     var spaces = [Space(), Space(), Space()]
@@ -110,6 +112,15 @@ public struct QUICClientConnection: Sendable {
     var pacingDue: UInt64?
     /// How many more packets may go past the congestion window: a probe's (RFC 9002 §7.5).
     var probeAllowance = 0
+    /// The connection IDs the server issued, by sequence number (0: its handshake's), and the one in use.
+    var peerConnectionIDs: [UInt64: [UInt8]] = [:]
+    var destinationSequence: UInt64 = 0
+    /// Sequence numbers below this are retired.
+    var retiredBelow: UInt64 = 0
+    /// The PATH_CHALLENGE data the new path has yet to echo.
+    var pathChallengeData: [UInt8]?
+    /// Paths moved to and validated.
+    public internal(set) var validatedMigrations = 0
 
     /// A connection to `serverName` offering `applicationProtocols`, the server's certificate chain
     /// judged by `verify` (DER, leaf first), or, without it, handed out as
@@ -139,6 +150,7 @@ public struct QUICClientConnection: Sendable {
         parameters.initialMaxStreamsBidi = 0
         parameters.initialMaxStreamsUni = 100
         parameters.initialSourceConnectionID = source
+        parameters.activeConnectionIDLimit = Self.connectionIDLimit
         var configuration = QUICTLS.Configuration(
             isClient: true, serverName: serverName, applicationProtocols: applicationProtocols, transportParameters: parameters.encoded()
         )
@@ -445,8 +457,11 @@ extension QUICClientConnection {
         case .maxStreams(let bidirectional, let maximum):
             if bidirectional { peerMaxBidirectionalStreams = max(peerMaxBidirectionalStreams, maximum) }
             else { peerMaxUnidirectionalStreams = max(peerMaxUnidirectionalStreams, maximum) }
-        case .padding, .ping, .newToken, .newConnectionID, .retireConnectionID, .pathResponse, .dataBlocked,
-            .streamDataBlocked, .streamsBlocked, .stopSending:
+        case .newConnectionID(let sequence, let retirePriorTo, let connectionID, _):
+            try received(connectionID: connectionID, sequence: sequence, retirePriorTo: retirePriorTo)
+        case .pathResponse(let data):
+            receivedPathResponse(data)
+        case .padding, .ping, .newToken, .retireConnectionID, .dataBlocked, .streamDataBlocked, .streamsBlocked, .stopSending:
             break
         }
     }
@@ -492,6 +507,7 @@ extension QUICClientConnection {
             case .handshakeComplete:
                 try adoptPeerParameters()
                 isHandshakeComplete = true
+                issueConnectionID()
                 events.append(.handshakeComplete(applicationProtocol: tls.applicationProtocol))
             }
         }

@@ -40,8 +40,8 @@ public struct QUICRecovery: Sendable {
     var spaces = [SpaceState(), SpaceState(), SpaceState()]
     public private(set) var latestRTT: UInt64 = 0
     /// RFC 9002 §6.2.2's initial estimate: 333 ms, half of it as the variation.
-    public private(set) var smoothedRTT: UInt64 = 333 * millisecond
-    public private(set) var rttVariation: UInt64 = 333 * millisecond / 2
+    public internal(set) var smoothedRTT: UInt64 = 333 * millisecond
+    public internal(set) var rttVariation: UInt64 = 333 * millisecond / 2
     public private(set) var minimumRTT: UInt64 = .max
     var hasSample = false
     /// Probe timeouts in a row without an acknowledgement (the timeout doubles each time).
@@ -58,6 +58,15 @@ public struct QUICRecovery: Sendable {
 
     /// Bytes in ack-eliciting packets not yet acknowledged or lost.
     public var bytesInFlight: Int { spaces.reduce(0) { $0 + $1.sent.values.reduce(0) { $0 + ($1.ackEliciting ? $1.size : 0) } } }
+
+    /// The connection moved to a new path (RFC 9002 §9.4): the round-trip estimate and the congestion
+    /// controller start afresh; what is in flight stays in flight.
+    public mutating func newPath() {
+        let inFlight = congestion.bytesInFlight
+        congestion = QUICCongestion(maximumDatagramSize: congestion.maximumDatagramSize)
+        congestion.sent(inFlight)
+        (smoothedRTT, rttVariation, minimumRTT, hasSample) = (333 * Self.millisecond, 333 * Self.millisecond / 2, .max, false)
+    }
 
     /// `packet` went out in `space` (0 Initial, 1 Handshake, 2 application).
     public mutating func sent(_ packet: SentPacket, in space: Int) {

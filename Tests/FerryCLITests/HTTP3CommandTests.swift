@@ -128,6 +128,31 @@ import Glibc
         #expect(counts.count == 3 && counts[2] >= 10, "the relay dropped \(counts) (forwarded, up, down)")
     }
 
+    /// Connection migration (RFC 9000 §9): a megabyte into a 6 MB download, the client's connection
+    /// moves to a new socket on another address (127.0.0.2, `FERRY_DEBUG_QUIC_MIGRATE`, a stand-in
+    /// for a network change); the server sees the new address, one request, and no Range: nothing is
+    /// fetched twice, and the file is byte-exact.
+    @Test(.enabled(if: aioquic, "Python's aioquic is not installed (.ci/run installs it from PyPI)"))
+    func aDownloadMovesToANewAddressOnTheSameConnection() async throws {
+        let peer = try await PythonPeer.start("h3_peer.py")
+        defer { peer.stop() }
+        let directory = try makeDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try peer.certificates.trustRootPEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
+        var cli = CLIRunner(directory: directory)
+        cli.environment["FERRY_DEBUG_QUIC_MIGRATE"] = "1000000@127.0.0.2"
+        let size = 6_000_000
+        let run = try await cli.run([
+            "get", "--http3-only", "--cacert", "ca.pem", "-s", "https://127.0.0.1:\(peer.ports[0])/bytes/\(size)", "-o", "moved.bin",
+        ])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: directory + "/moved.bin")) == Data((0..<size).map { UInt8($0 % 256) }))
+        let requests = try String(contentsOfFile: peer.directory + "/requests.log", encoding: .utf8).split(separator: "\n")
+        #expect(requests == ["/bytes/\(size) -"], "one request, no Range")
+        let addresses = try String(contentsOfFile: peer.directory + "/addresses.log", encoding: .utf8).split(separator: "\n")
+        #expect(addresses.count == 2 && addresses.first?.hasPrefix("127.0.0.1 ") == true && addresses.last?.hasPrefix("127.0.0.2 ") == true, "\(addresses)")
+    }
+
     /// `--max-time` ends a body that stalls over HTTP/3: the connection's own timer per exchange (no
     /// timer task per request in the engine), in the words TCP's timeout uses, the bytes kept.
     @Test(.enabled(if: aioquic, "Python's aioquic is not installed (.ci/run installs it from PyPI)"))

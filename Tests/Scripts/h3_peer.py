@@ -11,7 +11,8 @@ It listens on UDP 127.0.0.1, on a port the system picks, and prints it on one li
                  then nothing (the stream stays open); a Range "bytes=A-" gets a 206 from A
   POST /upload  read to the end of the request's body, then 200 with x-body-length and
                  x-body-sha256 (hex) of what arrived
-Every request is logged to requests.log beside CERT, one line: ":path range" ("-" without a Range).
+Every request is logged to requests.log beside CERT, one line: ":path range" ("-" without a Range),
+and each client address the first time a datagram comes from it to addresses.log ("HOST PORT").
   anything else  404 with "not found"
 Each response carries x-path (the request's :path) and x-method.
 With H3_PEER_MAX_STREAMS=N in the environment (h3_peer_few_streams.py sets 3), a client may open at
@@ -50,6 +51,7 @@ def once(path, range_field):
 
 
 ONCE_SEEN = set()
+ADDRESSES = set()
 LOG = os.path.join(os.path.dirname(os.path.abspath(sys.argv[1])), "requests.log")
 
 
@@ -71,6 +73,13 @@ class Server(QuicConnectionProtocol):
             # Before the handshake: the transport parameters carry it.
             self._quic._local_max_streams_bidi.value = int(limit)
             self._quic._local_max_streams_bidi.sent = int(limit)
+
+    def datagram_received(self, data, addr):
+        if addr not in ADDRESSES:
+            ADDRESSES.add(addr)
+            with open(os.path.join(os.path.dirname(LOG), "addresses.log"), "a") as log:
+                log.write(f"{addr[0]} {addr[1]}\n")
+        super().datagram_received(data, addr)
 
     def quic_event_received(self, event):
         if isinstance(event, ProtocolNegotiated):
