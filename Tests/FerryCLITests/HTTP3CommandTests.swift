@@ -13,39 +13,46 @@ import Glibc
 @Suite struct HTTP3CommandTests {
     static let aioquic = PythonPeer.hasModule("aioquic")
 
-    @Test(.enabled(if: aioquic, "Python's aioquic is not installed (.ci/run installs it from PyPI)"))
-    func aDownloadOverHTTP3IsByteExact() async throws {
+    /// aioquic's HTTP/3 server (`h3_peer.py`) and a fresh directory whose `ca.pem` trusts it.
+    static func withH3Peer(_ body: (PythonPeer, String) async throws -> Void) async throws {
         let peer = try await PythonPeer.start("h3_peer.py")
         defer { peer.stop() }
         let directory = try makeDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try peer.certificates.trustRootPEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
-        let cli = CLIRunner(directory: directory)
-        let base = "https://localhost:\(peer.ports[0])"
-        for size in [0, 5_000, 3_000_000] {
-            let run = try await cli.run([
-                "get", "--http3-only", "--cacert", "ca.pem", "-s", "\(base)/bytes/\(size)", "-o", "f\(size)", "-w", "%{http_code} %{http_version}\\n",
-            ])
-            #expect(run.status == 0, "\(run.stderr)")
-            #expect(run.stdout == "200 3\n", "\(run.stdout)")
-            let expected = Data((0..<size).map { UInt8($0 % 256) })
-            #expect(try Data(contentsOf: URL(fileURLWithPath: directory + "/f\(size)")) == expected)
+        try await body(peer, directory)
+    }
+
+    @Test(.enabled(if: aioquic, "Python's aioquic is not installed (.ci/run installs it from PyPI)"))
+    func aDownloadOverHTTP3IsByteExact() async throws {
+        try await Self.withH3Peer { peer, directory in
+            let cli = CLIRunner(directory: directory)
+            let base = "https://localhost:\(peer.ports[0])"
+            for size in [0, 5_000, 3_000_000] {
+                let run = try await cli.run([
+                    "get", "--http3-only", "--cacert", "ca.pem", "-s", "\(base)/bytes/\(size)", "-o", "f\(size)", "-w", "%{http_code} %{http_version}\\n",
+                ])
+                #expect(run.status == 0, "\(run.stderr)")
+                #expect(run.stdout == "200 3\n", "\(run.stdout)")
+                let expected = Data((0..<size).map { UInt8($0 % 256) })
+                #expect(try Data(contentsOf: URL(fileURLWithPath: directory + "/f\(size)")) == expected)
+            }
+            // Without the CA: refused as over TCP, in the same words.
+            let untrusted = try await cli.run(["get", "--http3-only", "-s", "\(base)/bytes/10", "-o", "u"])
+            #expect(untrusted.status == 1)
+            #expect(untrusted.stderr.contains("not trusted; trust its CA with --cacert FILE"), "\(untrusted.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: directory + "/u"))
+            // --resolve as over TCP: a name no resolver knows reaches the server (whose certificate does
+            // not name it); without the entry it is not found.
+            let unknown = "https://quic.invalid:\(peer.ports[0])/bytes/10"
+            let resolved = try await cli.run(["get", "--http3-only", "--cacert", "ca.pem", "--resolve", "quic.invalid:\(peer.ports[0]):127.0.0.1", "-s", unknown, "-o", "r"])
+            #expect(resolved.stderr.contains("does not name it"), "\(resolved.stderr)")
+            let unresolved = try await cli.run(["get", "--http3-only", "--cacert", "ca.pem", "-s", unknown, "-o", "r"])
+            #expect(unresolved.stderr.contains("cannot find the host quic.invalid"), "\(unresolved.stderr)")
+            // A 404 is a 404.
+            let missing = try await cli.run(["get", "--http3-only", "--cacert", "ca.pem", "-s", "\(base)/nothing", "-o", "m"])
+            #expect(missing.status == 1 && missing.stderr.contains("404"), "\(missing.stderr)")
         }
-        // Without the CA: refused as over TCP, in the same words.
-        let untrusted = try await cli.run(["get", "--http3-only", "-s", "\(base)/bytes/10", "-o", "u"])
-        #expect(untrusted.status == 1)
-        #expect(untrusted.stderr.contains("not trusted; trust its CA with --cacert FILE"), "\(untrusted.stderr)")
-        #expect(!FileManager.default.fileExists(atPath: directory + "/u"))
-        // --resolve as over TCP: a name no resolver knows reaches the server (whose certificate does
-        // not name it); without the entry it is not found.
-        let unknown = "https://quic.invalid:\(peer.ports[0])/bytes/10"
-        let resolved = try await cli.run(["get", "--http3-only", "--cacert", "ca.pem", "--resolve", "quic.invalid:\(peer.ports[0]):127.0.0.1", "-s", unknown, "-o", "r"])
-        #expect(resolved.stderr.contains("does not name it"), "\(resolved.stderr)")
-        let unresolved = try await cli.run(["get", "--http3-only", "--cacert", "ca.pem", "-s", unknown, "-o", "r"])
-        #expect(unresolved.stderr.contains("cannot find the host quic.invalid"), "\(unresolved.stderr)")
-        // A 404 is a 404.
-        let missing = try await cli.run(["get", "--http3-only", "--cacert", "ca.pem", "-s", "\(base)/nothing", "-o", "m"])
-        #expect(missing.status == 1 && missing.stderr.contains("404"), "\(missing.stderr)")
     }
 
     /// Twelve downloads at once where the server allows three streams at a time: the others wait for
@@ -134,42 +141,36 @@ import Glibc
     /// fetched twice, and the file is byte-exact.
     @Test(.enabled(if: aioquic, "Python's aioquic is not installed (.ci/run installs it from PyPI)"))
     func aDownloadMovesToANewAddressOnTheSameConnection() async throws {
-        let peer = try await PythonPeer.start("h3_peer.py")
-        defer { peer.stop() }
-        let directory = try makeDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        try peer.certificates.trustRootPEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
-        var cli = CLIRunner(directory: directory)
-        cli.environment["FERRY_DEBUG_QUIC_MIGRATE"] = "1000000@127.0.0.2"
-        let size = 6_000_000
-        let run = try await cli.run([
-            "get", "--http3-only", "--cacert", "ca.pem", "-s", "https://127.0.0.1:\(peer.ports[0])/bytes/\(size)", "-o", "moved.bin",
-        ])
-        #expect(run.status == 0, "\(run.stderr)")
-        #expect(try Data(contentsOf: URL(fileURLWithPath: directory + "/moved.bin")) == Data((0..<size).map { UInt8($0 % 256) }))
-        let requests = try String(contentsOfFile: peer.directory + "/requests.log", encoding: .utf8).split(separator: "\n")
-        #expect(requests == ["/bytes/\(size) -"], "one request, no Range")
-        let addresses = try String(contentsOfFile: peer.directory + "/addresses.log", encoding: .utf8).split(separator: "\n")
-        #expect(addresses.count == 2 && addresses.first?.hasPrefix("127.0.0.1 ") == true && addresses.last?.hasPrefix("127.0.0.2 ") == true, "\(addresses)")
+        try await Self.withH3Peer { peer, directory in
+            var cli = CLIRunner(directory: directory)
+            cli.environment["FERRY_DEBUG_QUIC_MIGRATE"] = "1000000@127.0.0.2"
+            let size = 6_000_000
+            let run = try await cli.run([
+                "get", "--http3-only", "--cacert", "ca.pem", "-s", "https://127.0.0.1:\(peer.ports[0])/bytes/\(size)", "-o", "moved.bin",
+            ])
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: directory + "/moved.bin")) == Data((0..<size).map { UInt8($0 % 256) }))
+            let requests = try String(contentsOfFile: peer.directory + "/requests.log", encoding: .utf8).split(separator: "\n")
+            #expect(requests == ["/bytes/\(size) -"], "one request, no Range")
+            let addresses = try String(contentsOfFile: peer.directory + "/addresses.log", encoding: .utf8).split(separator: "\n")
+            #expect(addresses.count == 2 && addresses.first?.hasPrefix("127.0.0.1 ") == true && addresses.last?.hasPrefix("127.0.0.2 ") == true, "\(addresses)")
+        }
     }
 
     /// `--max-time` ends a body that stalls over HTTP/3: the connection's own timer per exchange (no
     /// timer task per request in the engine), in the words TCP's timeout uses, the bytes kept.
     @Test(.enabled(if: aioquic, "Python's aioquic is not installed (.ci/run installs it from PyPI)"))
     func maxTimeEndsABodyThatStalls() async throws {
-        let peer = try await PythonPeer.start("h3_peer.py")
-        defer { peer.stop() }
-        let directory = try makeDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        try peer.certificates.trustRootPEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
-        let cli = CLIRunner(directory: directory)
-        let run = try await cli.run([
-            "get", "--http3-only", "--cacert", "ca.pem", "--max-time", "2", "-s", "https://localhost:\(peer.ports[0])/stall/5000", "-o", "s.bin",
-        ])
-        #expect(run.status != 0)
-        #expect(run.stderr.contains("--max-time 2"), "\(run.stderr)")
-        #expect(run.stderr.contains("the partial download is kept"), "\(run.stderr)")
-        #expect(try Data(contentsOf: URL(fileURLWithPath: directory + "/s.bin.ferry-part")) == Data((0..<5000).map { UInt8($0 % 256) }))
+        try await Self.withH3Peer { peer, directory in
+            let cli = CLIRunner(directory: directory)
+            let run = try await cli.run([
+                "get", "--http3-only", "--cacert", "ca.pem", "--max-time", "2", "-s", "https://localhost:\(peer.ports[0])/stall/5000", "-o", "s.bin",
+            ])
+            #expect(run.status != 0)
+            #expect(run.stderr.contains("--max-time 2"), "\(run.stderr)")
+            #expect(run.stderr.contains("the partial download is kept"), "\(run.stderr)")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: directory + "/s.bin.ferry-part")) == Data((0..<5000).map { UInt8($0 % 256) }))
+        }
     }
 
     /// ferryd killed (SIGKILL) in the middle of an HTTP/3 download: started again, it continues from
