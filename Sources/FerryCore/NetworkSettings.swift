@@ -50,32 +50,34 @@ public struct NetworkSettings: Sendable, Hashable, Codable {
 public enum NetworkProbe {
     /// Whether `/proc/net/route` (IPv4) or `/proc/net/ipv6_route` (IPv6) holds a default route on an
     /// interface other than loopback.
+    /// The first default route's interface and gateway, `IFACE via GATEWAY` (the tables' own hex);
+    /// nil when there is none.
+    public static func defaultRoutePath(ipv4 routeTable: String?, ipv6 ipv6Table: String?) -> String? {
+        // Iface Destination Gateway Flags ...; a default route has destination and mask 00000000 and
+        // the RTF_UP flag (0x1).
+        for line in (routeTable ?? "").split(separator: "\n").dropFirst() {
+            let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+            if fields.count >= 8, fields[0] != "lo", fields[1] == "00000000", fields[7] == "00000000",
+                let flags = UInt32(fields[3], radix: 16), flags & 0x1 != 0
+            {
+                return "\(fields[0]) via \(fields[2])"
+            }
+        }
+        // dest(32 hex) dest_prefix src src_prefix next_hop metric refcnt use flags iface; RTF_REJECT
+        // (0x200) is the kernel's unreachable placeholder, not a route.
+        for line in (ipv6Table ?? "").split(separator: "\n") {
+            let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+            if fields.count >= 10, fields[9] != "lo", fields[1] == "00", fields[0] == Substring(String(repeating: "0", count: 32)),
+                let flags = UInt32(fields[8], radix: 16), flags & 0x1 != 0, flags & 0x200 == 0
+            {
+                return "\(fields[9]) via \(fields[4])"
+            }
+        }
+        return nil
+    }
+
     public static func hasDefaultRoute(ipv4 routeTable: String?, ipv6 ipv6Table: String?) -> Bool {
-        if let routeTable {
-            // Iface Destination Gateway Flags ...; a default route has destination and mask 00000000
-            // and the RTF_UP flag (0x1).
-            for line in routeTable.split(separator: "\n").dropFirst() {
-                let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
-                guard fields.count >= 8, fields[0] != "lo", fields[1] == "00000000", fields[7] == "00000000",
-                    let flags = UInt32(fields[3], radix: 16), flags & 0x1 != 0
-                else { continue }
-                return true
-            }
-        }
-        if let ipv6Table {
-            // dest(32 hex) dest_prefix src src_prefix next_hop metric refcnt use flags iface
-            for line in ipv6Table.split(separator: "\n") {
-                let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
-                guard fields.count >= 10, fields[9] != "lo", fields[1] == "00",
-                    fields[0] == Substring(String(repeating: "0", count: 32)),
-                    let flags = UInt32(fields[8], radix: 16), flags & 0x1 != 0,
-                    // RTF_REJECT (0x200): the kernel's unreachable placeholder, not a route.
-                    flags & 0x200 == 0
-                else { continue }
-                return true
-            }
-        }
-        return false
+        defaultRoutePath(ipv4: routeTable, ipv6: ipv6Table) != nil
     }
 
     /// NetworkManager's `Metered` property (NMMetered) as `busctl get-property` prints it (`u 4`) or as a

@@ -22,6 +22,10 @@ public struct NetworkState: Sendable, Hashable, Codable, CustomStringConvertible
     public var isConstrained: Bool
     /// Where power comes from.
     public var power: Power
+    /// Which network the machine uses: its default route's interface and gateway (`wlan0 via
+    /// 0100A8C0`); nil when unknown. A change while online is a move to another network, for which
+    /// HTTP/3 connections migrate (RFC 9000 §9).
+    public var path: String?
 
     /// A state; by default online, unmetered, unconstrained, power unknown.
     public init(isOnline: Bool = true, isMetered: Bool = false, isConstrained: Bool = false, power: Power = .unknown) {

@@ -34,9 +34,20 @@ actor NetworkControl {
         await scheduler.networkChanged(reading.state)
         monitor.start()
         let (monitor, scheduler) = (self.monitor, self.scheduler)
+        let logger = logger
         watcher = Task {
+            var path = reading.state.path
             for await reading in monitor.changes() {
                 await scheduler.networkChanged(reading.state)
+                // Another network while online: HTTP/3 connections migrate (RFC 9000 §9), their
+                // transfers going on without a new request.
+                if let now = reading.state.path, now != path {
+                    if path != nil {
+                        logger.info("network path changed (\(path ?? "") to \(now)): moving HTTP/3 connections")
+                        await scheduler.transports.networkPathChanged()
+                    }
+                    path = now
+                }
             }
         }
     }

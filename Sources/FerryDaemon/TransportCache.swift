@@ -60,6 +60,13 @@ final class TransportCache: Sendable {
     }
 
     /// Closes every transport.
+    /// The machine moved to another network: every transport's connections that can follow do.
+    func networkPathChanged() async {
+        for transport in [base] + made.withLock({ Array($0.values) }) {
+            await (transport as? any NetworkPathFollowing)?.networkPathChanged()
+        }
+    }
+
     func shutdown() async {
         try? await base.shutdown()
         for transport in made.withLock({ Array($0.values) }) { try? await transport.shutdown() }

@@ -110,6 +110,17 @@ final class HTTP3Transport: HTTPTransport, Sendable {
         }
     }
 
+    /// Every open connection moves to a new socket (the machine changed networks); one whose server
+    /// does not allow it stays where it is (its requests fail if that path is gone, and a download
+    /// continues from its checkpoint over a new connection).
+    func migrateConnections() async {
+        let tasks = connections.withLock { Array($0.values) }
+        for task in tasks {
+            guard let connection = try? await task.value, connection.isUsable else { continue }
+            try? await connection.migrate()
+        }
+    }
+
     /// Each exchange's timer (an event-loop task, cancelled when the body ends) ends a body still
     /// being read at the deadline, so the engine starts no timer task per request (a cancelled
     /// `Task.sleep` holds its memory until the time it was for: 0.6 KB a request for a minute, 600 MB

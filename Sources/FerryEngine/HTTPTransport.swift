@@ -237,3 +237,10 @@ public struct TransportBodyStream: AsyncSequence, Sendable {
         }
     }
 }
+
+/// A transport whose connections can follow the machine to another network (HTTP/3's connection
+/// migration, RFC 9000 §9): told when the default route changes.
+public protocol NetworkPathFollowing: Sendable {
+    /// The machine moved to another network: connections that can move to it do so.
+    func networkPathChanged() async
+}

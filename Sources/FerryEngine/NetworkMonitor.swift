@@ -78,13 +78,9 @@ public final class SystemNetworkSource: NetworkStateSource {
                 ?? NetworkState(isOnline: false)
             detectedMetered = state.isMetered
         } else {
-            state = NetworkState(
-                isOnline: NetworkProbe.hasDefaultRoute(
-                    ipv4: ProcFile.read(root + "/proc/net/route"),
-                    ipv6: ProcFile.read(root + "/proc/net/ipv6_route")
-                ),
-                power: NetworkProbe.power(powerSupplies())
-            )
+            let path = NetworkProbe.defaultRoutePath(ipv4: ProcFile.read(root + "/proc/net/route"), ipv6: ProcFile.read(root + "/proc/net/ipv6_route"))
+            state = NetworkState(isOnline: path != nil, power: NetworkProbe.power(powerSupplies()))
+            state.path = path
             detectedMetered = settings.metered == .auto ? await networkManagerMetered() : nil
             state.isMetered = detectedMetered ?? false
         }

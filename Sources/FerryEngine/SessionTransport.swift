@@ -363,3 +363,9 @@ public final class SessionTransport: HTTPTransport {
         }
     }
 }
+
+extension SessionTransport: NetworkPathFollowing {
+    public func networkPathChanged() async {
+        await (base as? any NetworkPathFollowing)?.networkPathChanged()
+    }
+}

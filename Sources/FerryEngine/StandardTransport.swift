@@ -127,3 +127,10 @@ extension StandardTransport: ByteStreamConnector {
         try await native.startTLS(on: stream, deadline: deadline)
     }
 }
+
+extension StandardTransport: NetworkPathFollowing {
+    /// HTTP/3 connections move to the new network (those whose server allows it); TCP's cannot.
+    public func networkPathChanged() async {
+        await http3?.migrateConnections()
+    }
+}

@@ -23,6 +23,18 @@ import Glibc
         try await body(peer, directory)
     }
 
+    /// Waits (a minute at most) until the first background task has received `bytes`.
+    static func waitForBytes(_ bytes: Int64, _ cli: CLIRunner) async throws {
+        let end = Date().addingTimeInterval(60)
+        while true {
+            let list = try await cli.run(["ls", "--json"])
+            let tasks = try? JSONDecoder().decode([BackgroundTaskInfo].self, from: Data(list.stdout.utf8))
+            if (tasks?.first?.bytesReceived ?? 0) >= bytes { return }
+            guard Date() < end else { throw FerryError(.timedOut, "\(bytes) bytes never arrived: \(list.stdout)") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
     @Test(.enabled(if: aioquic, "Python's aioquic is not installed (.ci/run installs it from PyPI)"))
     func aDownloadOverHTTP3IsByteExact() async throws {
         try await Self.withH3Peer { peer, directory in
@@ -157,6 +169,44 @@ import Glibc
         }
     }
 
+    /// ferryd follows the machine to another network: when its default route changes (a fake
+    /// network, `FERRY_NETWORK_STATE`), a running HTTP/3 download moves to a new socket and goes on;
+    /// the server sees the second address and one request, and the file is byte-exact.
+    @Test(.enabled(if: aioquic, "Python's aioquic is not installed (.ci/run installs it from PyPI)"))
+    func ferrydMovesAnHTTP3DownloadWhenTheNetworkChanges() async throws {
+        try await Self.withH3Peer { peer, _ in
+            try await withBackgroundCLI { cli, directory in
+                try peer.certificates.trustRootPEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
+                let stateFile = directory + "/network.json"
+                func network(_ path: String) throws {
+                    var state = NetworkState()
+                    state.path = path
+                    try JSONEncoder().encode(state).write(to: URL(fileURLWithPath: stateFile), options: .atomic)
+                }
+                try network("eth0 via 0100000A")
+                var daemon = cli
+                daemon.environment["FERRY_NETWORK_STATE"] = stateFile
+                #expect(try await daemon.run(["daemon", "start"]).status == 0)
+                // 3 MB at 100 kB every 50 ms: about a second and a half, in which the network changes.
+                let size = 3_000_000
+                let submit = try await cli.run([
+                    "get", "--background", "--http3-only", "--cacert", "ca.pem", "https://127.0.0.1:\(peer.ports[0])/drip/\(size)/100000/50", "-o", "d.bin",
+                ])
+                #expect(submit.status == 0, "\(submit.stderr)")
+                try await Self.waitForBytes(300_000, cli)
+                try network("wlan0 via 0101A8C0")
+                let wait = try await cli.run(["wait", submit.output, "--timeout", "60"])
+                #expect(wait.status == 0, "\(wait.stderr)")
+                #expect(try Data(contentsOf: URL(fileURLWithPath: directory + "/d.bin")) == Data((0..<size).map { UInt8($0 % 256) }))
+                _ = try await cli.run(["daemon", "stop"])
+                let requests = try String(contentsOfFile: peer.directory + "/requests.log", encoding: .utf8).split(separator: "\n")
+                #expect(requests.count == 1, "\(requests)")
+                let addresses = try String(contentsOfFile: peer.directory + "/addresses.log", encoding: .utf8).split(separator: "\n")
+                #expect(addresses.count == 2, "the connection moved to a second socket: \(addresses)")
+            }
+        }
+    }
+
     /// `--max-time` ends a body that stalls over HTTP/3: the connection's own timer per exchange (no
     /// timer task per request in the engine), in the words TCP's timeout uses, the bytes kept.
     @Test(.enabled(if: aioquic, "Python's aioquic is not installed (.ci/run installs it from PyPI)"))
@@ -190,14 +240,7 @@ import Glibc
                 "get", "--background", "--http3-only", "--cacert", "ca.pem", "https://localhost:\(peer.ports[0])/once/\(size)/2500000", "-o", "bg.bin",
             ])
             #expect(submit.status == 0, "\(submit.stderr)")
-            let end = Date().addingTimeInterval(60)
-            while true {
-                let list = try await cli.run(["ls", "--json"])
-                let tasks = try? JSONDecoder().decode([BackgroundTaskInfo].self, from: Data(list.stdout.utf8))
-                if (tasks?.first?.bytesReceived ?? 0) >= 2_500_000 { break }
-                guard Date() < end else { throw FerryError(.timedOut, "the first 2.5 MB never arrived: \(list.stdout)") }
-                try await Task.sleep(for: .milliseconds(100))
-            }
+            try await Self.waitForBytes(2_500_000, cli)
             let status = try await cli.run(["daemon", "status", "--json"])
             let pid = try #require((try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])?["pid"] as? Int)
             #expect(kill(Int32(pid), SIGKILL) == 0)

@@ -9,6 +9,7 @@ It listens on UDP 127.0.0.1, on a port the system picks, and prints it on one li
                  stays open
   GET /once/N/M  N such bytes with an ETag; the first request without a Range gets M of them and
                  then nothing (the stream stays open); a Range "bytes=A-" gets a 206 from A
+  GET /drip/N/C/MS  N such bytes, C at a time every MS milliseconds (a slow body)
   POST /upload  read to the end of the request's body, then 200 with x-body-length and
                  x-body-sha256 (hex) of what arrived
 Every request is logged to requests.log beside CERT, one line: ":path range" ("-" without a Range),
@@ -56,9 +57,10 @@ LOG = os.path.join(os.path.dirname(os.path.abspath(sys.argv[1])), "requests.log"
 
 
 def body_for(path):
-    for prefix in ("/bytes/", "/stall/"):
-        if path.startswith(prefix) and path[len(prefix):].isdigit():
-            count = int(path[len(prefix):])
+    for prefix in ("/bytes/", "/stall/", "/drip/"):
+        digits = path[len(prefix):].split("/")[0]
+        if path.startswith(prefix) and digits.isdigit():
+            count = int(digits)
             return 200, (bytes(range(256)) * (count // 256 + 1))[:count]
     return 404, b"not found"
 
@@ -123,7 +125,10 @@ class Server(QuicConnectionProtocol):
                     ]
                     + extra,
                 )
-                if stalls:
+                if path.startswith("/drip/") and len(path.split("/")) == 5:
+                    _, _, _, chunk, pause = path.split("/")
+                    self.drip(h3_event.stream_id, body, int(chunk), int(pause) / 1000)
+                elif stalls:
                     self.h3.send_data(h3_event.stream_id, body, end_stream=False)
                 elif os.environ.get("H3_PEER_KEY_UPDATE") and len(body) > 1:
                     half = len(body) // 2
@@ -134,6 +139,12 @@ class Server(QuicConnectionProtocol):
                 else:
                     self.h3.send_data(h3_event.stream_id, body, end_stream=True)
                 self.transmit()
+
+    def drip(self, stream_id, body, chunk, pause):
+        self.h3.send_data(stream_id, body[:chunk], end_stream=len(body) <= chunk)
+        self.transmit()
+        if len(body) > chunk:
+            asyncio.get_event_loop().call_later(pause, self.drip, stream_id, body[chunk:], chunk, pause)
 
     def answer_upload(self, stream_id):
         digest, length = self.uploads.pop(stream_id)
