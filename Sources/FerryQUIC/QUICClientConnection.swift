@@ -62,6 +62,8 @@ public struct QUICClientConnection: Sendable {
         var sendLimit: UInt64 = 0
     }
 
+    /// The unidirectional streams the server may open (HTTP/3 needs three: control and QPACK's two).
+    static let peerUnidirectionalStreams: UInt64 = 100
     /// The flow-control window offered per stream and for the connection.
     static let streamWindow: UInt64 = 16 << 20
     static let connectionWindow: UInt64 = 64 << 20
@@ -148,7 +150,7 @@ public struct QUICClientConnection: Sendable {
         parameters.initialMaxStreamDataBidiRemote = Self.streamWindow
         parameters.initialMaxStreamDataUni = Self.streamWindow
         parameters.initialMaxStreamsBidi = 0
-        parameters.initialMaxStreamsUni = 100
+        parameters.initialMaxStreamsUni = Self.peerUnidirectionalStreams
         parameters.initialSourceConnectionID = source
         parameters.activeConnectionIDLimit = Self.connectionIDLimit
         var configuration = QUICTLS.Configuration(
@@ -472,6 +474,11 @@ extension QUICClientConnection {
         if id & 0x03 == 0x00, streams[id] == nil {
             guard id < nextBidirectionalStream else { throw .malformed("data on stream \(id), which this side has not opened") }
             return  // a late copy for a stream that is done
+        }
+        // A server's unidirectional stream past the limit this side announced (RFC 9000 §4.6): a
+        // STREAM_LIMIT_ERROR, before anything is kept for it.
+        guard id & 0x03 != 0x03 || id / 4 < Self.peerUnidirectionalStreams else {
+            throw .malformed("the server opened more unidirectional streams than the \(Self.peerUnidirectionalStreams) allowed")
         }
         var stream = streams[id] ?? Stream()
         let end = offset + UInt64(data.count)

@@ -207,6 +207,20 @@ import Glibc
         }
     }
 
+    /// A hostile server opens 1,000 unidirectional streams where the client allowed 100: the
+    /// connection ends with the reason (a STREAM_LIMIT_ERROR, RFC 9000 §4.6) instead of keeping a
+    /// stream for each.
+    @Test(.enabled(if: aioquic, "Python's aioquic is not installed (.ci/run installs it from PyPI)"))
+    func aFloodOfServerStreamsEndsTheConnection() async throws {
+        try await Self.withH3Peer { peer, directory in
+            let run = try await CLIRunner(directory: directory).run([
+                "get", "--http3-only", "--cacert", "ca.pem", "-s", "https://localhost:\(peer.ports[0])/flood-uni/1000", "-o", "f",
+            ])
+            #expect(run.status != 0)
+            #expect(run.stderr.contains("opened more unidirectional streams than the 100 allowed"), "\(run.stderr)")
+        }
+    }
+
     /// `--max-time` ends a body that stalls over HTTP/3: the connection's own timer per exchange (no
     /// timer task per request in the engine), in the words TCP's timeout uses, the bytes kept.
     @Test(.enabled(if: aioquic, "Python's aioquic is not installed (.ci/run installs it from PyPI)"))

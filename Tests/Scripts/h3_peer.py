@@ -10,6 +10,8 @@ It listens on UDP 127.0.0.1, on a port the system picks, and prints it on one li
   GET /once/N/M  N such bytes with an ETag; the first request without a Range gets M of them and
                  then nothing (the stream stays open); a Range "bytes=A-" gets a 206 from A
   GET /drip/N/C/MS  N such bytes, C at a time every MS milliseconds (a slow body)
+  GET /flood-uni/N  opens N unidirectional streams of an unknown type, past the client's limit,
+                 a byte on each, then answers 200 half a second later (a hostile server)
   POST /upload  read to the end of the request's body, then 200 with x-body-length and
                  x-body-sha256 (hex) of what arrived
 Every request is logged to requests.log beside CERT, one line: ":path range" ("-" without a Range),
@@ -99,6 +101,15 @@ class Server(QuicConnectionProtocol):
                 self.uploads[h3_event.stream_id] = digest, length + len(h3_event.data)
                 if h3_event.stream_ended:
                     self.answer_upload(h3_event.stream_id)
+            elif isinstance(h3_event, HeadersReceived) and dict(h3_event.headers).get(b":path", b"").startswith(b"/flood-uni/"):
+                count = int(dict(h3_event.headers)[b":path"].split(b"/")[2])
+                self._quic._remote_max_streams_uni = 10**9  # past what the client allowed
+                for _ in range(count):
+                    self._quic.send_stream_data(self._quic.get_next_available_stream_id(is_unidirectional=True), b"\x21")
+                self.transmit()
+                # The answer half a second later: a client that kept up has refused the flood by then.
+                stream_id = h3_event.stream_id
+                asyncio.get_event_loop().call_later(0.5, self.answer_empty, stream_id)
             elif isinstance(h3_event, HeadersReceived):
                 fields = dict(h3_event.headers)
                 path = fields.get(b":path", b"").decode()
@@ -145,6 +156,10 @@ class Server(QuicConnectionProtocol):
         self.transmit()
         if len(body) > chunk:
             asyncio.get_event_loop().call_later(pause, self.drip, stream_id, body[chunk:], chunk, pause)
+
+    def answer_empty(self, stream_id):
+        self.h3.send_headers(stream_id, [(b":status", b"200"), (b"content-length", b"0")], end_stream=True)
+        self.transmit()
 
     def answer_upload(self, stream_id):
         digest, length = self.uploads.pop(stream_id)
