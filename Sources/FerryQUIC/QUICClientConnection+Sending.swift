@@ -18,7 +18,9 @@ extension QUICClientConnection {
     private func headerLength(_ index: Int) -> Int {
         let ids = destinationConnectionID.count + sourceConnectionID.count
         switch index {
-        case 0: return 1 + 4 + 1 + 1 + ids + 1 + 2 + Self.packetNumberLength
+        case 0:
+            let token = retryToken?.count ?? 0
+            return 1 + 4 + 1 + 1 + ids + QUICVarint.length(of: UInt64(token)) + token + 2 + Self.packetNumberLength
         case 1: return 1 + 4 + 1 + 1 + ids + 2 + Self.packetNumberLength
         default: return 1 + destinationConnectionID.count + Self.packetNumberLength
         }
@@ -40,9 +42,16 @@ extension QUICClientConnection {
         // Congestion control and pacing (RFC 9002 §7) hold back 1-RTT packets that must be
         // acknowledged; an acknowledgement alone always goes.
         if index == 2, !congestionAllows() { return seal(payload, index: index, protection: protection, carried: []) }
-        while let frame = spaces[index].retransmit.first {
-            let bytes = frame.encoded
-            guard payload.count + bytes.count <= capacity else { break }
+        while var frame = spaces[index].retransmit.first {
+            var bytes = frame.encoded
+            if payload.count + bytes.count > capacity {
+                // Data that no longer fits a packet whole (a Retry's token, a longer connection ID
+                // since): what fits goes now, the rest waits at the front.
+                guard let (head, rest) = frame.split(fitting: capacity - payload.count) else { break }
+                spaces[index].retransmit.insert(rest, at: 1)
+                frame = head
+                bytes = head.encoded
+            }
             payload += bytes
             carried.append(frame)
             spaces[index].retransmit.removeFirst()
@@ -98,6 +107,7 @@ extension QUICClientConnection {
             case 0, 1:
                 QUICPacketHeader.long(
                     index == 0 ? .initial : .handshake, destination: destinationConnectionID, source: sourceConnectionID,
+                    token: index == 0 ? retryToken ?? [] : [],
                     packetNumber: packetNumber, packetNumberLength: Self.packetNumberLength,
                     payloadLength: payload.count + QUICPacketProtection.tagLength
                 )

@@ -84,7 +84,7 @@ public struct QUICClientConnection: Sendable {
     var nextBidirectionalStream: UInt64 = 0
     var nextUnidirectionalStream: UInt64 = 2
     public private(set) var peerParameters: QUICTransportParameters?
-    public private(set) var isClosed = false
+    public internal(set) var isClosed = false
     public private(set) var isHandshakeComplete = false
     var sawServerInitial = false
     var pendingControlFrames: [QUICFrame] = []
@@ -121,6 +121,10 @@ public struct QUICClientConnection: Sendable {
     var retiredBelow: UInt64 = 0
     /// The PATH_CHALLENGE data the new path has yet to echo.
     var pathChallengeData: [UInt8]?
+    /// A Retry's token, sent in every Initial after it, and the connection ID the Retry came from
+    /// (the server's transport parameters must name it).
+    var retryToken: [UInt8]?
+    var retrySourceConnectionID: [UInt8]?
     /// Paths moved to and validated.
     public internal(set) var validatedMigrations = 0
 
@@ -350,6 +354,14 @@ extension QUICClientConnection {
                 header.packetLength > 0, offset + header.packetLength <= datagram.count
             else { break }
             defer { offset += header.packetLength }
+            if header.kind == .retry {
+                receivedRetry(Array(datagram[offset..<(offset + header.packetLength)]), header: header)
+                return
+            }
+            if header.kind == .versionNegotiation {
+                receivedVersionNegotiation(header)
+                return
+            }
             guard let level = header.level, level != .earlyData else { continue }
             do {
                 try receivePacket(Array(datagram[offset..<(offset + header.packetLength)]), header: header, level: level)
@@ -530,6 +542,9 @@ extension QUICClientConnection {
         }
         guard parameters.initialSourceConnectionID == destinationConnectionID else {
             throw .malformed("initial_source_connection_id does not match the server's")
+        }
+        guard parameters.retrySourceConnectionID == retrySourceConnectionID else {
+            throw .malformed("retry_source_connection_id does not match the Retry (RFC 9000 §7.3)")
         }
         peerParameters = parameters
         peerMaxData = parameters.initialMaxData

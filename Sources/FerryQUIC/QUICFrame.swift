@@ -200,6 +200,28 @@ extension QUICFrame {
         }
     }
 
+    /// A CRYPTO or STREAM frame cut in two where its first part takes at most `room` bytes encoded
+    /// (the second starts where the first ends); nil for other frames, or when not a byte fits.
+    public func split(fitting room: Int) -> (QUICFrame, QUICFrame)? {
+        switch self {
+        case .crypto(let offset, let data):
+            // Type, offset and length take at most 1 + 8 + 8 bytes.
+            let take = min(data.count - 1, room - 17)
+            guard take > 0 else { return nil }
+            return (.crypto(offset: offset, data: Array(data[..<take])), .crypto(offset: offset + UInt64(take), data: Array(data[take...])))
+        case .stream(let id, let offset, let data, let fin):
+            // Type, stream ID, offset and length take at most 1 + 8 + 8 + 8 bytes.
+            let take = min(data.count - 1, room - 25)
+            guard take > 0 else { return nil }
+            return (
+                .stream(streamID: id, offset: offset, data: Array(data[..<take]), fin: false),
+                .stream(streamID: id, offset: offset + UInt64(take), data: Array(data[take...]), fin: fin)
+            )
+        default:
+            return nil
+        }
+    }
+
     private static func decodeAck(_ reader: inout QUICReader, ecn: Bool) throws(QUICError) -> QUICFrame {
         let largest = try reader.readVarint()
         let delay = try reader.readVarint()

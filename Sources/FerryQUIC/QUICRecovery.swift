@@ -77,6 +77,17 @@ public struct QUICRecovery: Sendable {
         congestion.sent(packet.size)
     }
 
+    /// What `space` has in flight, taken out of flight (not lost, not acknowledged; no sample): the
+    /// frames it carried, oldest first. A Retry does this to the first Initials.
+    public mutating func abandon(space: Int) -> [QUICFrame] {
+        let packets = spaces[space].sent.values.sorted { $0.number < $1.number }
+        congestion.discarded(packets.reduce(0) { $0 + $1.size })
+        spaces[space].sent = [:]
+        spaces[space].lossTime = nil
+        spaces[space].lastAckElicitingTime = nil
+        return packets.flatMap(\.frames)
+    }
+
     /// The keys of `space` are gone: nothing there is in flight any more, nor will be.
     public mutating func discard(space: Int) {
         congestion.discarded(spaces[space].sent.values.reduce(0) { $0 + $1.size })

@@ -60,4 +60,24 @@ import Testing
     func hostileFramesAreRefused(bytes: String, error: QUICError) {
         #expect(throws: error) { _ = try QUICFrame.decodeAll(hex(bytes)) }
     }
+
+    /// A frame of data that no longer fits a packet (a Retry's token, a longer connection ID) is cut:
+    /// the first part fits the room, and the two parts together are the original.
+    @Test func dataFramesSplitToFitTheRoomLeft() throws {
+        let data = (0..<1_150).map { UInt8(truncatingIfNeeded: $0) }
+        for frame in [QUICFrame.crypto(offset: 7, data: data), .stream(streamID: 4, offset: 100, data: data, fin: true)] {
+            let (head, rest) = try #require(frame.split(fitting: 1_000))
+            #expect(head.encoded.count <= 1_000)
+            switch (head, rest) {
+            case (.crypto(let a, let first), .crypto(let b, let second)):
+                #expect(a == 7 && b == 7 + UInt64(first.count) && first + second == data)
+            case (.stream(4, let a, let first, false), .stream(4, let b, let second, true)):
+                #expect(a == 100 && b == 100 + UInt64(first.count) && first + second == data)
+            default:
+                Issue.record("not split as data: \(head), \(rest)")
+            }
+        }
+        #expect(QUICFrame.ping.split(fitting: 1_000) == nil)
+        #expect(QUICFrame.crypto(offset: 0, data: data).split(fitting: 10) == nil, "not a byte fits")
+    }
 }

@@ -21,6 +21,9 @@ Each response carries x-path (the request's :path) and x-method.
 With H3_PEER_MAX_STREAMS=N in the environment (h3_peer_few_streams.py sets 3), a client may open at
 most N request streams at a time: more wait for the server's MAX_STREAMS. With H3_PEER_KEY_UPDATE=1
 (h3_peer_key_update.py), the server updates its 1-RTT keys (RFC 9001 §6) halfway through each body.
+With H3_PEER_RETRY=1 (h3_peer_retry.py) it answers each first Initial with a Retry (RFC 9000 §8.1.2);
+with H3_PEER_VERSIONS=2 (h3_peer_v2_only.py) it speaks QUIC version 2 only, so a version 1 client
+gets a Version Negotiation.
 """
 import asyncio
 import os
@@ -175,7 +178,12 @@ class Server(QuicConnectionProtocol):
 async def main():
     configuration = QuicConfiguration(is_client=False, alpn_protocols=H3_ALPN, max_datagram_frame_size=None)
     configuration.load_cert_chain(sys.argv[1], sys.argv[2])
-    server = await serve("127.0.0.1", 0, configuration=configuration, create_protocol=Server)
+    if os.environ.get("H3_PEER_VERSIONS") == "2":
+        from aioquic.quic.packet import QuicProtocolVersion
+
+        configuration.supported_versions = [QuicProtocolVersion.VERSION_2]
+    retry = os.environ.get("H3_PEER_RETRY") == "1"
+    server = await serve("127.0.0.1", 0, configuration=configuration, create_protocol=Server, retry=retry)
     print(server._transport.get_extra_info("sockname")[1], flush=True)
     await asyncio.Future()
 
