@@ -13,9 +13,9 @@ import Glibc
 @Suite struct HTTP3CommandTests {
     static let aioquic = PythonPeer.hasModule("aioquic")
 
-    /// aioquic's HTTP/3 server (`h3_peer.py`) and a fresh directory whose `ca.pem` trusts it.
-    static func withH3Peer(_ body: (PythonPeer, String) async throws -> Void) async throws {
-        let peer = try await PythonPeer.start("h3_peer.py")
+    /// aioquic's HTTP/3 server (`h3_peer.py`, or a variant `script`) and a fresh directory whose `ca.pem` trusts it.
+    static func withH3Peer(_ script: String = "h3_peer.py", _ body: (PythonPeer, String) async throws -> Void) async throws {
+        let peer = try await PythonPeer.start(script)
         defer { peer.stop() }
         let directory = try makeDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -226,31 +226,26 @@ import Glibc
     /// checks retry_source_connection_id, and the download is byte-exact.
     @Test(.enabled(if: aioquic, "Python's aioquic is not installed (.ci/run installs it from PyPI)"))
     func aRetryIsFollowed() async throws {
-        let peer = try await PythonPeer.start("h3_peer_retry.py")
-        defer { peer.stop() }
-        let directory = try makeDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        try peer.certificates.trustRootPEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
-        let run = try await CLIRunner(directory: directory).run([
-            "get", "--http3-only", "--cacert", "ca.pem", "-s", "https://localhost:\(peer.ports[0])/bytes/100000", "-o", "r", "-w", "%{http_version}",
-        ])
-        #expect(run.status == 0 && run.stdout == "3", "\(run.stderr)")
-        #expect(try Data(contentsOf: URL(fileURLWithPath: directory + "/r")) == Data((0..<100_000).map { UInt8($0 % 256) }))
+        try await Self.withH3Peer("h3_peer_retry.py") { peer, directory in
+            let run = try await CLIRunner(directory: directory).run([
+                "get", "--http3-only", "--cacert", "ca.pem", "-s", "https://localhost:\(peer.ports[0])/bytes/100000", "-o", "r", "-w", "%{http_version}",
+            ])
+            #expect(run.status == 0 && run.stdout == "3", "\(run.stderr)")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: directory + "/r")) == Data((0..<100_000).map { UInt8($0 % 256) }))
+        }
     }
 
     /// A server that speaks QUIC version 2 only answers with a Version Negotiation: the client says
     /// which versions the server speaks, at once, instead of waiting for a timeout.
     @Test(.enabled(if: aioquic, "Python's aioquic is not installed (.ci/run installs it from PyPI)"))
     func aVersionNegotiationWithoutVersion1IsSaid() async throws {
-        let peer = try await PythonPeer.start("h3_peer_v2_only.py")
-        defer { peer.stop() }
-        let directory = try makeDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let run = try await CLIRunner(directory: directory).run([
-            "get", "--http3-only", "-k", "-s", "https://localhost:\(peer.ports[0])/bytes/10", "-o", "v",
-        ])
-        #expect(run.status != 0)
-        #expect(run.stderr.contains("the server speaks QUIC version(s) 0x6b3343cf, not version 1"), "\(run.stderr)")
+        try await Self.withH3Peer("h3_peer_v2_only.py") { peer, directory in
+            let run = try await CLIRunner(directory: directory).run([
+                "get", "--http3-only", "--cacert", "ca.pem", "-s", "https://localhost:\(peer.ports[0])/bytes/10", "-o", "v",
+            ])
+            #expect(run.status != 0)
+            #expect(run.stderr.contains("the server speaks QUIC version(s) 0x6b3343cf, not version 1"), "\(run.stderr)")
+        }
     }
 
     /// `--max-time` ends a body that stalls over HTTP/3: the connection's own timer per exchange (no
