@@ -23,7 +23,8 @@ most N request streams at a time: more wait for the server's MAX_STREAMS. With H
 (h3_peer_key_update.py), the server updates its 1-RTT keys (RFC 9001 §6) halfway through each body.
 With H3_PEER_RETRY=1 (h3_peer_retry.py) it answers each first Initial with a Retry (RFC 9000 §8.1.2);
 with H3_PEER_VERSIONS=2 (h3_peer_v2_only.py) it speaks QUIC version 2 only, so a version 1 client
-gets a Version Negotiation.
+gets a Version Negotiation. With H3_PEER_QLOG=DIR, aioquic writes each connection's qlog there when
+the connection ends (what the server parsed: the client's transport parameters, every frame).
 """
 import asyncio
 import os
@@ -182,6 +183,24 @@ async def main():
         from aioquic.quic.packet import QuicProtocolVersion
 
         configuration.supported_versions = [QuicProtocolVersion.VERSION_2]
+    if os.environ.get("H3_PEER_QLOG"):
+        from aioquic.quic.logger import QuicFileLogger
+
+        class WholeFileLogger(QuicFileLogger):
+            """Each qlog written beside, then renamed in: a reader never sees half a file."""
+
+            def end_trace(self, trace):
+                final = self.path
+                self.path = final + ".partial"
+                os.makedirs(self.path, exist_ok=True)
+                try:
+                    super().end_trace(trace)
+                finally:
+                    for name in os.listdir(self.path):
+                        os.rename(os.path.join(self.path, name), os.path.join(final, name))
+                    self.path = final
+
+        configuration.quic_logger = WholeFileLogger(os.environ["H3_PEER_QLOG"])
     retry = os.environ.get("H3_PEER_RETRY") == "1"
     server = await serve("127.0.0.1", 0, configuration=configuration, create_protocol=Server, retry=retry)
     print(server._transport.get_extra_info("sockname")[1], flush=True)
