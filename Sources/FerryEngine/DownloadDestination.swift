@@ -145,13 +145,28 @@ public struct DownloadDestination: Sendable, Equatable, CustomStringConvertible 
         }
     }
 
-    /// The mode a new file gets in this process: 0o666 less the umask (read without changing it for
-    /// good: umask can only be read by setting it).
-    public static var newFileMode: UInt32 {
-        let mask = umask(0)
-        umask(mask)
-        return UInt32(0o666 & ~mask)
+    /// The mode a new file gets in this process: 0o666 less the umask.
+    public static var newFileMode: UInt32 { UInt32(0o666 & ~currentUmask) }
+
+    /// The process's umask, read from `/proc/self/status` (Linux 4.7 and later) without changing it.
+    /// Reading it with umask(2) means setting it: two threads doing that at once could leave it at 0
+    /// for good, and every directory made after was world-writable (seen: test homes ferryd refused).
+    /// Without the field, the umask is read that way once (a static's initializer runs once) and kept.
+    static var currentUmask: mode_t {
+        if let status = ProcFile.read("/proc/self/status"),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Umask:") }),
+            let value = mode_t(line.dropFirst("Umask:".count).trimmingCharacters(in: .whitespaces), radix: 8)
+        {
+            return value
+        }
+        return fallbackUmask
     }
+
+    private static let fallbackUmask: mode_t = {
+        let mask = umask(0o022)
+        umask(mask)
+        return mask
+    }()
 
     /// The error for a download whose answer was not 2xx: a file destination was left as it was; a
     /// device or FIFO already got the body.

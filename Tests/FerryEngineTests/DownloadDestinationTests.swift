@@ -152,4 +152,22 @@ import Glibc
             }
         }
     }
+    
+    /// The mode of a new file is read without touching the process's umask: many readers at once leave
+    /// it as it was (reading it with umask(2) from two threads at once could leave it at 0 for good,
+    /// and every directory made after was world-writable).
+    @Test func readingTheNewFileModeLeavesTheUmaskAlone() async throws {
+        func umaskNow() throws -> String {
+            let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
+            return String(try #require(status.split(separator: "\n").first { $0.hasPrefix("Umask:") }))
+        }
+        let before = try umaskNow()
+        let modes = await withTaskGroup(of: UInt32.self) { group in
+            for _ in 0..<2_000 { group.addTask { DownloadDestination.newFileMode } }
+            return await group.reduce(into: Set<UInt32>()) { $0.insert($1) }
+        }
+        #expect(try umaskNow() == before)
+        let mask = try #require(UInt32(before.dropFirst("Umask:".count).trimmingCharacters(in: .whitespaces), radix: 8))
+        #expect(modes == [0o666 & ~mask])
     }
+}
