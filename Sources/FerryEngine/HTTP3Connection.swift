@@ -22,6 +22,8 @@ final class HTTP3Connection: @unchecked Sendable {
         var paused = false
         /// Body bytes of the current read batch, handed to the reader as one buffer when it ends.
         var unread = ByteBuffer()
+        /// A streamed request body's writer, waiting for the bytes queued before to go out.
+        var bodyWaiter: EventLoopPromise<Void>?
         var deadlineTimer: Scheduled<Void>?
     }
 
@@ -50,7 +52,7 @@ final class HTTP3Connection: @unchecked Sendable {
     }
     #endif
     private var handshake: EventLoopPromise<Void>?
-    private var exchanges: [UInt64: Exchange] = [:]
+    var exchanges: [UInt64: Exchange] = [:]
     private(set) var closedError: FerryError?
     private var idleTimer: Scheduled<Void>?
     private var recoveryTimer: Scheduled<Void>?
@@ -161,9 +163,6 @@ final class HTTP3Connection: @unchecked Sendable {
 
     /// Sends `request` on a new stream; the response once its head arrives.
     func send(_ request: TransportRequest, deadline: NIODeadline) async throws -> TransportResponse {
-        if case .stream? = request.body {
-            throw FerryError(.unsupportedURL, "a request body that streams is not sent over HTTP/3 yet; use --http2", failingURL: request.url.absoluteString)
-        }
         return try await eventLoop.flatSubmit { self.open(request, deadline: deadline) }.get()
     }
 
@@ -199,7 +198,12 @@ final class HTTP3Connection: @unchecked Sendable {
         if case .bytes(let body)? = request.body, body.readableBytes > 0 {
             message += HTTP3Frame.data(Array(body.readableBytesView)).encoded
         }
-        transmit(quic.send(message, on: id, fin: true))
+        guard case .stream(let length, let body)? = request.body else {
+            transmit(quic.send(message, on: id, fin: true))
+            return promise.futureResult
+        }
+        transmit(quic.send(message, on: id))
+        Task { await self.pump(body, length: length, on: id) }
         return promise.futureResult
     }
 
@@ -350,6 +354,7 @@ final class HTTP3Connection: @unchecked Sendable {
             return
         }
         exchange.deadlineTimer?.cancel()
+        exchange.bodyWaiter?.fail(FerryError(.cancelled, "the server answered before the request body was sent"))
         deliver(&exchange, id: id)
         // Requests waiting for a stream: the server raises its limit as streams end, but some servers
         // (aioquic) only say so when they next write; a PING makes them.
@@ -421,6 +426,7 @@ final class HTTP3Connection: @unchecked Sendable {
     func fail(_ id: UInt64, _ error: FerryError) {
         guard let exchange = exchanges.removeValue(forKey: id) else { return }
         exchange.deadlineTimer?.cancel()
+        exchange.bodyWaiter?.fail(error)
         exchange.head?.fail(error)
         exchange.source?.finish(error)
     }
@@ -456,6 +462,7 @@ final class HTTP3Connection: @unchecked Sendable {
             channel.flush()
         }
         scheduleRecovery()
+        releaseBodyWriters()
     }
 
     /// The loss and probe timer (RFC 9002), set for whenever the connection next needs one.

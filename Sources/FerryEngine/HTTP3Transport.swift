@@ -10,8 +10,8 @@ import Synchronization
 /// connection per origin, a request per bidirectional stream. The server's certificate chain is judged
 /// as over TCP (``TLSClient``: the roots, `--cacert`, pins, the session's delegate).
 ///
-/// What it does not do yet (issue 42 continues): loss recovery and congestion control (RFC 9002), so a
-/// lossy path stalls until the idle timeout; connection migration; request bodies that stream; Alt-Svc.
+/// Request bodies stream within a bounded queue (`HTTP3Connection+RequestBody`); connections migrate
+/// (`HTTP3Connection+Migration`). Not yet: a client certificate, 0-RTT, QPACK's dynamic table.
 final class HTTP3Transport: HTTPTransport, Sendable {
     private let tls: TLSClient
     private let options: TransportOptions

@@ -273,6 +273,10 @@ public struct QUICClientConnection: Sendable {
         return id
     }
 
+    /// Bytes queued on `streamID` that have not gone out yet (flow control, the congestion window or
+    /// the pacer holds them): an owner that streams a body writes more when this is low.
+    public func queuedBytes(on streamID: UInt64) -> Int { streams[streamID]?.outgoing.count ?? 0 }
+
     /// Queues `data` on `streamID` (and its end when `fin`); the datagrams that can go now.
     public mutating func send(_ data: [UInt8], on streamID: UInt64, fin: Bool = false) -> [[UInt8]] {
         guard var stream = streams[streamID], !stream.finPending else { return [] }

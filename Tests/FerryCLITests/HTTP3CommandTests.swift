@@ -1,3 +1,4 @@
+import Crypto
 import FerryCore
 import FerryTestServer
 import Foundation
@@ -245,6 +246,24 @@ import Glibc
             ])
             #expect(run.status != 0)
             #expect(run.stderr.contains("the server speaks QUIC version(s) 0x6b3343cf, not version 1"), "\(run.stderr)")
+        }
+    }
+
+    /// `ferry put` streams a file over HTTP/3 (a request body that streams, within a bounded queue and
+    /// the congestion window): aioquic reads it to the end and names its length and SHA-256.
+    @Test(.enabled(if: aioquic, "Python's aioquic is not installed (.ci/run installs it from PyPI)"))
+    func aFileIsUploadedOverHTTP3() async throws {
+        try await Self.withH3Peer { peer, directory in
+            let body = Data((0..<3_000_000).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 5) })
+            try body.write(to: URL(fileURLWithPath: directory + "/up.bin"))
+            let run = try await CLIRunner(directory: directory).run([
+                "put", "--http3-only", "--cacert", "ca.pem", "-s", "up.bin", "https://localhost:\(peer.ports[0])/upload", "-D", "head.txt",
+            ])
+            #expect(run.status == 0, "\(run.stderr)")
+            let head = try String(contentsOfFile: directory + "/head.txt", encoding: .utf8).lowercased()
+            #expect(head.contains("x-body-length: 3000000"), "\(head)")
+            let digest = SHA256.hash(data: body).map { String(format: "%02x", $0) }.joined()
+            #expect(head.contains("x-body-sha256: \(digest)"), "\(head)")
         }
     }
 
