@@ -57,7 +57,12 @@ final class HTTP3Connection: @unchecked Sendable {
     private var idleTimer: Scheduled<Void>?
     private var recoveryTimer: Scheduled<Void>?
     /// Requests waiting for the server to allow another stream.
-    private var waiting: [(request: TransportRequest, deadline: NIODeadline, promise: EventLoopPromise<TransportResponse>)] = []
+    var waiting: [(request: TransportRequest, deadline: NIODeadline, promise: EventLoopPromise<TransportResponse>)] = []
+    /// The server's control stream, bytes of its unidirectional streams not read yet, and the ones
+    /// that are not its control stream.
+    var controlStreamID: UInt64?
+    var serverStreamBuffers: [UInt64: [UInt8]] = [:]
+    var otherServerStreams: Set<UInt64> = []
     private var recoveryDue: UInt64?
     /// Seconds without a datagram after which the connection is given up (RFC 9000 §10.1).
     static let idleTimeout: Int64 = 30
@@ -82,6 +87,11 @@ final class HTTP3Connection: @unchecked Sendable {
     /// Whether requests may still go on this connection (read from any thread).
     var isUsable: Bool { !closed.withLockedValue { $0 } }
     private let closed = NIOLockedValueBox(false)
+
+    /// No new request goes on this connection (a GOAWAY): the transport opens another.
+    func markUnusable() {
+        closed.withLockedValue { $0 = true }
+    }
 
     /// A connection to `host`:`port`, reached at `address` (the host, or a --resolve entry) in `family`
     /// when one is asked for, with its handshake done.
@@ -321,8 +331,7 @@ final class HTTP3Connection: @unchecked Sendable {
     private func streamData(_ id: UInt64, _ data: [UInt8], fin: Bool) {
         // Taken out and put back, so the dictionary's copy does not force one of the exchange's buffers.
         guard var exchange = exchanges.removeValue(forKey: id) else {
-            // The server's control and QPACK streams: read (so their windows move) and set aside.
-            transmit(quic.consume(data.count, on: id))
+            serverStreamData(id, data)
             return
         }
         let parts: [HTTP3StreamReader.Part]
@@ -425,6 +434,8 @@ final class HTTP3Connection: @unchecked Sendable {
     /// Ends exchange `id` with `error`.
     func fail(_ id: UInt64, _ error: FerryError) {
         guard let exchange = exchanges.removeValue(forKey: id) else { return }
+        // The server is told: STOP_SENDING and RESET_STREAM with H3_REQUEST_CANCELLED (RFC 9114 §4.1.1).
+        transmit(quic.cancel(stream: id, errorCode: 0x10c))
         exchange.deadlineTimer?.cancel()
         exchange.bodyWaiter?.fail(error)
         exchange.head?.fail(error)

@@ -121,6 +121,8 @@ public struct QUICClientConnection: Sendable {
     var retiredBelow: UInt64 = 0
     /// The PATH_CHALLENGE data the new path has yet to echo.
     var pathChallengeData: [UInt8]?
+    /// Streams this side cancelled whose final size has not arrived: the highest offset seen of each.
+    var cancelled: [UInt64: UInt64] = [:]
     /// A Retry's token, sent in every Initial after it, and the connection ID the Retry came from
     /// (the server's transport parameters must name it).
     var retryToken: [UInt8]?
@@ -457,7 +459,14 @@ extension QUICClientConnection {
                 stream.sendLimit = max(stream.sendLimit, maximum)
                 streams[id] = stream
             }
-        case .resetStream(let id, let code, _):
+        case .resetStream(let id, let code, let finalSize):
+            if absorbCancelled(id, upTo: finalSize, final: true) { break }
+            if let stream = streams[id] {
+                // What it sent and what it will not send count as received and read (RFC 9000 §4.5).
+                let final = max(finalSize, stream.highestReceived)
+                dataReceived += final - stream.highestReceived
+                dataConsumed += final - min(stream.consumed, final)
+            }
             events.append(.streamReset(streamID: id, errorCode: code))
             streams[id] = nil
         case .pathChallenge(let data):
@@ -489,7 +498,10 @@ extension QUICClientConnection {
         guard id & 0x03 != 0x01 else { throw .malformed("a server-initiated bidirectional stream") }
         if id & 0x03 == 0x00, streams[id] == nil {
             guard id < nextBidirectionalStream else { throw .malformed("data on stream \(id), which this side has not opened") }
-            return  // a late copy for a stream that is done
+            // A stream this side cancelled: its bytes still count for the connection; else a late copy.
+            _ = absorbCancelled(id, upTo: offset + UInt64(data.count), final: fin)
+            guard dataReceived <= receiveLimit else { throw .malformed("more data than the connection's flow-control limit") }
+            return
         }
         // A server's unidirectional stream past the limit this side announced (RFC 9000 §4.6): a
         // STREAM_LIMIT_ERROR, before anything is kept for it.

@@ -267,6 +267,25 @@ import Glibc
         }
     }
 
+    /// A GOAWAY (RFC 9114 §5.2) after the first of three requests: that one is served on the old
+    /// connection, the next ones go on a new connection (another socket, so the server logs a second
+    /// client address) instead of failing, and every file is whole.
+    @Test(.enabled(if: aioquic, "Python's aioquic is not installed (.ci/run installs it from PyPI)"))
+    func aGoAwaySendsTheNextRequestsToANewConnection() async throws {
+        try await Self.withH3Peer { peer, directory in
+            let base = "https://localhost:\(peer.ports[0])"
+            let run = try await CLIRunner(directory: directory).run([
+                "get", "--http3-only", "--cacert", "ca.pem", "-s", "--dir", ".", "\(base)/goaway/1000", "\(base)/bytes/2000", "\(base)/bytes/3000",
+            ])
+            #expect(run.status == 0, "\(run.stderr)")
+            for (name, size) in [("1000", 1_000), ("2000", 2_000), ("3000", 3_000)] {
+                #expect(try Data(contentsOf: URL(fileURLWithPath: directory + "/" + name)) == Data((0..<size).map { UInt8($0 % 256) }))
+            }
+            let addresses = try String(contentsOfFile: peer.directory + "/addresses.log", encoding: .utf8).split(separator: "\n")
+            #expect(addresses.count == 2, "a second connection after the GOAWAY: \(addresses)")
+        }
+    }
+
     /// `--max-time` ends a body that stalls over HTTP/3: the connection's own timer per exchange (no
     /// timer task per request in the engine), in the words TCP's timeout uses, the bytes kept.
     @Test(.enabled(if: aioquic, "Python's aioquic is not installed (.ci/run installs it from PyPI)"))

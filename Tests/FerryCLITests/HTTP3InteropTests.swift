@@ -18,42 +18,49 @@ import Testing
     static let log = Task { try await run() }
 
     static func run() async throws -> ServerLog {
-        let peer = try await PythonPeer.start("h3_peer_qlog.py")
-        defer { peer.stop() }
-        let directory = try makeDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        try peer.certificates.trustRootPEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
-        var cli = CLIRunner(directory: directory)
-        cli.environment["FERRY_DEBUG_QUIC_MIGRATE"] = "1000000@127.0.0.2"
-        let base = "https://127.0.0.1:\(peer.ports[0])/bytes/"
-        let run = try await cli.run(["get", "--http3-only", "--cacert", "ca.pem", "-s", "-Z", "--dir", "."] + ["40000000", "1", "2", "3", "4", "5"].map { base + $0 })
-        guard run.status == 0 else { throw FerryError(.unknown, "the run failed: \(run.stderr)") }
-        // aioquic writes the qlog when the connection has ended (after its draining period).
-        let qlogs = peer.directory + "/qlog"
-        let end = Date().addingTimeInterval(30)
-        var file: String?
-        while file == nil {
-            file = (try? FileManager.default.contentsOfDirectory(atPath: qlogs))?.first { $0.hasSuffix(".qlog") }
-            guard file == nil else { break }
-            guard Date() < end else { throw FerryError(.timedOut, "aioquic wrote no qlog") }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        let data = try Data(contentsOf: URL(fileURLWithPath: qlogs + "/" + file!))
-        let document = try JSONSerialization.jsonObject(with: data) as? [String: Any]
-        let events = ((document?["traces"] as? [[String: Any]])?.first?["events"] as? [[String: Any]]) ?? []
         var log = ServerLog(parameters: [:], frames: [:])
-        for event in events {
-            let body = event["data"] as? [String: Any] ?? [:]
-            if event["name"] as? String == "transport:parameters_set", body["owner"] as? String == "remote" {
-                for (name, value) in body where name != "owner" { log.parameters[name] = "\(value)" }
-            }
-            if event["name"] as? String == "transport:packet_received" {
-                for frame in body["frames"] as? [[String: Any]] ?? [] {
+        try await HTTP3CommandTests.withH3Peer("h3_peer_qlog.py") { peer, directory in
+            var cli = CLIRunner(directory: directory)
+            cli.environment["FERRY_DEBUG_QUIC_MIGRATE"] = "1000000@127.0.0.2"
+            let base = "https://127.0.0.1:\(peer.ports[0])/bytes/"
+            let run = try await cli.run(["get", "--http3-only", "--cacert", "ca.pem", "-s", "-Z", "--dir", "."] + ["40000000", "1", "2", "3", "4", "5"].map { base + $0 })
+            guard run.status == 0 else { throw FerryError(.unknown, "the run failed: \(run.stderr)") }
+            for event in try await Self.qlogEvents(of: peer, count: 1) {
+                let body = event["data"] as? [String: Any] ?? [:]
+                if event["name"] as? String == "transport:parameters_set", body["owner"] as? String == "remote" {
+                    for (name, value) in body where name != "owner" { log.parameters[name] = "\(value)" }
+                }
+                for frame in Self.framesReceived(event) {
                     if let type = frame["frame_type"] as? String { log.frames[type, default: 0] += 1 }
                 }
             }
         }
         return log
+    }
+
+    /// The events of the qlogs aioquic wrote (it writes one when a connection has ended, after its
+    /// draining period), once there are `count` of them (30 s at most).
+    static func qlogEvents(of peer: PythonPeer, count: Int) async throws -> [[String: Any]] {
+        let directory = peer.directory + "/qlog"
+        let end = Date().addingTimeInterval(30)
+        while true {
+            let files = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasSuffix(".qlog") }
+            if files.count >= count {
+                return try files.flatMap { file in
+                    let data = try Data(contentsOf: URL(fileURLWithPath: directory + "/" + file))
+                    let document = try JSONSerialization.jsonObject(with: data) as? [String: Any]
+                    return ((document?["traces"] as? [[String: Any]])?.first?["events"] as? [[String: Any]]) ?? []
+                }
+            }
+            guard Date() < end else { throw FerryError(.timedOut, "aioquic wrote \(files.count) qlogs, not \(count)") }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+    }
+
+    /// The frames of a `transport:packet_received` event (none for other events).
+    static func framesReceived(_ event: [String: Any]) -> [[String: Any]] {
+        guard event["name"] as? String == "transport:packet_received" else { return [] }
+        return (event["data"] as? [String: Any])?["frames"] as? [[String: Any]] ?? []
     }
 
     /// Every transport parameter Ferry sends (RFC 9000 §18.2), as the server decoded it.
@@ -87,5 +94,30 @@ import Testing
     func theServerParsesTheFrameType(_ type: String) async throws {
         let log = try await Self.log.value
         #expect((log.frames[type] ?? 0) > 0, "\(log.frames)")
+    }
+
+    /// Requests ended early are ended on the wire (RFC 9114 §4.1.1): a download past `--max-time`
+    /// sends STOP_SENDING, an upload past it RESET_STREAM as well, both with H3_REQUEST_CANCELLED, as
+    /// aioquic's qlog shows (the connection's window still counts their bytes).
+    @Test(.enabled(if: HTTP3CommandTests.aioquic, "Python's aioquic is not installed (.ci/run installs it from PyPI)"))
+    func cancelledRequestsAreEndedOnTheWire() async throws {
+        try await HTTP3CommandTests.withH3Peer("h3_peer_qlog.py") { peer, directory in
+            try Data(count: 2_000_000).write(to: URL(fileURLWithPath: directory + "/up.bin"))
+            let cli = CLIRunner(directory: directory)
+            let base = "https://localhost:\(peer.ports[0])"
+            let download = try await cli.run(["get", "--http3-only", "--cacert", "ca.pem", "-s", "--max-time", "1", "\(base)/stall/5000", "-o", "s"])
+            #expect(download.status != 0)
+            let upload = try await cli.run([
+                "put", "--http3-only", "--cacert", "ca.pem", "-s", "--max-time", "1", "--limit-rate", "200K", "up.bin", "\(base)/upload",
+            ])
+            #expect(upload.status != 0)
+            var frames: [String: Int] = [:]
+            for frame in try await Self.qlogEvents(of: peer, count: 2).flatMap(Self.framesReceived) {
+                guard let type = frame["frame_type"] as? String, type == "stop_sending" || type == "reset_stream" else { continue }
+                #expect(frame["error_code"] as? Int == 0x10c, "\(frame)")
+                frames[type, default: 0] += 1
+            }
+            #expect((frames["stop_sending"] ?? 0) >= 2 && (frames["reset_stream"] ?? 0) >= 1, "\(frames)")
+        }
     }
 }

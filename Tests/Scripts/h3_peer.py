@@ -12,6 +12,8 @@ It listens on UDP 127.0.0.1, on a port the system picks, and prints it on one li
   GET /drip/N/C/MS  N such bytes, C at a time every MS milliseconds (a slow body)
   GET /flood-uni/N  opens N unidirectional streams of an unknown type, past the client's limit,
                  a byte on each, then answers 200 half a second later (a hostile server)
+  GET /goaway/N  N such bytes, after a GOAWAY on the control stream naming the stream after this
+                 one: this request is served, later ones on the connection are refused
   POST /upload  read to the end of the request's body, then 200 with x-body-length and
                  x-body-sha256 (hex) of what arrived
 Every request is logged to requests.log beside CERT, one line: ":path range" ("-" without a Range),
@@ -63,7 +65,7 @@ LOG = os.path.join(os.path.dirname(os.path.abspath(sys.argv[1])), "requests.log"
 
 
 def body_for(path):
-    for prefix in ("/bytes/", "/stall/", "/drip/"):
+    for prefix in ("/bytes/", "/stall/", "/drip/", "/goaway/"):
         digits = path[len(prefix):].split("/")[0]
         if path.startswith(prefix) and digits.isdigit():
             count = int(digits)
@@ -140,6 +142,12 @@ class Server(QuicConnectionProtocol):
                     ]
                     + extra,
                 )
+                if path.startswith("/goaway/"):
+                    from aioquic.buffer import encode_uint_var
+                    from aioquic.h3.connection import encode_frame
+
+                    goaway = encode_frame(0x7, encode_uint_var(h3_event.stream_id + 4))
+                    self._quic.send_stream_data(self.h3._local_control_stream_id, goaway)
                 if path.startswith("/drip/") and len(path.split("/")) == 5:
                     _, _, _, chunk, pause = path.split("/")
                     self.drip(h3_event.stream_id, body, int(chunk), int(pause) / 1000)

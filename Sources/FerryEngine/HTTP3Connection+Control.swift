@@ -1,0 +1,56 @@
+import FerryCore
+import FerryQUIC
+import NIOCore
+
+/// The server's unidirectional streams (RFC 9114 §6.2): its control stream read for GOAWAY (§5.2),
+/// the others (QPACK's, unknown types) read and set aside so their windows move.
+extension HTTP3Connection {
+    /// The most bytes of the control stream kept while a frame is incomplete.
+    static let controlBufferLimit = 64 << 10
+
+    /// Data on a server stream that carries no request.
+    func serverStreamData(_ id: UInt64, _ data: [UInt8]) {
+        transmit(quic.consume(data.count, on: id))
+        guard id & 0x03 == 0x03, !otherServerStreams.contains(id) else { return }
+        var buffer = (serverStreamBuffers[id] ?? []) + data
+        if controlStreamID != id {
+            // The stream's type comes first: 0x00 is the control stream; any other is set aside.
+            var reader = QUICReader(buffer)
+            guard let type = try? reader.readVarint() else {
+                serverStreamBuffers[id] = buffer
+                return
+            }
+            serverStreamBuffers[id] = nil
+            guard type == 0x00, controlStreamID == nil else {
+                otherServerStreams.insert(id)
+                return
+            }
+            controlStreamID = id
+            buffer.removeFirst(reader.offset)
+        }
+        do {
+            let (frames, consumed) = try HTTP3Frame.parse(buffer)
+            buffer.removeFirst(consumed)
+            guard buffer.count <= Self.controlBufferLimit else { throw QUICError.malformed("a control frame past 64 KiB") }
+            serverStreamBuffers[id] = buffer
+            for case .goAway(let last) in frames { goAway(last) }
+        } catch {
+            fail(FerryError(.badServerResponse, "the server's HTTP/3 control stream is malformed: \(error)"))
+        }
+    }
+
+    /// The server is going away (GOAWAY): no new request goes on this connection (the transport opens
+    /// another), and requests on streams from `last` on were not processed: they fail in words that
+    /// let them be tried again. Those below it finish.
+    func goAway(_ last: UInt64) {
+        markUnusable()
+        for id in Array(exchanges.keys) where id >= last {
+            fail(id, FerryError(.networkConnectionLost, "the server refused the request without processing it: it is closing the connection (HTTP/3 GOAWAY) and took no stream from \(last) on"))
+        }
+        let refused = waiting
+        waiting = []
+        for request in refused {
+            request.promise.fail(FerryError(.networkConnectionLost, "the server is closing the HTTP/3 connection (GOAWAY); the request was not sent", failingURL: request.request.url.absoluteString))
+        }
+    }
+}
