@@ -44,13 +44,16 @@ extension HTTP3Connection {
     /// let them be tried again. Those below it finish.
     func goAway(_ last: UInt64) {
         markUnusable()
+        let reason = "it is closing the connection (HTTP/3 GOAWAY) and took no stream from \(last) on"
         for id in Array(exchanges.keys) where id >= last {
-            fail(id, FerryError(.networkConnectionLost, "the server refused the request without processing it: it is closing the connection (HTTP/3 GOAWAY) and took no stream from \(last) on"))
+            // A request waiting for its answer is refused (the transport sends it again elsewhere);
+            // a body already under way (a server that went back on its word) ends in words.
+            exchanges[id]?.head?.fail(ConnectionError.refused(reason))
+            exchanges[id]?.head = nil
+            fail(id, FerryError(.networkConnectionLost, "the server refused the request without processing it: \(reason)"))
         }
         let refused = waiting
         waiting = []
-        for request in refused {
-            request.promise.fail(FerryError(.networkConnectionLost, "the server is closing the HTTP/3 connection (GOAWAY); the request was not sent", failingURL: request.request.url.absoluteString))
-        }
+        for request in refused { request.promise.fail(ConnectionError.refused("it is closing the HTTP/3 connection (GOAWAY)")) }
     }
 }

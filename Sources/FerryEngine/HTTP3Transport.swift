@@ -57,14 +57,30 @@ final class HTTP3Transport: HTTPTransport, Sendable {
             throw FerryError(.unsupportedURL, "HTTP/3 carries https URLs only, not \(request.url.absoluteString)", failingURL: request.url.absoluteString)
         }
         let port = port ?? request.url.port ?? 443
-        let connection: HTTP3Connection
-        if let headStart {
-            let attemptDeadline = NIODeadline.now() + .nanoseconds(Int64((options.connectTimeout ?? 10) * 1e9))
-            connection = try await racedConnection(host: host, port: port, deadline: attemptDeadline, url: request.url, headStart: headStart)
-        } else {
-            connection = try await self.connection(host: host, port: port, deadline: deadline, url: request.url)
+        var refusals = 0
+        while true {
+            let connection: HTTP3Connection
+            if let headStart {
+                let attemptDeadline = NIODeadline.now() + .nanoseconds(Int64((options.connectTimeout ?? 10) * 1e9))
+                connection = try await racedConnection(host: host, port: port, deadline: attemptDeadline, url: request.url, headStart: headStart)
+            } else {
+                connection = try await self.connection(host: host, port: port, deadline: deadline, url: request.url)
+            }
+            do {
+                return try await connection.send(request, deadline: deadline)
+            } catch ConnectionError.refused(let reason) {
+                // Not processed (a GOAWAY below its stream): sent again on a new connection, as over
+                // HTTP/2, unless its body streamed and cannot be read again.
+                refusals += 1
+                let replayable = if case .stream? = request.body { false } else { true }
+                if replayable && refusals <= 3 { continue }
+                throw FerryError(
+                    .networkConnectionLost,
+                    "the server refused the request without processing it: \(reason)" + (replayable ? "" : "; its streamed body cannot be sent again"),
+                    failingURL: request.url.absoluteString
+                )
+            }
         }
-        return try await connection.send(request, deadline: deadline)
     }
 
     /// The origin's connection when its handshake is done within `headStart` (at once when an

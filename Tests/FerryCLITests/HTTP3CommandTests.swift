@@ -267,15 +267,15 @@ import Glibc
         }
     }
 
-    /// A GOAWAY (RFC 9114 §5.2) after the first of three requests: that one is served on the old
-    /// connection, the next ones go on a new connection (another socket, so the server logs a second
-    /// client address) instead of failing, and every file is whole.
+    /// A GOAWAY (RFC 9114 §5.2) that took no request (stream 0), with three requests at once (`-Z`):
+    /// those in flight are sent again on a new connection (another socket, so the server logs a second
+    /// client address), as over HTTP/2, and those not yet sent go there; every file is whole.
     @Test(.enabled(if: aioquic, "Python's aioquic is not installed (.ci/run installs it from PyPI)"))
     func aGoAwaySendsTheNextRequestsToANewConnection() async throws {
         try await Self.withH3Peer { peer, directory in
             let base = "https://localhost:\(peer.ports[0])"
             let run = try await CLIRunner(directory: directory).run([
-                "get", "--http3-only", "--cacert", "ca.pem", "-s", "--dir", ".", "\(base)/goaway/1000", "\(base)/bytes/2000", "\(base)/bytes/3000",
+                "get", "--http3-only", "--cacert", "ca.pem", "-s", "-Z", "--dir", ".", "\(base)/goaway/1000", "\(base)/bytes/2000", "\(base)/bytes/3000",
             ])
             #expect(run.status == 0, "\(run.stderr)")
             for (name, size) in [("1000", 1_000), ("2000", 2_000), ("3000", 3_000)] {

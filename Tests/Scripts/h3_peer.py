@@ -12,8 +12,9 @@ It listens on UDP 127.0.0.1, on a port the system picks, and prints it on one li
   GET /drip/N/C/MS  N such bytes, C at a time every MS milliseconds (a slow body)
   GET /flood-uni/N  opens N unidirectional streams of an unknown type, past the client's limit,
                  a byte on each, then answers 200 half a second later (a hostile server)
-  GET /goaway/N  N such bytes, after a GOAWAY on the control stream naming the stream after this
-                 one: this request is served, later ones on the connection are refused
+  GET /goaway/N  N such bytes; the first time, a GOAWAY on the control stream naming stream 0 (no
+                 request taken) and the bytes 0.3 s later: the client must send the request again
+                 on a new connection
   POST /upload  read to the end of the request's body, then 200 with x-body-length and
                  x-body-sha256 (hex) of what arrived
 Every request is logged to requests.log beside CERT, one line: ":path range" ("-" without a Range),
@@ -60,6 +61,7 @@ def once(path, range_field):
 
 
 ONCE_SEEN = set()
+GOAWAY_SENT = []
 ADDRESSES = set()
 LOG = os.path.join(os.path.dirname(os.path.abspath(sys.argv[1])), "requests.log")
 
@@ -116,6 +118,19 @@ class Server(QuicConnectionProtocol):
                 # The answer half a second later: a client that kept up has refused the flood by then.
                 stream_id = h3_event.stream_id
                 asyncio.get_event_loop().call_later(0.5, self.answer_empty, stream_id)
+            elif isinstance(h3_event, HeadersReceived) and dict(h3_event.headers).get(b":path", b"").startswith(b"/goaway/") and not GOAWAY_SENT:
+                # A GOAWAY that took nothing (stream 0), alone in its datagram; the answer comes
+                # 0.3 s later, so the client reads the GOAWAY first.
+                GOAWAY_SENT.append(True)
+                from aioquic.buffer import encode_uint_var
+                from aioquic.h3.connection import encode_frame
+
+                self._quic.send_stream_data(self.h3._local_control_stream_id, encode_frame(0x7, encode_uint_var(0)))
+                self.transmit()
+                path = dict(h3_event.headers)[b":path"].decode()
+                with open(LOG, "a") as log:
+                    log.write(f"{path} -\n")
+                asyncio.get_event_loop().call_later(0.3, self.answer_bytes, h3_event.stream_id, path)
             elif isinstance(h3_event, HeadersReceived):
                 fields = dict(h3_event.headers)
                 path = fields.get(b":path", b"").decode()
@@ -142,12 +157,6 @@ class Server(QuicConnectionProtocol):
                     ]
                     + extra,
                 )
-                if path.startswith("/goaway/"):
-                    from aioquic.buffer import encode_uint_var
-                    from aioquic.h3.connection import encode_frame
-
-                    goaway = encode_frame(0x7, encode_uint_var(h3_event.stream_id + 4))
-                    self._quic.send_stream_data(self.h3._local_control_stream_id, goaway)
                 if path.startswith("/drip/") and len(path.split("/")) == 5:
                     _, _, _, chunk, pause = path.split("/")
                     self.drip(h3_event.stream_id, body, int(chunk), int(pause) / 1000)
@@ -168,6 +177,12 @@ class Server(QuicConnectionProtocol):
         self.transmit()
         if len(body) > chunk:
             asyncio.get_event_loop().call_later(pause, self.drip, stream_id, body[chunk:], chunk, pause)
+
+    def answer_bytes(self, stream_id, path):
+        _, body = body_for(path)
+        self.h3.send_headers(stream_id, [(b":status", b"200"), (b"content-length", str(len(body)).encode())])
+        self.h3.send_data(stream_id, body, end_stream=True)
+        self.transmit()
 
     def answer_empty(self, stream_id):
         self.h3.send_headers(stream_id, [(b":status", b"200"), (b"content-length", b"0")], end_stream=True)
