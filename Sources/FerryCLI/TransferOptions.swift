@@ -232,6 +232,10 @@ struct TransferOptions: ParsableArguments {
     func makeTransport(connectionsPerHost: Int = 6) throws -> SessionTransport {
         var options = try transportOptions()
         options.maximumConnectionsPerHost = connectionsPerHost
+        if http3, !quiet, let proxies = options.proxies, proxies.http != nil || proxies.https != nil {
+            // Said once for the command: QUIC is UDP, and an HTTP or SOCKS5 proxy carries TCP.
+            CLI.note("ferry: --http3: HTTP/3 (QUIC, over UDP) does not go through a proxy; the requests go over TCP through it")
+        }
         do {
             var base: any HTTPTransport = try StandardTransport(options: options)
             if verbose { base = VerboseTransport(base) }

@@ -337,6 +337,29 @@ import Glibc
         }
     }
 
+    /// `--http3` through a proxy goes over TCP through it (QUIC is UDP; curl does the same) and says so
+    /// once for the command, whatever the number of URLs; `-s` keeps it quiet.
+    @Test(.enabled(if: ProxyPeer.unavailable == nil, "tinyproxy is needed (.ci/run installs it)"))
+    func http3ThroughAProxySaysOnceWhyItIsTCP() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            try server.certificates.trustRootPEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
+            let proxy = try await ProxyPeer.tinyproxy(in: directory)
+            defer { proxy.stop() }
+            let cli = CLIRunner(directory: directory)
+            let urls = [server.url("/bytes/1000", on: .tls), server.url("/bytes/1001", on: .tls)]
+            let said = try await cli.run(
+                ["get", "--http3", "--proxy", "http://127.0.0.1:\(proxy.port)", "--cacert", "ca.pem", "--dir", "."] + urls + ["-w", "%{http_version} "]
+            )
+            #expect(said.status == 0, "\(said.stderr)")
+            #expect(!said.stdout.contains("3"), "\(said.stdout)")
+            #expect(said.stderr.components(separatedBy: "does not go through a proxy").count == 2, "once: \(said.stderr)")
+            let quiet = try await cli.run(["get", "--http3", "--proxy", "http://127.0.0.1:\(proxy.port)", "--cacert", "ca.pem", "-s", urls[0], "-o", "q"])
+            #expect(quiet.status == 0 && quiet.stderr.isEmpty, "\(quiet.stderr)")
+        }
+    }
+
     @Test func whatHTTP3CannotDoIsRefusedWithTheReason() async throws {
         let directory = try makeDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
