@@ -40,16 +40,17 @@ extension HTTP3Connection {
     }
 
     /// The server is going away (GOAWAY): no new request goes on this connection (the transport opens
-    /// another), and requests on streams from `last` on were not processed: they fail in words that
-    /// let them be tried again. Those below it finish.
+    /// another), and requests on streams from `last` on still waiting for their answer were not
+    /// processed: they are refused, so the transport sends them again. The others finish.
     func goAway(_ last: UInt64) {
         markUnusable()
         let reason = "it is closing the connection (HTTP/3 GOAWAY) and took no stream from \(last) on"
         for id in Array(exchanges.keys) where id >= last {
-            // A request waiting for its answer is refused (the transport sends it again elsewhere);
-            // a body already under way (a server that went back on its word) ends in words.
-            exchanges[id]?.head?.fail(ConnectionError.refused(reason))
+            // A request waiting for its answer is refused (the transport sends it again elsewhere).
+            // One whose answer has begun was processed whatever the GOAWAY says: it goes on.
+            guard let head = exchanges[id]?.head else { continue }
             exchanges[id]?.head = nil
+            head.fail(ConnectionError.refused(reason))
             fail(id, FerryError(.networkConnectionLost, "the server refused the request without processing it: \(reason)"))
         }
         let refused = waiting

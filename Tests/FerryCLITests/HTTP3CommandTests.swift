@@ -341,12 +341,7 @@ import Glibc
     /// once for the command, whatever the number of URLs; `-s` keeps it quiet.
     @Test(.enabled(if: ProxyPeer.unavailable == nil, "tinyproxy is needed (.ci/run installs it)"))
     func http3ThroughAProxySaysOnceWhyItIsTCP() async throws {
-        try await TestServer.withServer { server in
-            let directory = try makeDirectory()
-            defer { try? FileManager.default.removeItem(atPath: directory) }
-            try server.certificates.trustRootPEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
-            let proxy = try await ProxyPeer.tinyproxy(in: directory)
-            defer { proxy.stop() }
+        try await ProxyCommandTests.withServerAndTinyproxy { server, proxy, directory in
             let cli = CLIRunner(directory: directory)
             let urls = [server.url("/bytes/1000", on: .tls), server.url("/bytes/1001", on: .tls)]
             let said = try await cli.run(

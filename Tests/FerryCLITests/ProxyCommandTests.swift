@@ -5,14 +5,21 @@ import Testing
 
 /// `ferry get` through real proxies (tinyproxy, microsocks), with curl's environment variables and flags.
 @Suite(.serialized) struct ProxyCommandTests {
-    @Test(.enabled(if: ProxyPeer.unavailable == nil, "tinyproxy and microsocks are needed (.ci/run installs them)"))
-    func theEnvironmentMatrixReachesTheProxy() async throws {
+    /// The test server, tinyproxy, and a fresh directory whose `ca.pem` trusts the server.
+    static func withServerAndTinyproxy(_ body: (TestServer, ProxyPeer, String) async throws -> Void) async throws {
         try await TestServer.withServer { server in
             let directory = try makeDirectory()
             defer { try? FileManager.default.removeItem(atPath: directory) }
             try server.certificates.trustRootPEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
             let proxy = try await ProxyPeer.tinyproxy(in: directory)
             defer { proxy.stop() }
+            try await body(server, proxy, directory)
+        }
+    }
+
+    @Test(.enabled(if: ProxyPeer.unavailable == nil, "tinyproxy and microsocks are needed (.ci/run installs them)"))
+    func theEnvironmentMatrixReachesTheProxy() async throws {
+        try await Self.withServerAndTinyproxy { server, proxy, directory in
             let plain = server.url("/bytes/200000")
             let secure = server.url("/bytes/200000", on: .tls)
             let address = "http://127.0.0.1:\(proxy.port)"
