@@ -65,20 +65,7 @@ small="https://localhost:$port/small.bin"
 export SSL_CERT_FILE=$work/cert.pem
 for _ in $(seq "$small_count"); do printf 'url = "%s"\noutput = "/dev/null"\n' "$small"; done >"$work/curl.list"
 
-# measure NAME WORK-UNITS COMMAND...: runs it under /usr/bin/time; records "rate cpu rss" for NAME.
-measure() {
-    local name=$1 units=$2; shift 2
-    /usr/bin/time -f "%e %U %S %M" -o "$work/timing" "$@" >"$work/last.out" 2>"$work/last.err" || {
-        echo "$name failed:" >&2; cat "$work/last.err" >&2; exit 1
-    }
-    read -r wall user sys rss <"$work/timing"
-    [ "$wall" = "0.00" ] && wall=0.005
-    echo "$(echo "$units / $wall" | bc -l) $(echo "$user + $sys" | bc -l) $rss" >>"$work/$name"
-}
-verify() {
-    cmp -s "$1" "$work/www/big.bin" || { echo "$2: the downloaded file differs from the served one" >&2; exit 1; }
-    rm -f "$1"
-}
+. "$root/Benchmarks/measure.sh"
 MB=1073.741824
 
 for round in $(seq "$rounds"); do
@@ -102,26 +89,16 @@ for round in $(seq "$rounds"); do
 done
 
 python3 - "$work" "$rounds" "$small_count" "$root/Benchmarks" <<'PY'
-import json, os, statistics, sys
+import json, os, sys
 work, rounds, small, bench_dir = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-def load(name):
-    rows = [list(map(float, line.split())) for line in open(os.path.join(work, name))]
-    rates = [r[0] for r in rows]
-    return statistics.median(rates), min(rates), max(rates), statistics.median(r[1] for r in rows), max(r[2] for r in rows)
+sys.path.insert(0, bench_dir)
+from medians import table
 groups = [
     ("https: 1 GiB GET to tmpfs from caddy (MB/s)", "big", ["ferry-h3", "ngtcp2", "ferry-h2", "curl-h2"], "ngtcp2"),
     (f"https: {small:,} x 1 KiB GETs from caddy, 16 in flight on one connection (req/s)", "small", ["ferry-h3", "ferry-h2", "curl-h2"], "ferry-h2"),
 ]
-results = {}
 print(f"\nmedians of {rounds} interleaved rounds; caddy on 127.0.0.1, one server for every row\n")
-print("| work | program | median | min–max | CPU s | peak RSS MB | vs reference |")
-print("| --- | --- | --- | --- | --- | --- | --- |")
-for title, key, names, reference in groups:
-    ref = load(f"{key}.{reference}")[0]
-    for name in names:
-        med, lo, hi, cpu, peak = load(f"{key}.{name}")
-        results[f"h3-{key}/{name}"] = {"median": med, "ratio": med / ref, "reference": reference, "cpu_s": cpu, "rss_mb": peak / 1024}
-        print(f"| {title} | {name} | {med:,.0f} | {lo:,.0f}–{hi:,.0f} | {cpu:.2f} | {peak/1024:.1f} | {med/ref:.2f}× {reference} |")
+results = table(work, groups, prefix="h3-")
 os.makedirs(os.path.join(bench_dir, "results"), exist_ok=True)
 with open(os.path.join(bench_dir, "results", "http3-latest.json"), "w") as out:
     json.dump({"rounds": int(rounds), "small_requests": small, "rows": results}, out, indent=1, sort_keys=True)

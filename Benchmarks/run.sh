@@ -103,22 +103,7 @@ export FERRY_HOME=$work/home
 # The library and ferryd (started by the first background row, from this environment) trust the CA.
 export SSL_CERT_FILE=$work/ca.pem
 
-# measure NAME WORK-UNITS COMMAND...: runs it under /usr/bin/time; records "rate cpu rss" for NAME.
-measure() {
-    local name=$1 units=$2; shift 2
-    local timing=$work/timing
-    /usr/bin/time -f "%e %U %S %M" -o "$timing" "$@" >"$work/last.out" 2>"$work/last.err" || {
-        echo "$name failed:" >&2; cat "$work/last.err" >&2; exit 1
-    }
-    read -r wall user sys rss <"$timing"
-    # (time counts in hundredths: a program that starts and exits at once takes "0.00".)
-    [ "$wall" = "0.00" ] && wall=0.005
-    echo "$(echo "$units / $wall" | bc -l) $(echo "$user + $sys" | bc -l) $rss" >>"$work/$name"
-}
-verify() {
-    cmp -s "$1" "$work/www/big.bin" || { echo "$2: the downloaded file differs from the served one" >&2; exit 1; }
-    rm -f "$1"
-}
+. "$root/Benchmarks/measure.sh"
 MB=1073.741824  # the 1 GiB file in MB: rates below are MB/s
 
 for round in $(seq "$rounds"); do
@@ -228,13 +213,13 @@ batch=$("$bin/ferry-bench" background-submit-batch "http://127.0.0.1:$port/slow/
 submit4=$("$bin/ferry-bench" background-submit "http://127.0.0.1:$port/slow/big.bin" 10000 4 | sed -n 's/.*perSecond=\([0-9.]*\).*/\1/p')
 
 python3 - "$work" "$rounds" "$submit" "$ferryd_rss" "$restart_ms" "$batch" "$submit4" "$small_count" "$root/Benchmarks" <<'PY'
-import json, os, statistics, sys
+import json, os, sys
 work, rounds, submit, rss, restart = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 batch, submit4, small, bench_dir = float(sys.argv[6]), float(sys.argv[7]), int(sys.argv[8]), sys.argv[9]
+sys.path.insert(0, bench_dir)
+import medians
 def load(name):
-    rows = [list(map(float, line.split())) for line in open(os.path.join(work, name))]
-    rates = [r[0] for r in rows]
-    return statistics.median(rates), min(rates), max(rates), statistics.median(r[1] for r in rows), max(r[2] for r in rows)
+    return medians.load(work, name)
 n = f"{small:,}"
 groups = [
     ("1 GiB GET to disk (MB/s)", "disk", ["ferry-cli", "ferry-static", "ferry-lib", "ferryd", "curl", "aria2", "wget", "ahc", "urlsession", "ferry-urlsession", "dd-durable"], "curl"),
@@ -251,16 +236,8 @@ groups = [
     (f"https: {n} x 1 KiB GETs, sequential (req/s)", "tlsseq", ["ferry-lib", "ferry-lib-h1", "curl", "curl-h1", "ferry-urlsession"], "curl"),
     (f"https: {n} x 1 KiB GETs, 16 in flight (req/s)", "tlspar", ["ferry-lib", "ferry-lib-h1", "curl", "curl-h1", "ferry-urlsession"], "curl"),
 ]
-results = {}
 print(f"\nmedians of {rounds} interleaved rounds; nginx on 127.0.0.1\n")
-print("| work | program | median | min–max | CPU s | peak RSS MB | vs " + "reference |")
-print("| --- | --- | --- | --- | --- | --- | --- |")
-for title, key, names, reference in groups:
-    ref = load(f"{key}.{reference}")[0]
-    for name in names:
-        med, lo, hi, cpu, peak = load(f"{key}.{name}")
-        results[f"{key}/{name}"] = {"median": med, "ratio": med / ref, "reference": reference, "cpu_s": cpu, "rss_mb": peak / 1024}
-        print(f"| {title} | {name} | {med:,.0f} | {lo:,.0f}–{hi:,.0f} | {cpu:.2f} | {peak/1024:.1f} | {med/ref:.2f}× {reference} |")
+results = medians.table(work, groups)
 # URLSession's API (the same program, one import changed): on Ferry against FoundationNetworking, and
 # against Ferry's own Session API on the same work (goals: >= 3x FoundationNetworking on small requests,
 # within 10 % of Session).

@@ -57,12 +57,37 @@ enum ExchangeEnds {
     }
 }
 
-/// Internal failures of a connection's exchange (HTTP/1.1 or HTTP/2) the transport acts on.
+/// Internal failures of a connection's exchange (HTTP/1.1, HTTP/2 or HTTP/3) the transport acts on.
 enum ConnectionError: Error {
     /// The connection closed before any byte of the response: a reused connection the server had
     /// already closed, so the request may be sent again on a new one.
     case closedBeforeResponse
-    /// An HTTP/2 server refused the stream without processing it (REFUSED_STREAM, or a GOAWAY whose
-    /// last stream is below it), or the connection could take no new stream: safe to send again elsewhere.
+    /// An HTTP/2 or HTTP/3 server refused the stream without processing it (REFUSED_STREAM, or a
+    /// GOAWAY whose last stream is below it), or the connection could take no new stream: safe to send
+    /// again elsewhere.
     case refused(String)
+}
+
+/// How a transport answers ``ConnectionError/refused(_:)`` for one request, over HTTP/2 and HTTP/3
+/// alike: the request goes again on a new connection, three times at most, when its body can be sent
+/// again; otherwise the refusal is the request's error, in words.
+struct RefusalRetries {
+    /// Whether the request can go out again as it is (its body is not a stream already read).
+    let replayable: Bool
+    private var refusals = 0
+
+    init(_ request: TransportRequest) {
+        replayable = if case .stream? = request.body { false } else { true }
+    }
+
+    /// Another refusal, for `reason`: returns when the request may go again, throws when not.
+    mutating func refused(_ reason: String, url: URL) throws(FerryError) {
+        refusals += 1
+        if replayable && refusals <= 3 { return }
+        throw FerryError(
+            .networkConnectionLost,
+            "the server refused the request without processing it: \(reason)" + (replayable ? "" : "; its streamed body cannot be sent again"),
+            failingURL: url.absoluteString
+        )
+    }
 }

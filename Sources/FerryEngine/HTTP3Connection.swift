@@ -40,9 +40,9 @@ final class HTTP3Connection: @unchecked Sendable {
     /// The socket of the path before a migration, read until the new path is validated.
     var previousChannel: (any Channel)?
     private(set) var remote: SocketAddress
+    #if DEBUG
     /// Response body bytes received so far (for the test hook that migrates after some).
     var bodyBytesReceived = 0
-    #if DEBUG
     /// `FERRY_DEBUG_QUIC_MIGRATE=BYTES@ADDRESS`: after BYTES of bodies, the connection moves to a new
     /// socket bound to ADDRESS (a test's stand-in for a network change).
     var debugMigration: (bytes: Int, address: String)? = ProcessInfo.processInfo.environment["FERRY_DEBUG_QUIC_MIGRATE"].flatMap { text in
@@ -314,7 +314,7 @@ final class HTTP3Connection: @unchecked Sendable {
             case .handshakeComplete:
                 // This side's control stream: its type, and SETTINGS with no dynamic QPACK table.
                 let control = quic.openStream(bidirectional: false)
-                transmit(quic.send([0x00] + HTTP3Frame.settings([(0x01, 0), (0x07, 0)]).encoded, on: control))
+                transmit(quic.send(HTTP3Frame.clientControlStreamOpening, on: control))
                 handshake?.succeed()
                 handshake = nil
             case .streamData(let id, let data, let fin):
@@ -348,7 +348,9 @@ final class HTTP3Connection: @unchecked Sendable {
                 guard deliverHead(section, exchange: &exchange, id: id) else { return }
             case .data(let bytes):
                 bodyBytes += bytes.count
+                #if DEBUG
                 bodyBytesReceived += bytes.count
+                #endif
                 guard exchange.source != nil else { continue }
                 exchange.unread.writeBytes(bytes)
             default:

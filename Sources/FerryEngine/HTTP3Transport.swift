@@ -57,7 +57,7 @@ final class HTTP3Transport: HTTPTransport, Sendable {
             throw FerryError(.unsupportedURL, "HTTP/3 carries https URLs only, not \(request.url.absoluteString)", failingURL: request.url.absoluteString)
         }
         let port = port ?? request.url.port ?? 443
-        var refusals = 0
+        var refusals = RefusalRetries(request)
         while true {
             let connection: HTTP3Connection
             if let headStart {
@@ -69,16 +69,8 @@ final class HTTP3Transport: HTTPTransport, Sendable {
             do {
                 return try await connection.send(request, deadline: deadline)
             } catch ConnectionError.refused(let reason) {
-                // Not processed (a GOAWAY below its stream): sent again on a new connection, as over
-                // HTTP/2, unless its body streamed and cannot be read again.
-                refusals += 1
-                let replayable = if case .stream? = request.body { false } else { true }
-                if replayable && refusals <= 3 { continue }
-                throw FerryError(
-                    .networkConnectionLost,
-                    "the server refused the request without processing it: \(reason)" + (replayable ? "" : "; its streamed body cannot be sent again"),
-                    failingURL: request.url.absoluteString
-                )
+                // Not processed (a GOAWAY below its stream): sent again on a new connection, as over HTTP/2.
+                try refusals.refused(reason, url: request.url)
             }
         }
     }

@@ -86,13 +86,8 @@ public final class NetworkTransport: HTTPTransport {
         // A request goes out again on a new connection only when the server did not take it: a reused
         // connection turned out to be closed before a byte of the answer came back, or an HTTP/2 server
         // refused the stream (GOAWAY below it, or REFUSED_STREAM). Only if its body can be sent again.
-        let replayable: Bool
-        switch request.body {
-        case nil, .bytes: replayable = true
-        case .stream: replayable = false
-        }
+        var refusals = RefusalRetries(request)
         let mayShare = target.secure && options.httpVersion != .http1Only
-        var refusals = 0
         while true {
             var timing = TransportTiming()
             timing.proxy = proxy?.description
@@ -132,21 +127,14 @@ public final class NetworkTransport: HTTPTransport {
                     }
                 }
             } catch ConnectionError.closedBeforeResponse {
-                if reused && replayable { continue }
+                if reused && refusals.replayable { continue }
                 throw FerryError(
                     .networkConnectionLost,
                     "the server closed the connection before answering",
                     failingURL: request.url.absoluteString
                 )
             } catch ConnectionError.refused(let reason) {
-                refusals += 1
-                if replayable && refusals <= 3 { continue }
-                throw FerryError(
-                    .networkConnectionLost,
-                    "the server refused the request without processing it: \(reason)"
-                        + (replayable ? "" : "; its streamed body cannot be sent again"),
-                    failingURL: request.url.absoluteString
-                )
+                try refusals.refused(reason, url: request.url)
             } catch var error as FerryError {
                 error.failingURL = error.failingURL ?? request.url.absoluteString
                 throw error

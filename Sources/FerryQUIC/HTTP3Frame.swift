@@ -7,6 +7,11 @@ public enum HTTP3Frame: Sendable, Hashable {
     /// Any other type (reserved, PUSH_PROMISE, ...), kept whole; unknown types are ignored (§9).
     case other(type: UInt64, payload: [UInt8])
 
+    /// What a client's control stream opens with (RFC 9114 §6.2.1): its type (0x00) and SETTINGS with
+    /// no dynamic QPACK table (capacity 0, no blocked streams), so nothing ever waits on an encoder
+    /// stream.
+    public static let clientControlStreamOpening: [UInt8] = [0x00] + HTTP3Frame.settings([(0x01, 0), (0x07, 0)]).encoded
+
     public static func == (lhs: HTTP3Frame, rhs: HTTP3Frame) -> Bool { lhs.encoded == rhs.encoded }
     public func hash(into hasher: inout Hasher) { hasher.combine(encoded) }
 

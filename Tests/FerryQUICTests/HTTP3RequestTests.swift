@@ -34,12 +34,9 @@ import Testing
             for event in events {
                 switch event {
                 case .handshakeComplete:
-                    let control = connection.openStream(bidirectional: false)
-                    datagrams += connection.send([0x00] + HTTP3Frame.settings([(0x01, 0), (0x07, 0)]).encoded, on: control)
-                    let request = connection.openStream(bidirectional: true)
+                    let (request, opening) = connection.openRequest("GET", path, port: port)
                     state.requestStream = request
-                    let fields = [(":method", "GET"), (":scheme", "https"), (":authority", "localhost:\(port)"), (":path", path)]
-                    datagrams += connection.send(HTTP3Frame.headers(QPACK.encode(fields.map { ($0.0, $0.1) })).encoded, on: request, fin: true)
+                    datagrams += opening
                 case .streamData(let id, let data, let fin) where id == state.requestStream:
                     state.pending += data
                     datagrams += connection.consume(data.count, on: id)

@@ -85,13 +85,9 @@ import Testing
             for event in events {
                 switch event {
                 case .handshakeComplete:
-                    let control = connection.openStream(bidirectional: false)
-                    datagrams += connection.send([0x00] + HTTP3Frame.settings([(0x01, 0), (0x07, 0)]).encoded, on: control)
-                    let stream = connection.openStream(bidirectional: true)
-                    state.stream = stream
-                    let fields = [(":method", "POST"), (":scheme", "https"), (":authority", "localhost:\(port)"), (":path", "/upload")]
                     let before = connection.recovery.congestion.bytesInFlight
-                    let flight = connection.send(HTTP3Frame.headers(QPACK.encode(fields)).encoded + HTTP3Frame.data(body).encoded, on: stream, fin: true)
+                    let (stream, flight) = connection.openRequest("POST", "/upload", port: port, body: body)
+                    state.stream = stream
                     state.firstFlight = connection.recovery.congestion.bytesInFlight - before
                     state.firstWindow = connection.recovery.congestion.window
                     datagrams += flight
