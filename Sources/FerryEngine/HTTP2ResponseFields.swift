@@ -23,7 +23,7 @@ enum HTTP2ResponseFields {
             }
             regular = true
             if name.utf8.contains(where: { (0x41...0x5A).contains($0) }) {
-                return "the field name \(name) in upper case (HTTP/2 names are lower case)"
+                return "the field name \(name) in upper case (HTTP/2 and HTTP/3 names are lower case)"
             }
             if connectionSpecific.contains(name) { return "the connection-specific field \(name)" }
             if name == "te", value.lowercased() != "trailers" { return "the field te with \(value)" }

@@ -48,10 +48,8 @@ extension HTTP3Connection {
         for id in Array(exchanges.keys) where id >= last {
             // A request waiting for its answer is refused (the transport sends it again elsewhere).
             // One whose answer has begun was processed whatever the GOAWAY says: it goes on.
-            guard let head = exchanges[id]?.head else { continue }
-            exchanges[id]?.head = nil
-            head.fail(ConnectionError.refused(reason))
-            fail(id, FerryError(.networkConnectionLost, "the server refused the request without processing it: \(reason)"))
+            guard exchanges[id]?.machine.receivedAnything == false else { continue }
+            fail(id, ConnectionError.refused(reason))
         }
         let refused = waiting
         waiting = []

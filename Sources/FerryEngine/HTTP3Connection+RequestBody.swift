@@ -36,6 +36,10 @@ extension HTTP3Connection {
         }
         let promise = eventLoop.makePromise(of: Void.self)
         exchange.bodyWaiter = promise
+        if end {
+            // Written only while the request is being sent (an answer that ended first removed it).
+            _ = try? exchange.machine.requestSent()
+        }
         exchanges[id] = exchange
         let frame = chunk.readableBytes > 0 ? HTTP3Frame.data(Array(chunk.readableBytesView)).encoded : []
         transmit(quic.send(frame, on: id, fin: end))

@@ -3,6 +3,7 @@ import FerryQUIC
 import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
+import NIOHTTP1
 import NIOPosix
 
 
@@ -10,12 +11,17 @@ import NIOPosix
 /// channel's event loop, its events turned into responses. Every mutable property is touched on
 /// `eventLoop` only.
 final class HTTP3Connection: @unchecked Sendable {
-    /// One request stream's state.
+    /// One request stream's state: its life as an ``ExchangeStateMachine`` (the same rules as over
+    /// HTTP/1.1 and HTTP/2), and the I/O this connection does for it.
     struct Exchange {
         var url: URL
+        /// Completed with the response once the read that brought its head is done; nil after.
         var head: EventLoopPromise<TransportResponse>?
+        var machine: ExchangeStateMachine
         /// The stream's frames as they arrive.
         var reader = HTTP3StreamReader()
+        /// Trailers arrived: nothing but the stream's end may follow (RFC 9114 §4.1).
+        var trailersReceived = false
         var source: ResponseBodyProducer.Source?
         /// Body bytes handed to the reader whose window has not moved yet (the reader asked for less).
         var heldBack = 0
@@ -53,6 +59,8 @@ final class HTTP3Connection: @unchecked Sendable {
     #endif
     private var handshake: EventLoopPromise<Void>?
     var exchanges: [UInt64: Exchange] = [:]
+    /// Exchanges whose final head arrived in the read batch still going: handed over when it ends.
+    private var heldHeads: [UInt64] = []
     private(set) var closedError: FerryError?
     private var idleTimer: Scheduled<Void>?
     private var recoveryTimer: Scheduled<Void>?
@@ -199,7 +207,12 @@ final class HTTP3Connection: @unchecked Sendable {
         }
         let id = quic.openStream(bidirectional: true)
         let promise = eventLoop.makePromise(of: TransportResponse.self)
-        var exchange = Exchange(url: request.url, head: promise)
+        let streamsBody = if case .stream? = request.body { true } else { false }
+        var exchange = Exchange(
+            url: request.url,
+            head: promise,
+            machine: ExchangeStateMachine(isHeadRequest: request.method == "HEAD", requestSent: !streamsBody)
+        )
         exchange.deadlineTimer = eventLoop.scheduleTask(deadline: deadline) { [self] in
             fail(id, FerryError(.timedOut, "the HTTP/3 exchange with \(host) did not finish in time", failingURL: request.url.absoluteString))
         }
@@ -270,6 +283,12 @@ final class HTTP3Connection: @unchecked Sendable {
     /// Each exchange's body bytes of the batch, to its reader; its window moves when the reader
     /// keeps up.
     private func deliverBodies() {
+        for id in heldHeads {
+            guard var exchange = exchanges.removeValue(forKey: id) else { continue }
+            if let head = exchange.machine.handOverHead() { startStreaming(&exchange, id: id, head: head) }
+            exchanges[id] = exchange
+        }
+        heldHeads.removeAll(keepingCapacity: true)
         for id in Array(exchanges.keys) where exchanges[id]?.unread.readableBytes ?? 0 > 0 {
             guard var exchange = exchanges.removeValue(forKey: id) else { continue }
             deliver(&exchange, id: id)
@@ -334,28 +353,41 @@ final class HTTP3Connection: @unchecked Sendable {
             serverStreamData(id, data)
             return
         }
-        let parts: [HTTP3StreamReader.Part]
-        do {
-            parts = try exchange.reader.feed(data)
+        var bodyBytes = 0
+        do throws(HTTP3Violation) {
+            let parts: [HTTP3StreamReader.Part]
+            do {
+                parts = try exchange.reader.feed(data)
+            } catch {
+                throw HTTP3Violation(stream: "the server's HTTP/3 answer is malformed: \(error)")
+            }
+            for part in parts {
+                if exchange.trailersReceived, case .other = part {} else if exchange.trailersReceived {
+                    throw HTTP3Violation(stream: "the server sent a frame after the response's trailers")
+                }
+                switch part {
+                case .headers(let section):
+                    try receivedFields(section, exchange: &exchange, id: id)
+                case .data(let bytes):
+                    do {
+                        try exchange.machine.receivedBody(count: bytes.count)
+                    } catch {
+                        throw HTTP3Violation(error.error)
+                    }
+                    bodyBytes += bytes.count
+                    #if DEBUG
+                    bodyBytesReceived += bytes.count
+                    #endif
+                    exchange.unread.writeBytes(bytes)
+                case .other(let type, _):
+                    if let violation = HTTP3Frame.violationOnRequestStream(type: type) {
+                        throw HTTP3Violation(connection: violation.code, violation.words)
+                    }
+                }
+            }
         } catch {
             exchanges[id] = exchange
-            return fail(id, FerryError(.badServerResponse, "the server's HTTP/3 answer is malformed: \(error)"))
-        }
-        var bodyBytes = 0
-        for part in parts {
-            switch part {
-            case .headers(let section) where exchange.head != nil:
-                guard deliverHead(section, exchange: &exchange, id: id) else { return }
-            case .data(let bytes):
-                bodyBytes += bytes.count
-                #if DEBUG
-                bodyBytesReceived += bytes.count
-                #endif
-                guard exchange.source != nil else { continue }
-                exchange.unread.writeBytes(bytes)
-            default:
-                break  // trailers, unknown frames
-            }
+            return violated(error, on: id)
         }
         // Frame overhead counts as read at once; body bytes as the reader takes them (flow control
         // follows the reader).
@@ -364,33 +396,85 @@ final class HTTP3Connection: @unchecked Sendable {
             exchanges[id] = exchange
             return
         }
+        ended(exchange, id: id)
+    }
+
+    /// The server ended stream `id`'s response (its FIN arrived).
+    private func ended(_ exchange: Exchange, id: UInt64) {
+        var exchange = exchange
+        let end: ExchangeStateMachine.End
+        do throws(ExchangeStateMachine.Failure) {
+            guard exchange.reader.isAtFrameBoundary else {
+                throw ExchangeStateMachine.Failure(
+                    FerryError(.networkConnectionLost, "the server ended the HTTP/3 stream in the middle of a frame")
+                )
+            }
+            end = try exchange.machine.responseEnded()
+        } catch {
+            exchanges[id] = exchange
+            return fail(id, error.error, code: 0x10e)
+        }
         exchange.deadlineTimer?.cancel()
-        exchange.bodyWaiter?.fail(FerryError(.cancelled, "the server answered before the request body was sent"))
-        deliver(&exchange, id: id)
+        if end.requestAbandoned {
+            // An answer before the whole request (an early 413, say): it stands, and the rest of the
+            // request is not sent (RFC 9114 §4.1: RESET_STREAM with H3_NO_ERROR).
+            exchange.bodyWaiter?.fail(FerryError(.cancelled, "the server answered before the request body was sent"))
+            exchange.bodyWaiter = nil
+            transmit(quic.cancel(stream: id, errorCode: 0x100))
+        }
         // Requests waiting for a stream: the server raises its limit as streams end, but some servers
         // (aioquic) only say so when they next write; a PING makes them.
         if !waiting.isEmpty { transmit(quic.ping()) }
-        exchange.head?.fail(FerryError(.badServerResponse, "the server ended the HTTP/3 stream without a response", failingURL: exchange.url.absoluteString))
-        if exchange.reader.isAtFrameBoundary {
-            exchange.source?.finish()
-        } else {
-            exchange.source?.finish(FerryError(.networkConnectionLost, "the server ended the HTTP/3 stream in the middle of a frame", failingURL: exchange.url.absoluteString))
+        if let head = end.answerWithHead {
+            // The whole answer came in this read: it goes with its body, no sequence needed.
+            exchange.head?.succeed(response(head, id: id, body: TransportBodyStream(buffer: exchange.unread)))
+            exchange.head = nil
+            return
+        }
+        deliver(&exchange, id: id)
+        exchange.source?.finish()
+    }
+
+    /// A header section on a request stream: the response's head (an informational one is passed
+    /// over; the final one is held until the read batch ends) or its trailers. The fields follow RFC
+    /// 9114 §4.2-4.3, the rules HTTP/2 has.
+    private func receivedFields(_ section: [UInt8], exchange: inout Exchange, id: UInt64) throws(HTTP3Violation) {
+        let fields: [(name: String, value: String)]
+        do {
+            fields = try QPACK.decode(section)
+        } catch {
+            throw HTTP3Violation(connection: 0x200, "the server's QPACK field section cannot be decoded: \(error)")
+        }
+        let isTrailers = exchange.machine.response != .awaitingHead
+        if let problem = HTTP2ResponseFields.problem(fields, trailers: isTrailers) {
+            throw HTTP3Violation(stream: "the server sent a malformed HTTP/3 response: \(problem)")
+        }
+        do throws(ExchangeStateMachine.Failure) {
+            if isTrailers {
+                try exchange.machine.receivedTrailers(endsResponse: true)
+                exchange.trailersReceived = true
+                return
+            }
+            var headers = HTTPHeaders()
+            var status: Int?
+            for field in fields {
+                if field.name == ":status" { status = Int(field.value) } else { headers.add(name: field.name, value: field.value) }
+            }
+            guard let status, (100...999).contains(status) else {
+                throw ExchangeStateMachine.Failure("the server's HTTP/3 response has no valid :status")
+            }
+            guard status != 101 else {
+                throw ExchangeStateMachine.Failure("the server answered 101 over HTTP/3, which has no protocol switch (RFC 9114 §4.4)")
+            }
+            let head = HTTPResponseHead(version: .init(major: 3, minor: 0), status: .init(statusCode: status), headers: headers)
+            if try exchange.machine.receivedHead(head) == .final { heldHeads.append(id) }
+        } catch {
+            throw HTTP3Violation(error.error)
         }
     }
 
-    /// Hands over the response whose head is `section` (an informational one is skipped); false when
-    /// the head is malformed and the exchange has failed (it is back in `exchanges` for that).
-    private func deliverHead(_ section: [UInt8], exchange: inout Exchange, id: UInt64) -> Bool {
-        guard let fields = try? QPACK.decode(section), let status = fields.first(where: { $0.name == ":status" }).flatMap({ Int($0.value) }),
-            (100...599).contains(status)
-        else {
-            exchanges[id] = exchange
-            fail(id, FerryError(.badServerResponse, "the server's HTTP/3 response head has no valid :status"))
-            return false
-        }
-        if (100..<200).contains(status) { return true }
-        var headers = Headers()
-        for field in fields where !field.name.hasPrefix(":") { headers.add(name: field.name, value: field.value) }
+    /// Hands over exchange `id`'s response `head` with a sequence its body streams through.
+    private func startStreaming(_ exchange: inout Exchange, id: UInt64, head: HTTPResponseHead) {
         let sequence = ResponseBodyProducer.makeSequence(
             elementType: ByteBuffer.self,
             backPressureStrategy: .init(lowWatermark: 8, highWatermark: 64),
@@ -398,20 +482,32 @@ final class HTTP3Connection: @unchecked Sendable {
             delegate: HTTP3BodyDemand(connection: self, id: id)
         )
         exchange.source = sequence.source
+        exchange.head?.succeed(response(head, id: id, body: TransportBodyStream(sequence.sequence)))
+        exchange.head = nil
+        deliver(&exchange, id: id)
+    }
+
+    private func response(_ head: HTTPResponseHead, id: UInt64, body: TransportBodyStream) -> TransportResponse {
+        var headers = Headers()
+        for (name, value) in head.headers { headers.add(name: name, value: value) }
         var timing = TransportTiming(responseStart: Date(), reusedConnection: false)
         timing.tlsVersion = "TLS 1.3"
         timing.remoteAddress = remote.ipAddress.map { "\($0):\(port)" }
-        let response = TransportResponse(
-            status: status,
+        return TransportResponse(
+            status: Int(head.status.code),
             headers: headers,
             protocolName: "h3",
-            body: TransportBodyStream(sequence.sequence),
+            body: body,
             timing: timing,
             cancel: { [self] in eventLoop.execute { self.fail(id, FerryError(.cancelled, "the transfer was cancelled")) } }
         )
-        exchange.head?.succeed(response)
-        exchange.head = nil
-        return true
+    }
+
+    /// What a broken rule ends: the exchange (H3_MESSAGE_ERROR on the stream) or the connection.
+    private func violated(_ violation: HTTP3Violation, on id: UInt64) {
+        guard let code = violation.connectionCode else { return fail(id, violation.error, code: 0x10e) }
+        transmit(quic.close(errorCode: code, reason: violation.error.message))
+        fail(violation.error)
     }
 
     /// Requests that waited for a stream, opened as far as the server now allows.
@@ -433,15 +529,18 @@ final class HTTP3Connection: @unchecked Sendable {
         exchanges[id] = exchange
     }
 
-    /// Ends exchange `id` with `error`.
-    func fail(_ id: UInt64, _ error: FerryError) {
-        guard let exchange = exchanges.removeValue(forKey: id) else { return }
-        // The server is told: STOP_SENDING and RESET_STREAM with H3_REQUEST_CANCELLED (RFC 9114 §4.1.1).
-        transmit(quic.cancel(stream: id, errorCode: 0x10c))
+    /// Ends exchange `id` with `error`, telling the server with STOP_SENDING and RESET_STREAM `code`
+    /// (H3_REQUEST_CANCELLED by default, RFC 9114 §4.1.1; H3_MESSAGE_ERROR for a malformed answer).
+    func fail(_ id: UInt64, _ error: any Error, code: UInt64 = 0x10c) {
+        guard var exchange = exchanges.removeValue(forKey: id) else { return }
+        transmit(quic.cancel(stream: id, errorCode: code))
         exchange.deadlineTimer?.cancel()
         exchange.bodyWaiter?.fail(error)
-        exchange.head?.fail(error)
-        exchange.source?.finish(error)
+        switch exchange.machine.fail() {
+        case .failAnswer: exchange.head?.fail(error)
+        case .failBody: exchange.source?.finish(error)
+        case .nothing: break
+        }
     }
 
     /// Ends the connection and every exchange on it with `error`.

@@ -38,6 +38,25 @@ public enum HTTP3Frame: Sendable, Hashable {
         return bytes
     }
 
+    /// Why a frame of `type` may not arrive on a request stream, with the HTTP/3 error code the
+    /// connection closes with (RFC 9114 §7.2): CANCEL_PUSH, SETTINGS, GOAWAY and MAX_PUSH_ID belong to
+    /// the control stream, HTTP/2's own types have no HTTP/3 meaning, and PUSH_PROMISE names a push
+    /// this side never allowed (it sends no MAX_PUSH_ID). Nil for a frame a response may carry
+    /// (unknown types are skipped, §9).
+    public static func violationOnRequestStream(type: UInt64) -> (code: UInt64, words: String)? {
+        switch type {
+        case 0x03, 0x04, 0x07, 0x0d:
+            let name = [0x03: "CANCEL_PUSH", 0x04: "SETTINGS", 0x07: "GOAWAY", 0x0d: "MAX_PUSH_ID"][type]!
+            return (0x105, "the server sent a \(name) frame on a request stream (H3_FRAME_UNEXPECTED)")
+        case 0x02, 0x06, 0x08, 0x09:
+            return (0x105, "the server sent HTTP/2's frame type 0x\(String(type, radix: 16)), reserved in HTTP/3 (H3_FRAME_UNEXPECTED)")
+        case 0x05:
+            return (0x108, "the server sent a PUSH_PROMISE, though this side allowed no push (H3_ID_ERROR)")
+        default:
+            return nil
+        }
+    }
+
     /// The complete frames at the start of `bytes`, and how many bytes they took (a frame cut short
     /// waits for more). A frame longer than `maximumPayload` is refused (H3_EXCESSIVE_LOAD) rather than
     /// buffered, except DATA, whose payload is body.

@@ -17,6 +17,11 @@ It listens on UDP 127.0.0.1, on a port the system picks, and prints it on one li
                  on a new connection
   POST /upload  read to the end of the request's body, then 200 with x-body-length and
                  x-body-sha256 (hex) of what arrived
+  GET /hostile/NAME  an answer that breaks a rule of RFC 9114, written frame by frame (see HOSTILE):
+                 a body short of or past its content-length, two :status, an upper-case or
+                 connection-specific field, DATA before HEADERS, a frame after the trailers, SETTINGS
+                 or PUSH_PROMISE on the request stream, a 101; and, well formed, trailers and a 103
+                 before the answer. The body is 1,024 bytes (0, 1, ..., 255 four times).
 Every request is logged to requests.log beside CERT, one line: ":path range" ("-" without a Range),
 and each client address the first time a datagram comes from it to addresses.log ("HOST PORT").
   anything else  404 with "not found"
@@ -75,6 +80,28 @@ def body_for(path):
     return 404, b"not found"
 
 
+# Each /hostile/NAME answer as frames: ("H", fields) a HEADERS frame, ("D", bytes) a DATA frame,
+# (type, payload) any other frame, ("cut", n) the previous frames' bytes but the last n.
+KIB = bytes(range(256)) * 4
+OK = [(b":status", b"200")]
+HOSTILE = {
+    "short": [("H", OK + [(b"content-length", b"2048")]), ("D", KIB)],
+    "long": [("H", OK + [(b"content-length", b"1000")]), ("D", KIB)],
+    "two-status": [("H", [(b":status", b"200"), (b":status", b"500")]), ("D", KIB)],
+    "upper": [("H", OK + [(b"X-Upper", b"1")]), ("D", KIB)],
+    "connection": [("H", OK + [(b"connection", b"close")]), ("D", KIB)],
+    "data-first": [("D", KIB), ("H", OK)],
+    "after-trailers": [("H", OK), ("D", KIB), ("H", [(b"x-trailer", b"1")]), ("D", KIB)],
+    "settings": [("H", OK), (0x4, b""), ("D", KIB)],
+    "push-promise": [("H", OK), (0x5, b"\x00\x00"), ("D", KIB)],
+    "status-101": [("H", [(b":status", b"101")])],
+    "mid-frame": [("H", OK), ("D", KIB), ("cut", 10)],
+    "trailers": [("H", OK + [(b"content-length", b"1024")]), ("D", KIB), ("H", [(b"x-trailer", b"1")])],
+    "early-hints": [("H", [(b":status", b"103"), (b"link", b"</style.css>; rel=preload")]),
+                    ("H", OK + [(b"content-length", b"1024")]), ("D", KIB)],
+}
+
+
 class Server(QuicConnectionProtocol):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -131,6 +158,8 @@ class Server(QuicConnectionProtocol):
                 with open(LOG, "a") as log:
                     log.write(f"{path} -\n")
                 asyncio.get_event_loop().call_later(0.3, self.answer_bytes, h3_event.stream_id, path)
+            elif isinstance(h3_event, HeadersReceived) and dict(h3_event.headers).get(b":path", b"").startswith(b"/hostile/"):
+                self.hostile(h3_event.stream_id, dict(h3_event.headers)[b":path"].decode()[len("/hostile/"):])
             elif isinstance(h3_event, HeadersReceived):
                 fields = dict(h3_event.headers)
                 path = fields.get(b":path", b"").decode()
@@ -171,6 +200,23 @@ class Server(QuicConnectionProtocol):
                 else:
                     self.h3.send_data(h3_event.stream_id, body, end_stream=True)
                 self.transmit()
+
+    def hostile(self, stream_id, name):
+        """Writes HOSTILE[name] on the stream as raw frames, then ends it."""
+        from aioquic.h3.connection import encode_frame
+
+        wire = b""
+        for kind, value in HOSTILE[name]:
+            if kind == "H":
+                wire += encode_frame(0x1, self.h3._encode_headers(stream_id, value))
+            elif kind == "D":
+                wire += encode_frame(0x0, value)
+            elif kind == "cut":
+                wire = wire[:-value]
+            else:
+                wire += encode_frame(kind, value)
+        self._quic.send_stream_data(stream_id, wire, end_stream=True)
+        self.transmit()
 
     def drip(self, stream_id, body, chunk, pause):
         self.h3.send_data(stream_id, body[:chunk], end_stream=len(body) <= chunk)
