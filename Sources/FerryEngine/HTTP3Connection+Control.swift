@@ -3,7 +3,8 @@ import FerryQUIC
 import NIOCore
 
 /// The server's unidirectional streams (RFC 9114 §6.2): its control stream read for GOAWAY (§5.2),
-/// the others (QPACK's, unknown types) read and set aside so their windows move.
+/// its QPACK encoder stream into the dynamic table (RFC 9204 §4.2), the others (its QPACK decoder
+/// stream, unknown types) read and set aside so their windows move.
 extension HTTP3Connection {
     /// The most bytes of the control stream kept while a frame is incomplete.
     static let controlBufferLimit = 64 << 10
@@ -12,21 +13,27 @@ extension HTTP3Connection {
     func serverStreamData(_ id: UInt64, _ data: [UInt8]) {
         transmit(quic.consume(data.count, on: id))
         guard id & 0x03 == 0x03, !otherServerStreams.contains(id) else { return }
+        if id == encoderStreamID { return encoderStreamData(data) }
         var buffer = (serverStreamBuffers[id] ?? []) + data
         if controlStreamID != id {
-            // The stream's type comes first: 0x00 is the control stream; any other is set aside.
+            // The stream's type comes first: 0x00 is the control stream, 0x02 QPACK's encoder stream;
+            // any other is set aside.
             var reader = QUICReader(buffer)
             guard let type = try? reader.readVarint() else {
                 serverStreamBuffers[id] = buffer
                 return
             }
             serverStreamBuffers[id] = nil
+            buffer.removeFirst(reader.offset)
+            if type == 0x02, encoderStreamID == nil {
+                encoderStreamID = id
+                return encoderStreamData(buffer)
+            }
             guard type == 0x00, controlStreamID == nil else {
                 otherServerStreams.insert(id)
                 return
             }
             controlStreamID = id
-            buffer.removeFirst(reader.offset)
         }
         do {
             let (frames, consumed) = try HTTP3Frame.parse(buffer)
@@ -36,6 +43,24 @@ extension HTTP3Connection {
             for case .goAway(let last) in frames { goAway(last) }
         } catch {
             fail(FerryError(.badServerResponse, "the server's HTTP/3 control stream is malformed: \(error)"))
+        }
+    }
+
+    /// Bytes of the server's QPACK encoder stream: its inserts go into the table, and the streams whose
+    /// heads waited for them go on.
+    private func encoderStreamData(_ data: [UInt8]) {
+        let unblocked: [UInt64]
+        do {
+            unblocked = try qpack.encoderStream(data)
+        } catch {
+            let words = "the server's QPACK encoder stream is malformed (QPACK_ENCODER_STREAM_ERROR): \(error)"
+            transmit(quic.close(errorCode: 0x201, reason: words))
+            return fail(FerryError(.badServerResponse, words))
+        }
+        sendDecoderInstructions()
+        for id in unblocked {
+            guard let exchange = exchanges.removeValue(forKey: id) else { continue }
+            process(exchange, id: id)
         }
     }
 

@@ -22,6 +22,14 @@ final class HTTP3Connection: @unchecked Sendable {
         var reader = HTTP3StreamReader()
         /// Trailers arrived: nothing but the stream's end may follow (RFC 9114 §4.1).
         var trailersReceived = false
+        /// Frames read and not yet acted on: the head waits for QPACK inserts (a blocked stream), and
+        /// what followed it waits behind it.
+        var queued: [HTTP3StreamReader.Part] = []
+        /// The stream's end arrived (acted on once the queue is empty).
+        var finReceived = false
+        /// Bytes of frame overhead read while the stream was blocked: counted as read (its window
+        /// moves) only once the head is decoded, so flow control bounds what a blocked stream holds.
+        var unconsumed = 0
         var source: ResponseBodyProducer.Source?
         /// Body bytes handed to the reader whose window has not moved yet (the reader asked for less).
         var heldBack = 0
@@ -70,6 +78,11 @@ final class HTTP3Connection: @unchecked Sendable {
     /// that are not its control stream.
     var controlStreamID: UInt64?
     var serverStreamBuffers: [UInt64: [UInt8]] = [:]
+    /// QPACK's decoding side: the server's encoder stream fills its dynamic table (RFC 9204).
+    var qpack = QPACKDecoder(maximumCapacity: 4096, maximumBlockedStreams: 16)
+    /// The server's QPACK encoder stream, and this side's decoder stream.
+    var encoderStreamID: UInt64?
+    private var decoderStreamID: UInt64?
     var otherServerStreams: Set<UInt64> = []
     private var recoveryDue: UInt64?
     /// Seconds without a datagram after which the connection is given up (RFC 9000 §10.1).
@@ -331,9 +344,13 @@ final class HTTP3Connection: @unchecked Sendable {
                 previousChannel?.close(promise: nil)
                 previousChannel = nil
             case .handshakeComplete:
-                // This side's control stream: its type, and SETTINGS with no dynamic QPACK table.
+                // This side's control stream (its type, and SETTINGS offering a QPACK dynamic
+                // table), and its QPACK decoder stream.
                 let control = quic.openStream(bidirectional: false)
-                transmit(quic.send(HTTP3Frame.clientControlStreamOpening, on: control))
+                transmit(quic.send(HTTP3Frame.clientControlStreamOpening(for: qpack), on: control))
+                let decoder = quic.openStream(bidirectional: false)
+                decoderStreamID = decoder
+                transmit(quic.send([0x03], on: decoder))
                 handshake?.succeed()
                 handshake = nil
             case .streamData(let id, let data, let fin):
@@ -353,28 +370,40 @@ final class HTTP3Connection: @unchecked Sendable {
             serverStreamData(id, data)
             return
         }
-        var bodyBytes = 0
+        do {
+            let parts = try exchange.reader.feed(data)
+            var bodyBytes = 0
+            for case .data(let bytes) in parts { bodyBytes += bytes.count }
+            // Frame overhead counts as read once acted on; body bytes as the reader takes them (flow
+            // control follows the reader).
+            exchange.unconsumed += data.count - bodyBytes
+            if exchange.queued.isEmpty { exchange.queued = parts } else { exchange.queued += parts }
+            exchange.finReceived = exchange.finReceived || fin
+        } catch {
+            exchanges[id] = exchange
+            return violated(HTTP3Violation(stream: "the server's HTTP/3 answer is malformed: \(error)"), on: id)
+        }
+        process(exchange, id: id)
+    }
+
+    /// Acts on exchange `id`'s frames in order, up to a head that waits for QPACK inserts.
+    func process(_ exchange: Exchange, id: UInt64) {
+        var exchange = exchange
+        var done = 0
         do throws(HTTP3Violation) {
-            let parts: [HTTP3StreamReader.Part]
-            do {
-                parts = try exchange.reader.feed(data)
-            } catch {
-                throw HTTP3Violation(stream: "the server's HTTP/3 answer is malformed: \(error)")
-            }
-            for part in parts {
+            frames: for part in exchange.queued {
                 if exchange.trailersReceived, case .other = part {} else if exchange.trailersReceived {
                     throw HTTP3Violation(stream: "the server sent a frame after the response's trailers")
                 }
                 switch part {
                 case .headers(let section):
-                    try receivedFields(section, exchange: &exchange, id: id)
+                    guard try receivedFields(section, exchange: &exchange, id: id) else { break frames }
                 case .data(let bytes):
                     do {
                         try exchange.machine.receivedBody(count: bytes.count)
                     } catch {
                         throw HTTP3Violation(error.error)
                     }
-                    bodyBytes += bytes.count
                     #if DEBUG
                     bodyBytesReceived += bytes.count
                     #endif
@@ -384,19 +413,35 @@ final class HTTP3Connection: @unchecked Sendable {
                         throw HTTP3Violation(connection: violation.code, violation.words)
                     }
                 }
+                done += 1
             }
         } catch {
             exchanges[id] = exchange
             return violated(error, on: id)
         }
-        // Frame overhead counts as read at once; body bytes as the reader takes them (flow control
-        // follows the reader).
-        transmit(quic.consume(data.count - bodyBytes, on: id))
-        guard fin else {
+        exchange.queued.removeFirst(done)
+        sendDecoderInstructions()
+        guard exchange.queued.isEmpty else {
+            // Blocked: nothing more is read as done until the inserts arrive.
+            exchanges[id] = exchange
+            return
+        }
+        if exchange.unconsumed > 0 {
+            transmit(quic.consume(exchange.unconsumed, on: id))
+            exchange.unconsumed = 0
+        }
+        guard exchange.finReceived else {
             exchanges[id] = exchange
             return
         }
         ended(exchange, id: id)
+    }
+
+    /// What QPACK's decoding side has to tell the server, on this side's decoder stream.
+    func sendDecoderInstructions() {
+        let instructions = qpack.takeInstructions()
+        guard !instructions.isEmpty, let decoderStreamID else { return }
+        transmit(quic.send(instructions, on: decoderStreamID))
     }
 
     /// The server ended stream `id`'s response (its FIN arrived).
@@ -437,13 +482,16 @@ final class HTTP3Connection: @unchecked Sendable {
 
     /// A header section on a request stream: the response's head (an informational one is passed
     /// over; the final one is held until the read batch ends) or its trailers. The fields follow RFC
-    /// 9114 §4.2-4.3, the rules HTTP/2 has.
-    private func receivedFields(_ section: [UInt8], exchange: inout Exchange, id: UInt64) throws(HTTP3Violation) {
+    /// 9114 §4.2-4.3, the rules HTTP/2 has. False when the section waits for QPACK inserts.
+    private func receivedFields(_ section: [UInt8], exchange: inout Exchange, id: UInt64) throws(HTTP3Violation) -> Bool {
         let fields: [(name: String, value: String)]
         do {
-            fields = try QPACK.decode(section)
+            switch try qpack.decode(section, stream: id) {
+            case .fields(let decoded): fields = decoded
+            case .blocked: return false
+            }
         } catch {
-            throw HTTP3Violation(connection: 0x200, "the server's QPACK field section cannot be decoded: \(error)")
+            throw HTTP3Violation(connection: 0x200, "the server's QPACK field section cannot be decoded (QPACK_DECOMPRESSION_FAILED): \(error)")
         }
         let isTrailers = exchange.machine.response != .awaitingHead
         if let problem = HTTP2ResponseFields.problem(fields, trailers: isTrailers) {
@@ -453,7 +501,7 @@ final class HTTP3Connection: @unchecked Sendable {
             if isTrailers {
                 try exchange.machine.receivedTrailers(endsResponse: true)
                 exchange.trailersReceived = true
-                return
+                return true
             }
             var headers = HTTPHeaders()
             var status: Int?
@@ -468,6 +516,7 @@ final class HTTP3Connection: @unchecked Sendable {
             }
             let head = HTTPResponseHead(version: .init(major: 3, minor: 0), status: .init(statusCode: status), headers: headers)
             if try exchange.machine.receivedHead(head) == .final { heldHeads.append(id) }
+            return true
         } catch {
             throw HTTP3Violation(error.error)
         }
@@ -533,6 +582,11 @@ final class HTTP3Connection: @unchecked Sendable {
     /// (H3_REQUEST_CANCELLED by default, RFC 9114 §4.1.1; H3_MESSAGE_ERROR for a malformed answer).
     func fail(_ id: UInt64, _ error: any Error, code: UInt64 = 0x10c) {
         guard var exchange = exchanges.removeValue(forKey: id) else { return }
+        if exchange.machine.response == .awaitingHead {
+            // Its head was never decoded: QPACK's encoder may stop counting on it (Stream Cancellation).
+            qpack.cancel(stream: id)
+            sendDecoderInstructions()
+        }
         transmit(quic.cancel(stream: id, errorCode: code))
         exchange.deadlineTimer?.cancel()
         exchange.bodyWaiter?.fail(error)

@@ -12,6 +12,17 @@ public enum HTTP3Frame: Sendable, Hashable {
     /// stream.
     public static let clientControlStreamOpening: [UInt8] = [0x00] + HTTP3Frame.settings([(0x01, 0), (0x07, 0)]).encoded
 
+    /// A client's control stream opening that offers the server a QPACK dynamic table of `decoder`'s
+    /// capacity and blocked streams, and says the largest field section it takes
+    /// (SETTINGS_MAX_FIELD_SECTION_SIZE, 0x06).
+    public static func clientControlStreamOpening(for decoder: QPACKDecoder) -> [UInt8] {
+        let settings: [(UInt64, UInt64)] = [
+            (0x01, UInt64(decoder.maximumCapacity)), (0x06, UInt64(decoder.maximumFieldSectionSize)),
+            (0x07, UInt64(decoder.maximumBlockedStreams)),
+        ]
+        return [0x00] + HTTP3Frame.settings(settings).encoded
+    }
+
     public static func == (lhs: HTTP3Frame, rhs: HTTP3Frame) -> Bool { lhs.encoded == rhs.encoded }
     public func hash(into hasher: inout Hasher) { hasher.combine(encoded) }
 

@@ -1,9 +1,10 @@
 import NIOCore
 import NIOHPACK
 
-/// QPACK field sections (RFC 9204) with the static table only: this side advertises a dynamic table
-/// of capacity 0 (SETTINGS_QPACK_MAX_TABLE_CAPACITY), so every section it receives must refer to no
-/// dynamic entry, and none it sends does. Nothing ever waits on an encoder stream.
+/// QPACK field sections (RFC 9204) with the static table only: what this side sends (it keeps no
+/// encoder table, which RFC 9204 allows, so the server's decoder never waits), and ``decode(_:maximumSize:)``
+/// for a section that may refer to no dynamic entry. The server's sections, which may, go through a
+/// ``QPACKDecoder``. The integer and string codings here serve both.
 public enum QPACK {
     /// A field section for `fields` (names in lower case): exact static matches indexed, other static
     /// names referred to, everything else literal (without Huffman coding).
@@ -52,7 +53,7 @@ public enum QPACK {
         return fields
     }
 
-    private static func staticEntry(_ index: UInt64) throws(QUICError) -> (name: String, value: String) {
+    static func staticEntry(_ index: UInt64) throws(QUICError) -> (name: String, value: String) {
         guard index < UInt64(QPACKStaticTable.entries.count) else { throw .malformed("static table index \(index)") }
         return QPACKStaticTable.entries[Int(index)]
     }
@@ -90,11 +91,13 @@ public enum QPACK {
         bytes += value.utf8
     }
 
-    /// A string literal whose length has a `prefixBits`-bit prefix, the bit above it saying Huffman.
-    private static func readString(_ reader: inout QUICReader, prefixBits: Int) throws(QUICError) -> String {
+    /// A string literal whose length has a `prefixBits`-bit prefix, the bit above it saying Huffman;
+    /// one announced longer than `maximumLength` is refused before its bytes are waited for.
+    static func readString(_ reader: inout QUICReader, prefixBits: Int, maximumLength: Int = .max) throws(QUICError) -> String {
         guard reader.remaining > 0 else { throw .truncated }
         let huffman = reader.bytes[reader.offset] & UInt8(1 << prefixBits) != 0
         let length = try readInteger(&reader, prefixBits: prefixBits)
+        guard length <= UInt64(maximumLength) else { throw .malformed("a QPACK string of \(length) bytes, past \(maximumLength)") }
         guard length <= UInt64(reader.remaining) else { throw .truncated }
         let raw = try reader.readBytes(Int(length))
         return huffman ? try huffmanDecoded(raw) : String(decoding: raw, as: UTF8.self)

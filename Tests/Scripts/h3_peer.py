@@ -23,6 +23,8 @@ It listens on UDP 127.0.0.1, on a port the system picks, and prints it on one li
                  or PUSH_PROMISE on the request stream, a 101; and, well formed, trailers and a 103
                  before the answer. The body is 1,024 bytes (0, 1, ..., 255 four times).
 Every request is logged to requests.log beside CERT, one line: ":path range" ("-" without a Range),
+and to qpack.log the QPACK bytes so far: "ENCODER_SENT DECODER_RECEIVED" (what went into the client's
+dynamic table, and what its decoder stream said),
 and each client address the first time a datagram comes from it to addresses.log ("HOST PORT").
   anything else  404 with "not found"
 Each response carries x-path (the request's :path) and x-method.
@@ -166,6 +168,8 @@ class Server(QuicConnectionProtocol):
                 range_field = fields.get(b"range", b"").decode()
                 with open(LOG, "a") as log:
                     log.write(f"{path} {range_field or '-'}\n")
+                with open(os.path.join(os.path.dirname(LOG), "qpack.log"), "a") as log:
+                    log.write(f"{self.h3._encoder_bytes_sent} {self.h3._decoder_bytes_received}\n")
                 answer = once(path, range_field)
                 if answer:
                     status, extra, body, stalls = answer
