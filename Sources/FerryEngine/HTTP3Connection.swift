@@ -340,6 +340,11 @@ final class HTTP3Connection: @unchecked Sendable {
                         self.handleEvents()
                     }
                 }
+            case .statelessReset:
+                fail(FerryError(
+                    .networkConnectionLost,
+                    "the server reset the QUIC connection (a stateless reset: it no longer has the connection, as after a restart)"
+                ))
             case .pathValidated:
                 previousChannel?.close(promise: nil)
                 previousChannel = nil

@@ -27,6 +27,7 @@ extension QUICClientConnection {
         guard canMigrate, let next = spareConnectionID, let identifier = peerConnectionIDs[next] else { return [] }
         pendingControlFrames.append(.retireConnectionID(sequence: destinationSequence))
         peerConnectionIDs[destinationSequence] = nil
+        peerResetTokens[destinationSequence] = nil
         destinationSequence = next
         destinationConnectionID = identifier
         var generator = SystemRandomNumberGenerator()
@@ -37,16 +38,19 @@ extension QUICClientConnection {
         return flush()
     }
 
-    /// A NEW_CONNECTION_ID from the server: kept, and those it retires retired.
-    mutating func received(connectionID: [UInt8], sequence: UInt64, retirePriorTo: UInt64) throws(QUICError) {
+    /// A NEW_CONNECTION_ID from the server: kept with its stateless reset token, and those it
+    /// retires retired.
+    mutating func received(connectionID: [UInt8], sequence: UInt64, retirePriorTo: UInt64, resetToken: [UInt8]) throws(QUICError) {
         if peerConnectionIDs.isEmpty { peerConnectionIDs[0] = destinationConnectionID }
         guard retirePriorTo <= sequence else { throw .malformed("NEW_CONNECTION_ID retires past its own sequence number") }
         if sequence >= retiredBelow, peerConnectionIDs[sequence] == nil {
             peerConnectionIDs[sequence] = connectionID
+            peerResetTokens[sequence] = resetToken
         }
         if retirePriorTo > retiredBelow {
             for old in peerConnectionIDs.keys.filter({ $0 < retirePriorTo }).sorted() {
                 peerConnectionIDs[old] = nil
+                peerResetTokens[old] = nil
                 pendingControlFrames.append(.retireConnectionID(sequence: old))
             }
             retiredBelow = retirePriorTo
@@ -59,6 +63,17 @@ extension QUICClientConnection {
         guard peerConnectionIDs.count <= Int(Self.connectionIDLimit) else {
             throw .malformed("the server issued more connection IDs than the \(Self.connectionIDLimit) allowed")
         }
+    }
+
+    /// Whether `datagram` is a stateless reset (RFC 9000 §10.3.1): a short-header packet of 21 bytes
+    /// or more whose last 16 are the token of the server's connection ID in use. Checked for every
+    /// datagram (a genuine packet ends that way with probability 2^-128), before any decryption.
+    func isStatelessReset(_ datagram: [UInt8]) -> Bool {
+        guard datagram.count >= 21, datagram[0] & 0xC0 == 0x40, let token = peerResetTokens[destinationSequence] else { return false }
+        // Compared without an early exit, so the time taken says nothing of the token.
+        var difference: UInt8 = 0
+        for (a, b) in zip(datagram.suffix(16), token) { difference |= a ^ b }
+        return difference == 0
     }
 
     /// A PATH_RESPONSE: the path is validated when it echoes the challenge.

@@ -25,6 +25,9 @@ public struct QUICClientConnection: Sendable {
         case certificateChain([[UInt8]])
         /// The path ``migrate()`` moved to answered its PATH_CHALLENGE (RFC 9000 §8.2): validated.
         case pathValidated
+        /// The server no longer has the connection's state (it restarted, or lost it) and said so with
+        /// a stateless reset (RFC 9000 §10.3): the connection is over, without a CONNECTION_CLOSE.
+        case statelessReset
     }
 
     /// One packet number space's state (RFC 9000 §12.3).
@@ -116,6 +119,9 @@ public struct QUICClientConnection: Sendable {
     var probeAllowance = 0
     /// The connection IDs the server issued, by sequence number (0: its handshake's), and the one in use.
     var peerConnectionIDs: [UInt64: [UInt8]] = [:]
+    /// The stateless reset tokens of the server's connection IDs (0's from its transport parameters),
+    /// by sequence number; dropped with the ID when it is retired.
+    var peerResetTokens: [UInt64: [UInt8]] = [:]
     var destinationSequence: UInt64 = 0
     /// Sequence numbers below this are retired.
     var retiredBelow: UInt64 = 0
@@ -354,6 +360,12 @@ extension QUICClientConnection {
     /// acknowledgement covers the batch (RFC 9000 §13.2.2 asks for one every two packets at least).
     public mutating func absorb(_ datagram: [UInt8]) {
         guard !isClosed else { return }
+        if isStatelessReset(datagram) {
+            // Draining at once: nothing more is sent (RFC 9000 §10.3.1).
+            isClosed = true
+            events.append(.statelessReset)
+            return
+        }
         var offset = 0
         while offset < datagram.count {
             guard let header = try? QUICPacketHeader.parse(datagram, at: offset, shortConnectionIDLength: sourceConnectionID.count),
@@ -484,8 +496,8 @@ extension QUICClientConnection {
         case .maxStreams(let bidirectional, let maximum):
             if bidirectional { peerMaxBidirectionalStreams = max(peerMaxBidirectionalStreams, maximum) }
             else { peerMaxUnidirectionalStreams = max(peerMaxUnidirectionalStreams, maximum) }
-        case .newConnectionID(let sequence, let retirePriorTo, let connectionID, _):
-            try received(connectionID: connectionID, sequence: sequence, retirePriorTo: retirePriorTo)
+        case .newConnectionID(let sequence, let retirePriorTo, let connectionID, let token):
+            try received(connectionID: connectionID, sequence: sequence, retirePriorTo: retirePriorTo, resetToken: token)
         case .pathResponse(let data):
             receivedPathResponse(data)
         case .padding, .ping, .newToken, .retireConnectionID, .dataBlocked, .streamDataBlocked, .streamsBlocked, .stopSending:
@@ -563,6 +575,7 @@ extension QUICClientConnection {
             throw .malformed("retry_source_connection_id does not match the Retry (RFC 9000 §7.3)")
         }
         peerParameters = parameters
+        if let token = parameters.statelessResetToken { peerResetTokens[0] = token }
         peerMaxData = parameters.initialMaxData
         peerMaxBidirectionalStreams = max(peerMaxBidirectionalStreams, parameters.initialMaxStreamsBidi)
         peerMaxUnidirectionalStreams = max(peerMaxUnidirectionalStreams, parameters.initialMaxStreamsUni)

@@ -58,4 +58,19 @@ import Testing
             #expect(result.file == Self.kibibyte, "\(name)")
         }
     }
+
+    /// A server that lost the connection (restarted) says so with a stateless reset (RFC 9000 §10.3):
+    /// the client ends at once, in those words, and keeps the part for -C, instead of waiting out the
+    /// 30 s idle timeout.
+    @Test(.enabled(if: HTTP3CommandTests.aioquic, "Python's aioquic is not installed (.ci/run installs it from PyPI)"))
+    func aStatelessResetEndsTheConnectionInWords() async throws {
+        try await HTTP3CommandTests.withH3Peer { peer, directory in
+            let run = try await CLIRunner(directory: directory).run([
+                "get", "--http3-only", "--cacert", "ca.pem", "-s", "https://localhost:\(peer.ports[0])/reset/100000", "-o", "r",
+            ])
+            #expect(run.status != 0)
+            #expect(run.stderr.contains("a stateless reset: it no longer has the connection"), "\(run.stderr)")
+            #expect(run.stderr.contains("-C"), "\(run.stderr)")
+        }
+    }
 }

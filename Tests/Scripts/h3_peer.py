@@ -15,6 +15,9 @@ It listens on UDP 127.0.0.1, on a port the system picks, and prints it on one li
   GET /goaway/N  N such bytes; the first time, a GOAWAY on the control stream naming stream 0 (no
                  request taken) and the bytes 0.3 s later: the client must send the request again
                  on a new connection
+  GET /reset/N  200, content-length N+1, N bytes, and 0.2 s later a stateless reset (RFC 9000 §10.3)
+                 with the token of the connection ID the client uses; the server then forgets the
+                 connection and answers nothing more on it
   POST /upload  read to the end of the request's body, then 200 with x-body-length and
                  x-body-sha256 (hex) of what arrived
   GET /hostile/NAME  an answer that breaks a rule of RFC 9114, written frame by frame (see HOSTILE):
@@ -74,7 +77,7 @@ LOG = os.path.join(os.path.dirname(os.path.abspath(sys.argv[1])), "requests.log"
 
 
 def body_for(path):
-    for prefix in ("/bytes/", "/stall/", "/drip/", "/goaway/"):
+    for prefix in ("/bytes/", "/stall/", "/drip/", "/goaway/", "/reset/"):
         digits = path[len(prefix):].split("/")[0]
         if path.startswith(prefix) and digits.isdigit():
             count = int(digits)
@@ -116,6 +119,10 @@ class Server(QuicConnectionProtocol):
             self._quic._local_max_streams_bidi.sent = int(limit)
 
     def datagram_received(self, data, addr):
+        if getattr(self, "forgotten", False):
+            return
+        if data and data[0] & 0xC0 == 0x40:
+            self.last_destination = data[1:9]  # the client's destination: one of this server's IDs
         if addr not in ADDRESSES:
             ADDRESSES.add(addr)
             with open(os.path.join(os.path.dirname(LOG), "addresses.log"), "a") as log:
@@ -176,7 +183,7 @@ class Server(QuicConnectionProtocol):
                     length = int(path.split("/")[2]) - (int(range_field[6:-1]) if status == 206 else 0)
                 else:
                     status, body = body_for(path)
-                    stalls = path.startswith("/stall/")
+                    stalls = path.startswith("/stall/") or path.startswith("/reset/")
                     extra = [(b"etag", b'"stall"')] if stalls else []
                     length = len(body) + (1 if stalls else 0)
                 self.h3.send_headers(
@@ -193,6 +200,9 @@ class Server(QuicConnectionProtocol):
                 if path.startswith("/drip/") and len(path.split("/")) == 5:
                     _, _, _, chunk, pause = path.split("/")
                     self.drip(h3_event.stream_id, body, int(chunk), int(pause) / 1000)
+                elif path.startswith("/reset/"):
+                    self.h3.send_data(h3_event.stream_id, body, end_stream=False)
+                    asyncio.get_event_loop().call_later(0.2, self.stateless_reset)
                 elif stalls:
                     self.h3.send_data(h3_event.stream_id, body, end_stream=False)
                 elif os.environ.get("H3_PEER_KEY_UPDATE") and len(body) > 1:
@@ -221,6 +231,12 @@ class Server(QuicConnectionProtocol):
                 wire += encode_frame(kind, value)
         self._quic.send_stream_data(stream_id, wire, end_stream=True)
         self.transmit()
+
+    def stateless_reset(self):
+        """Forgets the connection, and tells the client so with the token of the ID it uses."""
+        token = next(c.stateless_reset_token for c in self._quic._host_cids if c.cid == self.last_destination)
+        self.forgotten = True
+        self._transport.sendto(bytes([0x40 | 0x15]) + os.urandom(24) + token, self._quic._network_paths[0].addr)
 
     def drip(self, stream_id, body, chunk, pause):
         self.h3.send_data(stream_id, body[:chunk], end_stream=len(body) <= chunk)
