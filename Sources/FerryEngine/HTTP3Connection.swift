@@ -103,6 +103,13 @@ final class HTTP3Connection: @unchecked Sendable {
         } catch {
             throw FerryError(.secureConnectionFailed, "cannot set up QUIC's TLS: \(error)")
         }
+        #if DEBUG
+        // `FERRY_DEBUG_QUIC_KEY_UPDATE=N`: this side updates its keys every N packets (a test's way to
+        // see many updates without sending 4 million packets).
+        if let interval = ProcessInfo.processInfo.environment["FERRY_DEBUG_QUIC_KEY_UPDATE"].flatMap(UInt64.init) {
+            quic.keyUpdateInterval = interval
+        }
+        #endif
     }
 
     /// Whether requests may still go on this connection (read from any thread).

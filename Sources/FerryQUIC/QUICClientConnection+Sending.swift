@@ -4,6 +4,7 @@
 extension QUICClientConnection {
     /// The datagrams that can go now.
     mutating func flush() -> [[UInt8]] {
+        updateKeysIfDue()
         var datagrams: [[UInt8]] = []
         for index in 0..<3 {
             while let packet = nextPacket(index) { datagrams.append(packet) }

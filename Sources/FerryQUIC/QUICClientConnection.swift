@@ -113,6 +113,13 @@ public struct QUICClientConnection: Sendable {
     var keyPhase = false
     /// The 1-RTT read keys of the phase before, for packets sent before the update that arrive after it.
     var previousReadKeys: QUICPacketProtection?
+    /// The first packet number this side sent (or will send) in the current key phase.
+    var keyPhaseFirstPacket: UInt64 = 0
+    /// After this many 1-RTT packets in one key phase, this side updates its keys (RFC 9001 §6.6: AES-GCM
+    /// may seal at most 2^23 packets under one key; half that leaves room). 0: never.
+    public var keyUpdateInterval: UInt64 = 1 << 22
+    /// Key updates this side started.
+    public internal(set) var keyUpdatesStarted = 0
     /// When the pacer lets the next packet go, while packets wait for it.
     var pacingDue: UInt64?
     /// How many more packets may go past the congestion window: a probe's (RFC 9002 §7.5).
@@ -433,6 +440,7 @@ extension QUICClientConnection {
         spaces[2].read = next
         spaces[2].write = QUICPacketProtection(keys: write.keys.updated())
         keyPhase.toggle()
+        keyPhaseFirstPacket = spaces[2].nextPacketNumber
         return opened
     }
 

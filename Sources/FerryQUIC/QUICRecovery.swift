@@ -57,6 +57,9 @@ public struct QUICRecovery: Sendable {
     public init() {}
 
     /// Bytes in ack-eliciting packets not yet acknowledged or lost.
+    /// The largest packet number the peer acknowledged in `space`, if any.
+    public func largestAcknowledged(in space: Int) -> UInt64? { spaces[space].largestAcknowledged }
+
     public var bytesInFlight: Int { spaces.reduce(0) { $0 + $1.sent.values.reduce(0) { $0 + ($1.ackEliciting ? $1.size : 0) } } }
 
     /// The connection moved to a new path (RFC 9002 §9.4): the round-trip estimate and the congestion

@@ -1,3 +1,4 @@
+import Crypto
 import FerryCore
 import FerryTestServer
 import Foundation
@@ -118,6 +119,31 @@ import Testing
                 frames[type, default: 0] += 1
             }
             #expect((frames["stop_sending"] ?? 0) >= 2 && (frames["reset_stream"] ?? 0) >= 1, "\(frames)")
+        }
+    }
+
+    /// Key updates this side starts (RFC 9001 §6), every 100 packets here (`FERRY_DEBUG_QUIC_KEY_UPDATE`)
+    /// instead of every 2^22: aioquic follows each (its qlog's `key_updated`, triggered by the remote),
+    /// and a 3 MB upload arrives whole.
+    @Test(.enabled(if: HTTP3CommandTests.aioquic, "Python's aioquic is not installed (.ci/run installs it from PyPI)"))
+    func keyUpdatesThisSideStartsAreFollowed() async throws {
+        try await HTTP3CommandTests.withH3Peer("h3_peer_qlog.py") { peer, directory in
+            let body = Data((0..<3_000_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 1) })
+            try body.write(to: URL(fileURLWithPath: directory + "/up.bin"))
+            var cli = CLIRunner(directory: directory)
+            cli.environment["FERRY_DEBUG_QUIC_KEY_UPDATE"] = "100"
+            let run = try await cli.run([
+                "put", "--http3-only", "--cacert", "ca.pem", "-s", "up.bin", "https://localhost:\(peer.ports[0])/upload", "-D", "head.txt",
+            ])
+            #expect(run.status == 0, "\(run.stderr)")
+            let head = try String(contentsOfFile: directory + "/head.txt", encoding: .utf8).lowercased()
+            let digest = SHA256.hash(data: body).map { String(format: "%02x", $0) }.joined()
+            #expect(head.contains("x-body-sha256: \(digest)"), "\(head)")
+            let updates = try await Self.qlogEvents(of: peer, count: 1).filter { event in
+                event["name"] as? String == "security:key_updated" && (event["data"] as? [String: Any])?["trigger"] as? String == "remote_update"
+            }
+            // About 2,600 packets: some 20 updates (fewer when an acknowledgement is slow to come).
+            #expect(updates.count >= 10, "\(updates.count) key updates followed")
         }
     }
 }
