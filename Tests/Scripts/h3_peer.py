@@ -37,7 +37,9 @@ most N request streams at a time: more wait for the server's MAX_STREAMS. With H
 With H3_PEER_RETRY=1 (h3_peer_retry.py) it answers each first Initial with a Retry (RFC 9000 §8.1.2);
 with H3_PEER_VERSIONS=2 (h3_peer_v2_only.py) it speaks QUIC version 2 only, so a version 1 client
 gets a Version Negotiation. With H3_PEER_QLOG=DIR, aioquic writes each connection's qlog there when
-the connection ends (what the server parsed: the client's transport parameters, every frame).
+the connection ends (what the server parsed: the client's transport parameters, every frame). With
+H3_PEER_HOST=ADDRESS it listens there instead of 127.0.0.1 (netns_migration.py: 10.9.0.1 in a network
+namespace of its own).
 """
 import asyncio
 import os
@@ -291,7 +293,7 @@ async def main():
 
         configuration.quic_logger = WholeFileLogger(os.environ["H3_PEER_QLOG"])
     retry = os.environ.get("H3_PEER_RETRY") == "1"
-    server = await serve("127.0.0.1", 0, configuration=configuration, create_protocol=Server, retry=retry)
+    server = await serve(os.environ.get("H3_PEER_HOST", "127.0.0.1"), 0, configuration=configuration, create_protocol=Server, retry=retry)
     print(server._transport.get_extra_info("sockname")[1], flush=True)
     await asyncio.Future()
 
