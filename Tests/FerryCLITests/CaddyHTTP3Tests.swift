@@ -3,13 +3,18 @@ import FerryTestServer
 import Foundation
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// `ferry get --http3-only` against Debian's caddy (quic-go underneath): a second, independent HTTP/3
 /// implementation. Caddy serves files over h1, h2 and h3 on one port of 127.0.0.1 (issue 42).
 @Suite struct CaddyHTTP3Tests {
     static let caddy = FileManager.default.isExecutableFile(atPath: "/usr/bin/caddy")
 
     /// Caddy serving `files` (name → bytes) from a fresh directory over https on a free port, with the
-    /// test CA's leaf for localhost and 127.0.0.1; its admin endpoint off.
+    /// test CA's leaf for localhost and 127.0.0.1; its admin endpoint off; each request logged to
+    /// `access.log` as JSON (with its protocol and header fields).
     struct Caddy {
         let process: ChildProcess
         let port: Int
@@ -37,6 +42,10 @@ import Testing
                     tls \(directory)/cert.pem \(directory)/key.pem
                     root * \(directory)/www
                     file_server
+                    log {
+                        output file \(directory)/access.log
+                        format json
+                    }
                 }
                 """.write(toFile: directory + "/Caddyfile", atomically: true, encoding: .utf8)
             var environment = ProcessInfo.processInfo.environment
@@ -92,6 +101,45 @@ import Testing
     /// 32 MB from caddy through a path that loses one datagram in 100 each way
     /// (`udp_drop_relay.py`): quic-go's sending and Ferry's acknowledging and reassembly recover every
     /// loss; the file is byte-exact.
+    /// ferryd killed (SIGKILL) in the middle of an HTTP/3 download from caddy: started again, it asks
+    /// caddy for the rest from its last durable checkpoint (a Range, over HTTP/3 again), and the file
+    /// is byte-exact.
+    @Test(.enabled(if: caddy, "caddy is not installed (Debian package caddy; .ci/run installs it)"))
+    func aBackgroundDownloadFromCaddySurvivesAKill() async throws {
+        let size = 8_000_000
+        let big = Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 29 &+ 7) })
+        let caddy = try await Caddy.start(files: ["big.bin": big])
+        defer { caddy.stop() }
+        try await withBackgroundCLI { cli, directory in
+            try caddy.certificates.trustRootPEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
+            var daemon = cli
+            daemon.environment["FERRY_CHECKPOINT_BYTES"] = "500000"
+            #expect(try await daemon.run(["daemon", "start"]).status == 0)
+            // 2 MiB a second: the kill comes after 2 MB, well before the end.
+            let submit = try await cli.run([
+                "get", "--background", "--http3-only", "--limit-rate", "2M", "--cacert", "ca.pem", "https://localhost:\(caddy.port)/big.bin", "-o", "bg.bin",
+            ])
+            #expect(submit.status == 0, "\(submit.stderr)")
+            try await HTTP3CommandTests.waitForBytes(2_000_000, cli)
+            let status = try await cli.run(["daemon", "status", "--json"])
+            let pid = try #require((try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])?["pid"] as? Int)
+            #expect(kill(Int32(pid), SIGKILL) == 0)
+            try await waitUntil("ferryd is gone") { kill(Int32(pid), 0) != 0 }
+            #expect(try await daemon.run(["daemon", "start"]).status == 0)
+            let wait = try await cli.run(["wait", submit.output, "--timeout", "60"])
+            #expect(wait.status == 0, "\(wait.stderr)")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: directory + "/bg.bin")) == big)
+            // Caddy's log: two requests over HTTP/3, the second for the rest from a checkpoint.
+            let requests = try String(contentsOfFile: caddy.directory + "/access.log", encoding: .utf8).split(separator: "\n").compactMap {
+                (try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])?["request"] as? [String: Any]
+            }
+            #expect(requests.count == 2 && requests.allSatisfy { $0["proto"] as? String == "HTTP/3.0" }, "\(requests)")
+            let range = ((requests.last?["headers"] as? [String: Any])?["Range"] as? [String])?.first ?? ""
+            let from = Int(range.dropFirst("bytes=".count).dropLast()) ?? 0
+            #expect(range.hasPrefix("bytes=") && from >= 500_000 && from <= 2_500_000, "\(range)")
+        }
+    }
+
     @Test(.enabled(if: caddy, "caddy is not installed (Debian package caddy; .ci/run installs it)"))
     func oneDatagramLostInAHundredStillGivesTheExactFile() async throws {
         let big = Data((0..<32_000_000).map { UInt8(truncatingIfNeeded: $0 &* 17 &+ 3) })

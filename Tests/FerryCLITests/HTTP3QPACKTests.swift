@@ -27,4 +27,25 @@ import Testing
             #expect(last.count == 2 && last[0] > 0 && last[1] > 0, "\(log)")
         }
     }
+
+    /// A hundred downloads at once over one connection (`-Z --parallel-max 100`; aioquic allows 128
+    /// streams): each head may refer to entries whose inserts are still on their way (blocked
+    /// streams), and every file is byte-exact.
+    @Test(.enabled(if: HTTP3CommandTests.aioquic, "Python's aioquic is not installed (.ci/run installs it from PyPI)"))
+    func aHundredStreamsAtOnceAreByteExact() async throws {
+        try await HTTP3CommandTests.withH3Peer { peer, directory in
+            let sizes = (1...100).map { $0 * 3_001 }
+            let urls = sizes.map { "https://localhost:\(peer.ports[0])/bytes/\($0)" }
+            let run = try await CLIRunner(directory: directory).run(
+                ["get", "--http3-only", "--cacert", "ca.pem", "-s", "-Z", "--parallel-max", "100", "--dir", "."] + urls
+            )
+            #expect(run.status == 0, "\(run.stderr)")
+            for size in sizes {
+                #expect(try Data(contentsOf: URL(fileURLWithPath: directory + "/\(size)")) == Data((0..<size).map { UInt8($0 % 256) }))
+            }
+            // One connection: the server saw one client address.
+            let addresses = try String(contentsOfFile: peer.directory + "/addresses.log", encoding: .utf8).split(separator: "\n")
+            #expect(addresses.count == 1, "\(addresses)")
+        }
+    }
 }
