@@ -167,6 +167,11 @@ final class HTTP3Connection: @unchecked Sendable {
             .channelInitializer { [self] channel in
                 channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(HTTP3DatagramHandler(self)) }
             }
+        if System.supportsUDPSegmentationOffload {
+            // GSO: a write of several full-sized datagrams, back to back, leaves as that many
+            // (``transmit(_:)`` groups them).
+            bootstrap = bootstrap.channelOption(ChannelOptions.datagramSegmentSize, value: CInt(QUICClientConnection.packetSize))
+        }
         if System.supportsUDPReceiveOffload {
             // GRO: the kernel hands over runs of the server's datagrams as one buffer, with their size.
             bootstrap = bootstrap.channelOption(ChannelOptions.datagramReceiveOffload, value: true)
@@ -634,13 +639,39 @@ final class HTTP3Connection: @unchecked Sendable {
 
     func transmit(_ datagrams: [[UInt8]]) {
         if let channel, !datagrams.isEmpty {
-            for datagram in datagrams {
-                channel.write(AddressedEnvelope(remoteAddress: remote, data: channel.allocator.buffer(bytes: datagram)), promise: nil)
+            for run in Self.segmentRuns(datagrams, offload: segmentationOffload) {
+                var buffer = channel.allocator.buffer(capacity: run.reduce(0) { $0 + datagrams[$1].count })
+                for index in run { buffer.writeBytes(datagrams[index]) }
+                channel.write(AddressedEnvelope(remoteAddress: remote, data: buffer), promise: nil)
             }
             channel.flush()
         }
         scheduleRecovery()
         releaseBodyWriters()
+    }
+
+    /// Whether the socket segments writes into datagrams of ``QUICClientConnection/packetSize`` (GSO).
+    var segmentationOffload: Bool { System.supportsUDPSegmentationOffload }
+
+    /// The most datagrams one segmented write carries (the kernel takes 64 segments and 64 KiB).
+    static let segmentsPerWrite = 48
+
+    /// `datagrams` (their indexes) in the writes they go as: with `offload`, runs of full-sized ones,
+    /// each run perhaps ended by one shorter (the kernel cuts a write into segments of the full size,
+    /// its last one shorter); without, one each.
+    static func segmentRuns(_ datagrams: [[UInt8]], offload: Bool) -> [Range<Int>] {
+        guard offload else { return datagrams.indices.map { $0..<($0 + 1) } }
+        let full = QUICClientConnection.packetSize
+        var runs: [Range<Int>] = []
+        var start = 0
+        for (index, datagram) in datagrams.enumerated() {
+            let length = index + 1 - start
+            if datagram.count != full || length == segmentsPerWrite || index == datagrams.count - 1 {
+                runs.append(start..<(index + 1))
+                start = index + 1
+            }
+        }
+        return runs
     }
 
     /// The loss and probe timer (RFC 9002), set for whenever the connection next needs one.

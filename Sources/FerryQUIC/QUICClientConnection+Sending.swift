@@ -12,6 +12,10 @@ extension QUICClientConnection {
         return datagrams
     }
 
+    /// A 1-RTT packet whose payload comes within this many bytes of its room is padded to the full
+    /// ``packetSize`` (the room a STREAM frame's header leaves unused, at most).
+    public static let fullPacketSlack = 32
+
     /// The packet number length this side writes: two bytes, enough for 32,768 packets in flight.
     static let packetNumberLength = 2
 
@@ -97,6 +101,10 @@ extension QUICClientConnection {
             // (A datagram that probes a path is at least 1,200 bytes too, RFC 9000 §8.2.1.)
             // A datagram with an Initial is at least 1,200 bytes: this one travels alone, padded.
             payload += [UInt8](repeating: 0, count: max(0, capacity - payload.count))
+        } else if index == 2, payload.count < capacity, payload.count >= capacity - Self.fullPacketSlack {
+            // A packet of stream data that nearly fills its room is made exactly full (PADDING): runs of
+            // equal 1,200-byte datagrams go to the kernel as one write (GSO, UDP_SEGMENT).
+            payload += [UInt8](repeating: 0, count: capacity - payload.count)
         } else if payload.count < 4 {
             // Enough ciphertext after the packet number to sample for header protection.
             payload += [UInt8](repeating: 0, count: 4 - payload.count)
@@ -162,19 +170,33 @@ extension QUICClientConnection {
         var index = 0
         while index < sendQueue.count {
             let id = sendQueue[index]
-            guard var stream = streams[id], !stream.finSent, !stream.outgoing.isEmpty || stream.finPending else {
+            // Taken out of the dictionary while it changes: a copy left there would make removing the
+            // bytes sent copy the whole queue (an allocation of up to 256 KiB a packet, measured: 58,000
+            // mmap/munmap pairs and 8 s of page faults for a 64 MB upload).
+            guard var stream = streams.removeValue(forKey: id) else {
+                sendQueue.remove(at: index)
+                continue
+            }
+            guard !stream.finSent, !stream.outgoing.isEmpty || stream.finPending else {
+                streams[id] = stream
                 sendQueue.remove(at: index)
                 continue
             }
             index += 1
             let room = capacity - payload.count - 24
-            guard room > 0 else { return added }
+            guard room > 0 else {
+                streams[id] = stream
+                return added
+            }
             let allowed = min(
                 UInt64(room), stream.sendLimit - min(stream.sendLimit, stream.sendOffset), peerMaxData - min(peerMaxData, dataSent)
             )
             let take = min(stream.outgoing.count, Int(allowed))
             let fin = stream.finPending && take == stream.outgoing.count
-            guard take > 0 || fin else { continue }
+            guard take > 0 || fin else {
+                streams[id] = stream
+                continue
+            }
             let frame = QUICFrame.stream(streamID: id, offset: stream.sendOffset, data: Array(stream.outgoing.prefix(take)), fin: fin)
             frame.encode(into: &payload)
             added.append(frame)
@@ -183,7 +205,7 @@ extension QUICClientConnection {
             dataSent += UInt64(take)
             stream.finSent = fin
             // A request stream whose answer is in as well is done.
-            streams[id] = id & 0x03 == 0x00 && fin && stream.finDelivered ? nil : stream
+            if !(id & 0x03 == 0x00 && fin && stream.finDelivered) { streams[id] = stream }
         }
         return added
     }

@@ -57,7 +57,9 @@ public struct QUICClientConnection: Sendable {
         /// taken (``QUICClientConnection/consume(_:on:)``): the window moves with those.
         var highestReceived: UInt64 = 0
         var consumed: UInt64 = 0
-        var outgoing: [UInt8] = []
+        /// Bytes queued and not yet sent: a slice, so sending from its front moves an index instead
+        /// of the bytes behind it.
+        var outgoing = ArraySlice<UInt8>()
         var sendOffset: UInt64 = 0
         var finPending = false
         var finSent = false
@@ -71,7 +73,7 @@ public struct QUICClientConnection: Sendable {
     static let streamWindow: UInt64 = 16 << 20
     static let connectionWindow: UInt64 = 64 << 20
     /// The largest packet this side sends: the size every QUIC path carries (RFC 9000 §14).
-    static let packetSize = 1_200
+    public static let packetSize = 1_200
 
     let tls: QUICTLS
     public internal(set) var destinationConnectionID: [UInt8]
@@ -294,7 +296,12 @@ public struct QUICClientConnection: Sendable {
 
     /// Queues `data` on `streamID` (and its end when `fin`); the datagrams that can go now.
     public mutating func send(_ data: [UInt8], on streamID: UInt64, fin: Bool = false) -> [[UInt8]] {
-        guard var stream = streams[streamID], !stream.finPending else { return [] }
+        // Taken out while it changes, so appending does not copy the queue.
+        guard var stream = streams.removeValue(forKey: streamID) else { return [] }
+        guard !stream.finPending else {
+            streams[streamID] = stream
+            return []
+        }
         stream.outgoing += data
         stream.finPending = fin
         streams[streamID] = stream
@@ -528,7 +535,9 @@ extension QUICClientConnection {
         guard id & 0x03 != 0x03 || id / 4 < Self.peerUnidirectionalStreams else {
             throw .malformed("the server opened more unidirectional streams than the \(Self.peerUnidirectionalStreams) allowed")
         }
-        var stream = streams[id] ?? Stream()
+        // Taken out while it changes, so its reassembly buffer is not copied (a throw below closes the
+        // connection anyway).
+        var stream = streams.removeValue(forKey: id) ?? Stream()
         let end = offset + UInt64(data.count)
         // Flow control (RFC 9000 §4): no byte past what this side allowed, on the stream or in all.
         guard end <= stream.receiveLimit else { throw .malformed("stream \(id) data past its flow-control limit") }

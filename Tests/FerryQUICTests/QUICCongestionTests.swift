@@ -77,10 +77,11 @@ import Testing
             var pending: [UInt8] = []
             var fields: [(name: String, value: String)] = []
             var ended = false
+            var sizes: [Int] = []
         }
         let state = State()
         let port = peer.ports[0]
-        let outcome = await UDPDriver.run(connection, port: port, limit: 60, step: { connection, events in
+        let outcome = await UDPDriver.run(connection, port: port, limit: 60, sending: { state.sizes.append($0.count) }, step: { connection, events in
             var datagrams: [[UInt8]] = []
             for event in events {
                 switch event {
@@ -111,6 +112,10 @@ import Testing
         // (A probe may go past the window by a packet or two, RFC 9002 §7.5.)
         #expect(state.worstExcess <= 2 * 1_200, "in flight past the window by \(state.worstExcess) bytes")
         print("an upload of 1 MB to aioquic: \(state.losses ? "losses, and the window halved" : "no loss")")
+        // Packets of body bytes are exactly full (1,200 bytes), none nearly so: runs of them go to the
+        // kernel as one segmented write (GSO).
+        #expect(state.sizes.filter { $0 == 1_200 }.count >= 1_000_000 / 1_200, "\(state.sizes.count) datagrams")
+        #expect(!state.sizes.contains { (1_200 - QUICClientConnection.fullPacketSlack)..<1_200 ~= $0 }, "\(Set(state.sizes).sorted())")
         let fields = Dictionary(state.fields.map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first })
         #expect(fields["x-body-length"] == "1000000")
         #expect(fields["x-body-sha256"] == SHA256.hash(data: body).map { String(format: "%02x", $0) }.joined())

@@ -20,12 +20,13 @@ enum UDPDriver {
         port: Int,
         limit: TimeInterval = 20,
         drop: @escaping @Sendable (_ outgoing: Bool, _ index: Int) -> Bool = { _, _ in false },
+        sending: @escaping @Sendable (_ datagram: [UInt8]) -> Void = { _ in },
         step: @escaping @Sendable (inout QUICClientConnection, [QUICClientConnection.Event]) -> [[UInt8]] = { _, _ in [] },
         done: @escaping @Sendable ([QUICClientConnection.Event]) -> Bool
     ) async -> Outcome {
         await withCheckedContinuation { continuation in
             let thread = Thread {
-                continuation.resume(returning: loop(connection, port: port, limit: limit, drop: drop, step: step, done: done))
+                continuation.resume(returning: loop(connection, port: port, limit: limit, drop: drop, sending: sending, step: step, done: done))
             }
             thread.start()
         }
@@ -36,6 +37,7 @@ enum UDPDriver {
         port: Int,
         limit: TimeInterval,
         drop: (Bool, Int) -> Bool,
+        sending: ([UInt8]) -> Void,
         step: (inout QUICClientConnection, [QUICClientConnection.Event]) -> [[UInt8]],
         done: ([QUICClientConnection.Event]) -> Bool
     ) -> Outcome {
@@ -54,6 +56,7 @@ enum UDPDriver {
         var (sent, received) = (0, 0)
         func transmit(_ datagrams: [[UInt8]]) {
             for datagram in datagrams {
+                sending(datagram)
                 sent += 1
                 if drop(true, sent) { continue }
                 _ = datagram.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, 0) }
