@@ -7,6 +7,9 @@
 #   Benchmarks/http3.sh [ROUNDS]      (default 5; installs caddy, ngtcp2-client, curl if missing)
 #
 # SMALL=N sets the number of 1 KiB requests (default 20,000), 16 in flight over one connection.
+# With Python's aioquic (PyPI), a 64 MiB upload to its server (Tests/Scripts/h3_peer.py) too: Ferry's
+# put against gtlsclient --data, checked by the SHA-256 the server computes (aioquic, in Python, sets
+# the rate; the CPU seconds are the clients' own).
 # Benchmarks/run.sh runs this at its end (HTTP3=0 there leaves it out).
 set -euo pipefail
 rounds=${1:-5}
@@ -30,8 +33,10 @@ bin=$root/.build/release
 work=$(mktemp -d /tmp/ferry-h3bench-XXXXXX)
 shm=$(mktemp -d /dev/shm/ferry-h3bench-XXXXXX)
 caddy_pid=
+peer_pid=
 cleanup() {
     [ -n "$caddy_pid" ] && kill "$caddy_pid" 2>/dev/null || true
+    [ -n "$peer_pid" ] && kill "$peer_pid" 2>/dev/null || true
     rm -rf "$work" "$shm"
 }
 trap cleanup EXIT
@@ -68,6 +73,25 @@ for _ in $(seq "$small_count"); do printf 'url = "%s"\noutput = "/dev/null"\n' "
 . "$root/Benchmarks/measure.sh"
 MB=1073.741824
 
+uploads=0
+if python3 -c 'import aioquic' 2>/dev/null; then
+    uploads=1
+    head -c 67108864 /dev/urandom >"$work/up.bin"
+    up_sum=$(sha256sum "$work/up.bin" | cut -d' ' -f1)
+    python3 "$root/Tests/Scripts/h3_peer.py" "$work/cert.pem" "$work/key.pem" >"$work/peer.port" 2>"$work/peer.log" &
+    peer_pid=$!
+    for _ in $(seq 100); do [ -s "$work/peer.port" ] && break; sleep 0.05; done
+    peer_port=$(head -1 "$work/peer.port")
+    up="https://localhost:$peer_port/upload"
+    UPMB=67.108864
+else
+    echo "no aioquic (pip install aioquic): the upload row is left out" >&2
+fi
+# upverify NAME: the server logged the last upload with the file's length and SHA-256 (uploads.log).
+upverify() {
+    [ "$(tail -1 "$work/uploads.log")" = "67108864 $up_sum" ] || { echo "$1: the server did not receive the upload whole" >&2; exit 1; }
+}
+
 for round in $(seq "$rounds"); do
     echo "round $round of $rounds" >&2
     runs=(
@@ -80,6 +104,12 @@ for round in $(seq "$rounds"); do
     for index in "${!runs[@]}"; do
         eval "${runs[$(( (index + round - 1) % ${#runs[@]} ))]}"
     done
+    if [ "$uploads" = 1 ]; then
+        measure up.ferry-h3 $UPMB "$bin/ferry" put -q --http3-only "$work/up.bin" "$up"
+        upverify ferry-h3
+        measure up.ngtcp2 $UPMB gtlsclient -q --no-quic-dump --exit-on-all-streams-close --data "$work/up.bin" localhost "$peer_port" "$up"
+        upverify gtlsclient
+    fi
     n=$small_count
     FERRY_BENCH_HTTP=3 measure small.ferry-h3 "$n" "$bin/ferry-bench" gets-parallel "$small" "$n" 16
     grep -q "requests=$n " "$work/last.out"
@@ -97,6 +127,8 @@ groups = [
     ("https: 1 GiB GET to tmpfs from caddy (MB/s)", "big", ["ferry-h3", "ngtcp2", "ferry-h2", "curl-h2"], "ngtcp2"),
     (f"https: {small:,} x 1 KiB GETs from caddy, 16 in flight on one connection (req/s)", "small", ["ferry-h3", "ferry-h2", "curl-h2"], "ferry-h2"),
 ]
+if os.path.exists(os.path.join(work, "up.ferry-h3")):
+    groups.append(("https: 64 MiB upload to aioquic over HTTP/3 (MB/s; aioquic sets the rate, CPU s are the client's)", "up", ["ferry-h3", "ngtcp2"], "ngtcp2"))
 print(f"\nmedians of {rounds} interleaved rounds; caddy on 127.0.0.1, one server for every row\n")
 results = table(work, groups, prefix="h3-")
 os.makedirs(os.path.join(bench_dir, "results"), exist_ok=True)

@@ -19,7 +19,8 @@ It listens on UDP 127.0.0.1, on a port the system picks, and prints it on one li
                  with the token of the connection ID the client uses; the server then forgets the
                  connection and answers nothing more on it
   POST /upload  read to the end of the request's body, then 200 with x-body-length and
-                 x-body-sha256 (hex) of what arrived
+                 x-body-sha256 (hex) of what arrived; the same "LENGTH SHA256" line goes to
+                 uploads.log beside CERT
   GET /hostile/NAME  an answer that breaks a rule of RFC 9114, written frame by frame (see HOSTILE):
                  a body short of or past its content-length, two :status, an upper-case or
                  connection-specific field, DATA before HEADERS, a frame after the trailers, SETTINGS
@@ -258,6 +259,8 @@ class Server(QuicConnectionProtocol):
 
     def answer_upload(self, stream_id):
         digest, length = self.uploads.pop(stream_id)
+        with open(os.path.join(os.path.dirname(LOG), "uploads.log"), "a") as log:
+            log.write(f"{length} {digest.hexdigest()}\n")
         self.h3.send_headers(
             stream_id,
             [(b":status", b"200"), (b"content-length", b"0"), (b"x-body-length", str(length).encode()),
