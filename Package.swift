@@ -270,6 +270,7 @@ let package = Package(
             dependencies: [
                 "FerryCore",
                 "FerryEngine",
+                "FerryQUIC",
                 "FerryTestServer",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
