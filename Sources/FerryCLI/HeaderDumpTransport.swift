@@ -20,13 +20,16 @@ final class HeaderDumpTransport: HTTPTransport {
             sink = Mutex(nil)
         } else {
             toStandardOutput = false
-            let absolute = CLI.absolute(path)
-            guard FileManager.default.createFile(atPath: absolute, contents: nil),
-                let handle = FileHandle(forWritingAtPath: absolute)
-            else {
-                throw CLIFailure("cannot write the header file \(path)", status: .localFile)
+            // Opened as curl opens it: a device (-D /dev/null) or FIFO written through, a link followed,
+            // a regular file emptied in place. (FileManager.createFile renamed a new file over
+            // /dev/null.)
+            let descriptor: Int32
+            do {
+                descriptor = try UserNamedFile.openForWriting(CLI.absolute(path))
+            } catch {
+                throw CLIFailure("cannot write the header file: \(error.message)", status: .localFile)
             }
-            sink = Mutex(handle)
+            sink = Mutex(FileHandle(fileDescriptor: descriptor, closeOnDealloc: true))
         }
     }
 

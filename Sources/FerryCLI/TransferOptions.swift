@@ -269,7 +269,7 @@ struct TransferOptions: ParsableArguments {
         guard netrc || netrcFile != nil else { return nil }
         let path = netrcFile.map(CLI.absolute) ?? Netrc.defaultPath(ProcessInfo.processInfo.environment)
         guard let path else { return nil }
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+        guard let text = UserNamedFile.text(of: path) else {
             // --netrc with no file is no error (curl's way); a file named with --netrc-file must exist.
             if netrcFile != nil { throw CLIFailure("cannot read the netrc file \(path)", status: .localFile) }
             return nil
@@ -342,7 +342,7 @@ struct TransferOptions: ParsableArguments {
 
     /// `HOST:PORT:ADDR` (ADDR may be bracketed IPv6; of several comma-separated addresses the first).
     static func read(_ path: String, _ what: String) throws -> String {
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+        guard let text = UserNamedFile.text(of: path) else {
             throw CLIFailure("cannot read \(what) \(path)", status: .localFile)
         }
         return text

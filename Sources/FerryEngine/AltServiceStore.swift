@@ -18,7 +18,7 @@ public final class AltServiceStore: Sendable {
         self.now = now
         var loaded = AltServiceCache()
         if let path = self.file, FileManager.default.fileExists(atPath: path) {
-            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+            guard let text = UserNamedFile.text(of: path) else {
                 throw FerryError(.noPermissionsToReadFile, "cannot read the Alt-Svc file \(path)")
             }
             do {
@@ -53,9 +53,10 @@ public final class AltServiceStore: Sendable {
             cache.record(values, host: host, port: port, sourceProtocol: source, now: now) ? cache.curlFormat : nil
         }
         guard let text, let file else { return }
-        // Written whole to a new file that replaces the old: a crash leaves one or the other. A file
-        // that cannot be written costs only what the next run would have known (curl's way too).
-        try? Data(text.utf8).write(to: URL(fileURLWithPath: file), options: .atomic)
+        // Written whole to a new file that replaces the old: a crash leaves one or the other (a device
+        // or a FIFO is written through, a link followed: UserNamedFile). A file that cannot be written
+        // costs only what the next run would have known (curl's way too).
+        try? UserNamedFile.replace(file, with: Data(text.utf8))
     }
 
     /// The entries now (for tests and status).

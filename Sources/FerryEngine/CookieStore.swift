@@ -110,7 +110,7 @@ public final class CookieStore: Sendable {
     /// not expired.
     /// - Throws: ``FerryError`` (``FerryError/Code/noPermissionsToReadFile``) when the file cannot be read.
     public func load(netscapeFile path: String) throws {
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+        guard let text = UserNamedFile.text(of: path) else {
             throw FerryError(.noPermissionsToReadFile, "cannot read the cookie file \(path)")
         }
         for cookie in NetscapeCookieFile.parse(text, now: clock()) { setCookie(cookie) }
@@ -120,9 +120,10 @@ public final class CookieStore: Sendable {
     /// - Throws: ``FerryError`` (``FerryError/Code/cannotWriteToFile``) saying why it could not.
     public func write(netscapeFile path: String) throws {
         do {
-            try NetscapeCookieFile.serialize(cookies).write(toFile: path, atomically: true, encoding: .utf8)
+            // As the user named it: `-c /dev/null` is written through, a link followed (UserNamedFile).
+            try UserNamedFile.replace(path, with: Data(NetscapeCookieFile.serialize(cookies).utf8))
         } catch {
-            throw FerryError(.cannotWriteToFile, "cannot write the cookie jar \(path): \(error.localizedDescription)")
+            throw FerryError(.cannotWriteToFile, "cannot write the cookie jar \(path): \(error.message)")
         }
     }
 

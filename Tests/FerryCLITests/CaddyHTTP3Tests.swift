@@ -115,7 +115,7 @@ import Glibc
             var daemon = cli
             daemon.environment["FERRY_CHECKPOINT_BYTES"] = "500000"
             #expect(try await daemon.run(["daemon", "start"]).status == 0)
-            // 2 MiB a second: the kill comes after 2 MB, well before the end.
+            // 2 MiB a second: the kill comes after 2 MB, before the end.
             let submit = try await cli.run([
                 "get", "--background", "--http3-only", "--limit-rate", "2M", "--cacert", "ca.pem", "https://localhost:\(caddy.port)/big.bin", "-o", "bg.bin",
             ])
@@ -136,7 +136,9 @@ import Glibc
             #expect(requests.count == 2 && requests.allSatisfy { $0["proto"] as? String == "HTTP/3.0" }, "\(requests)")
             let range = ((requests.last?["headers"] as? [String: Any])?["Range"] as? [String])?.first ?? ""
             let from = Int(range.dropFirst("bytes=".count).dropLast()) ?? 0
-            #expect(range.hasPrefix("bytes=") && from >= 500_000 && from <= 2_500_000, "\(range)")
+            // (From a checkpoint of at least 500 kB, short of the end: how far past 2 MB the kill came
+            // depends on the machine's load.)
+            #expect(range.hasPrefix("bytes=") && from >= 500_000 && from < size, "\(range)")
         }
     }
 

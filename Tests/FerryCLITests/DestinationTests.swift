@@ -168,6 +168,56 @@ import Glibc
             #expect(Set(try FileManager.default.contentsOfDirectory(atPath: directory)) == ["null", "real", "link", "same"])
         }
     }
+
+    /// The other files the user names: `-D` (the heads), `-c` (the cookie jar) and `--alt-svc` are
+    /// written as what they are, as curl writes them: a device stays a device (`-D /dev/null` once
+    /// turned the machine's /dev/null into a regular file), a FIFO's reader gets the bytes, and a link
+    /// is followed (the link stays; the file it names gets the contents).
+    @Test func headsCookiesAndAltSvcFilesAreWrittenAsWhatTheyAre() async throws {
+        try await TestServer.withServer { server in
+            let directory = try makeDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let cli = CLIRunner(directory: directory)
+            // Over https: an Alt-Svc is taken only from a secure origin.
+            try server.certificates.trustRootPEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
+            let url = "https://127.0.0.1:\(server.ports[.tls]!)/cookies/set?flavour=oat&header=Alt-Svc:h3%3D%22%3A443%22%3B%20ma%3D3600"
+            // Links: each flag's file named through a link to a file of its own.
+            for name in ["heads", "jar", "altsvc"] {
+                try "# old\n".write(toFile: directory + "/\(name).real", atomically: true, encoding: .utf8)
+                try FileManager.default.createSymbolicLink(atPath: directory + "/\(name).link", withDestinationPath: "\(name).real")
+            }
+            let linked = try await cli.run([
+                "get", "-s", "--cacert", "ca.pem", url, "-o", "out", "-D", "heads.link", "-c", "jar.link", "--alt-svc", "altsvc.link",
+            ])
+            #expect(linked.status == 0, "\(linked.stderr)")
+            for name in ["heads", "jar", "altsvc"] {
+                #expect(fileType(directory + "/\(name).link", following: false) == S_IFLNK, "\(name)")
+            }
+            #expect(try String(contentsOfFile: directory + "/heads.real", encoding: .utf8).hasPrefix("HTTP/2 200"))
+            #expect(try String(contentsOfFile: directory + "/jar.real", encoding: .utf8).contains("flavour\toat"))
+            #expect(try String(contentsOfFile: directory + "/altsvc.real", encoding: .utf8).contains("h3"))
+            // A FIFO: its reader gets the heads, and it stays a FIFO.
+            try SpecialFiles.makeFIFO(directory + "/pipe")
+            let reader = try FIFOReader(directory + "/pipe")
+            let piped = try await cli.run(["get", "-s", "--cacert", "ca.pem", url, "-o", "out", "-D", "pipe"])
+            #expect(piped.status == 0, "\(piped.stderr)")
+            // (Checked before the reader is waited for: a FIFO replaced by a file never ends its read.)
+            guard fileType(directory + "/pipe") == S_IFIFO else {
+                Issue.record("-D replaced the FIFO")
+                return
+            }
+            #expect(String(decoding: await reader.bytes(), as: UTF8.self).hasPrefix("HTTP/2 200"))
+            // A device (in the test's own directory, never the machine's /dev/null).
+            guard SpecialFiles.canMakeDevices else { return }
+            try makeNullDevice(directory + "/null")
+            // (-b null, curl's way to turn cookies on with none loaded, reads as empty.)
+            let nulled = try await cli.run([
+                "get", "-s", "--cacert", "ca.pem", url, "-o", "out", "-D", "null", "-b", "null", "-c", "null", "--alt-svc", "null",
+            ])
+            #expect(nulled.status == 0, "\(nulled.stderr)")
+            #expect(fileType(directory + "/null") == S_IFCHR)
+        }
+    }
 }
 
 func makeNullDevice(_ path: String) throws { try SpecialFiles.makeNullDevice(path) }

@@ -15,6 +15,9 @@ import Glibc
     private func run(_ script: String, _ configure: (inout ProcessSpawn) -> Void = { _ in }) async throws -> (String, Int32) {
         var ends: [Int32] = [-1, -1]
         #expect(pipe(&ends) == 0)
+        // Close-on-exec: a child another test spawns meanwhile must not hold the write end open (the
+        // read would wait for that child's end; one run waited 23 s). (Glibc's module has no pipe2.)
+        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
         var spawn = ProcessSpawn("/bin/sh", arguments: ["-c", script])
         spawn.standardOutput = .descriptor(ends[1])
         configure(&spawn)
