@@ -53,6 +53,12 @@ public struct Request: Sendable, Hashable, Codable {
     /// continues from the server's offset, by itself after a network error, or later from resume data.
     /// Default false. Download and data tasks ignore it.
     public var resumableUpload = false
+    /// Try HTTP/3 for this request without waiting for the server to advertise it (URLSession's
+    /// `assumesHTTP3Capable`): with the session's ``SessionConfiguration/HTTPVersionPreference/automatic``
+    /// preference, an https request races QUIC against TCP as ``SessionConfiguration/HTTPVersionPreference/http3``
+    /// does (TCP answers when QUIC cannot). Ignored through a proxy (QUIC does not go through one) and
+    /// with `.http1Only`. Default false.
+    public var assumesHTTP3Capable = false
 
     /// The most connections one download may use.
     public static let maximumConnections = 32
@@ -116,7 +122,7 @@ extension Request {
     private enum CodingKeys: String, CodingKey {
         case url, method, headers, timeoutInterval, cachePolicy, httpShouldHandleCookies, allowsCellularAccess
         case allowsExpensiveNetworkAccess, allowsConstrainedNetworkAccess
-        case connections, minimumSegmentSize, expectedDigest, resumableUpload
+        case connections, minimumSegmentSize, expectedDigest, resumableUpload, assumesHTTP3Capable
     }
 
     /// Decodes a request; every field but `url` may be left out and takes its default (scripts talking
@@ -153,6 +159,7 @@ extension Request {
             try container.decodeIfPresent(Int64.self, forKey: .minimumSegmentSize) ?? minimumSegmentSize
         expectedDigest = try container.decodeIfPresent(ContentDigest.self, forKey: .expectedDigest)
         resumableUpload = try container.decodeIfPresent(Bool.self, forKey: .resumableUpload) ?? false
+        assumesHTTP3Capable = try container.decodeIfPresent(Bool.self, forKey: .assumesHTTP3Capable) ?? false
     }
 
     /// Encodes the request, leaving out the download options at their defaults (stored requests stay
@@ -172,5 +179,6 @@ extension Request {
         if minimumSegmentSize != 1 << 20 { try container.encode(minimumSegmentSize, forKey: .minimumSegmentSize) }
         try container.encodeIfPresent(expectedDigest, forKey: .expectedDigest)
         if resumableUpload { try container.encode(resumableUpload, forKey: .resumableUpload) }
+        if assumesHTTP3Capable { try container.encode(assumesHTTP3Capable, forKey: .assumesHTTP3Capable) }
     }
 }

@@ -44,6 +44,8 @@ public struct TransportRequest: Sendable {
     /// Seconds without a byte after which this exchange fails with `timedOut` (``Request/timeoutInterval``);
     /// the shorter of this and the transport's own idle timeout applies. Nil: the transport's.
     public var idleTimeout: Double?
+    /// Try HTTP/3 first even where nothing advertised it (``Request/assumesHTTP3Capable``).
+    public var assumesHTTP3Capable = false
 
     /// Creates a request.
     public init(method: String, url: URL, headers: Headers, body: TransportRequestBody? = nil) {
@@ -57,6 +59,7 @@ public struct TransportRequest: Sendable {
     public init(_ request: Request, body: TransportRequestBody? = nil) {
         self.init(method: request.method, url: request.url, headers: request.headers, body: body)
         idleTimeout = request.timeoutInterval
+        assumesHTTP3Capable = request.assumesHTTP3Capable
     }
 }
 

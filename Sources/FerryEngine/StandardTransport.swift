@@ -28,6 +28,11 @@ public final class StandardTransport: HTTPTransport {
     private let altServices: AltServiceStore?
     /// HTTP/3 only for origins an `Alt-Svc` offered it for (the store's), TCP for the rest.
     private let onlyWhereAdvertised: Bool
+    /// With `.automatic` and no proxy: the HTTP/3 transport made for the first request that assumes
+    /// HTTP/3 (``TransportRequest/assumesHTTP3Capable``), when the options made none.
+    private let assumedHTTP3: Mutex<HTTP3Transport?>
+    private let options: Options
+    private let mayAssumeHTTP3: Bool
     /// What `--http3` learned per origin: an Alt-Svc's HTTP/3 port, or that QUIC did not connect there
     /// (then TCP for ten minutes, as browsers do).
     private let http3Origins = Mutex<[String: HTTP3OriginState]>([:])
@@ -36,11 +41,14 @@ public final class StandardTransport: HTTPTransport {
     /// - Throws: ``FerryError`` when a trust root, client identity or proxy setting cannot be used.
     public init(options: Options = Options()) throws {
         native = NetworkTransport(options: options)
+        self.options = options
+        assumedHTTP3 = Mutex(nil)
         http3HeadStart = options.http3HeadStart
         altServices = options.altServices
         try native.checkSettings()
         let proxied = options.proxies.map { $0.http != nil || $0.https != nil } ?? false
         onlyWhereAdvertised = options.httpVersion == .automatic && !proxied && options.altServices != nil
+        mayAssumeHTTP3 = options.httpVersion == .automatic && !proxied
         switch options.httpVersion {
         case .http3Only:
             // QUIC does not go through an HTTP or SOCKS proxy (CONNECT carries TCP): said once, here.
@@ -64,8 +72,11 @@ public final class StandardTransport: HTTPTransport {
     }
 
     public func send(_ request: TransportRequest, deadline: NIODeadline) async throws -> TransportResponse {
-        guard let http3 else { return remember(try await native.send(request, deadline: deadline), url: request.url) }
-        guard fallsBack else { return remember(try await http3.send(request, deadline: deadline), url: request.url) }
+        let assumed = request.assumesHTTP3Capable && mayAssumeHTTP3
+        guard let http3 = try http3 ?? (assumed ? assumedTransport() : nil) else {
+            return remember(try await native.send(request, deadline: deadline), url: request.url)
+        }
+        guard fallsBack || assumed else { return remember(try await http3.send(request, deadline: deadline), url: request.url) }
         guard request.url.scheme?.lowercased() == "https", let host = request.url.host else {
             return try await native.send(request, deadline: deadline)
         }
@@ -75,7 +86,7 @@ public final class StandardTransport: HTTPTransport {
         if let failedAt = state?.failedAt, NIODeadline.now() < failedAt + .minutes(10) {
             return remember(try await native.send(request, deadline: deadline), url: request.url)
         }
-        if onlyWhereAdvertised, alternativePort == nil {
+        if onlyWhereAdvertised, alternativePort == nil, !assumed {
             return remember(try await native.send(request, deadline: deadline), url: request.url)
         }
         do {
@@ -86,6 +97,16 @@ public final class StandardTransport: HTTPTransport {
         } catch let failure as HTTP3Transport.ConnectFailure {
             if !failure.slow { http3Origins.withLock { $0[origin, default: HTTP3OriginState()].failedAt = NIODeadline.now() } }
             return remember(try await native.send(request, deadline: deadline), url: request.url)
+        }
+    }
+
+    /// The HTTP/3 transport for requests that assume HTTP/3 where the options made none: made once.
+    private func assumedTransport() throws -> HTTP3Transport {
+        try assumedHTTP3.withLock { made in
+            if let made { return made }
+            let transport = try HTTP3Transport(options: options)
+            made = transport
+            return transport
         }
     }
 
@@ -114,6 +135,7 @@ public final class StandardTransport: HTTPTransport {
 
     public func shutdown() async throws {
         try await http3?.shutdown()
+        try await assumedHTTP3.withLock { $0 }?.shutdown()
         try await native.shutdown()
     }
 }
