@@ -31,8 +31,10 @@ extension HTTP3Connection {
     }
 
     /// Acts on exchange `id`'s frames in order, up to a head that waits for QPACK inserts.
-    func process(_ exchange: Exchange, id: UInt64) {
-        var exchange = exchange
+    /// (`consuming`: the exchange is moved in, not copied, so its body buffer stays uniquely held and
+    /// grows in place. Borrowed and copied, 256 MiB from caddy took 1.65–1.79 CPU s; moved, 1.42–1.60.)
+    func process(_ taken: consuming Exchange, id: UInt64) {
+        var exchange = taken
         var done = 0
         do throws(HTTP3Violation) {
             frames: for part in exchange.queued {
@@ -89,8 +91,8 @@ extension HTTP3Connection {
     }
 
     /// The server ended stream `id`'s response (its FIN arrived).
-    private func ended(_ exchange: Exchange, id: UInt64) {
-        var exchange = exchange
+    private func ended(_ taken: consuming Exchange, id: UInt64) {
+        var exchange = taken
         let end: ExchangeStateMachine.End
         do throws(ExchangeStateMachine.Failure) {
             guard exchange.reader.isAtFrameBoundary else {
