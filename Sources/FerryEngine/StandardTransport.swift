@@ -96,7 +96,19 @@ public final class StandardTransport: HTTPTransport {
             return remember(try await http3.send(request, deadline: deadline, port: alternativePort, headStart: headStart), url: request.url)
         } catch let failure as HTTP3Transport.ConnectFailure {
             if !failure.slow { http3Origins.withLock { $0[origin, default: HTTP3OriginState()].failedAt = NIODeadline.now() } }
-            return remember(try await native.send(request, deadline: deadline), url: request.url)
+            do {
+                return remember(try await native.send(request, deadline: deadline), url: request.url)
+            } catch let tcp as FerryError where failure.slow && tcp.code == .cannotConnectToHost {
+                // TCP cannot connect while the QUIC handshake is still going (a server that speaks only
+                // HTTP/3 there, on a loaded machine): as RFC 8305 races, the other attempt may still
+                // win. The request waits for that handshake; if it fails too, TCP's error stands.
+                do {
+                    return remember(try await http3.send(request, deadline: deadline, port: alternativePort, headStart: nil), url: request.url)
+                } catch let quic as FerryError where quic.code == .timedOut || quic.code == .cannotConnectToHost {
+                    // Neither could connect: TCP's words (the usual way to that server).
+                    throw tcp
+                }
+            }
         }
     }
 
