@@ -11,7 +11,7 @@ import Synchronization
 /// as over TCP (``TLSClient``: the roots, `--cacert`, pins, the session's delegate).
 ///
 /// Request bodies stream within a bounded queue (`HTTP3Connection+RequestBody`); connections migrate
-/// (`HTTP3Connection+Migration`). Not yet: a client certificate, 0-RTT, QPACK's dynamic table.
+/// (`HTTP3Connection+Migration`). Not yet: a client certificate, 0-RTT (docs/HTTP3.md).
 final class HTTP3Transport: HTTPTransport, Sendable {
     private let tls: TLSClient
     private let options: TransportOptions

@@ -1,5 +1,6 @@
 public import FerryCore
 public import Foundation
+import NIOCore
 
 #if canImport(Glibc)
 import Glibc
@@ -33,37 +34,24 @@ public enum UserNamedFile {
         return String(data: data, encoding: .utf8)
     }
 
-    /// Writes `data` as the whole of `path` (see the type's rules).
-    /// - Throws: ``FerryError`` (``FerryError/Code/cannotWriteToFile``) saying why it could not.
+    /// Writes `data` as the whole of `path` (see the type's rules). What `path` is, is
+    /// ``DownloadDestination``'s reading of it (links followed, a loop or a directory refused), and a
+    /// device or FIFO is written through its ``FileSink``, as `-o` does.
+    /// - Throws: ``FerryError`` saying why it could not.
     public static func replace(_ path: String, with data: Data) throws(FerryError) {
-        let target = followingLinks(path)
-        var status = stat()
-        if lstat(target, &status) == 0, status.st_mode & S_IFMT != S_IFREG {
-            // A device or a FIFO: written through.
-            let descriptor = open(target, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NONBLOCK)
-            guard descriptor >= 0 else { throw FerryError(.cannotWriteToFile, "cannot write \(path): \(FileSink.reason(errno))") }
-            defer { close(descriptor) }
-            let written = data.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-            guard written == data.count else { throw FerryError(.cannotWriteToFile, "cannot write \(path): \(FileSink.reason(errno))") }
-            return
-        }
         do {
-            try data.write(to: URL(fileURLWithPath: target), options: .atomic)
+            let destination = try DownloadDestination(inspecting: path)
+            if case .special = destination.kind {
+                let sink = try FileSink(path: destination.path, keepingFirst: 0)
+                try sink.append(ByteBuffer(bytes: data))
+                try sink.flush()
+            } else {
+                try data.write(to: URL(fileURLWithPath: destination.path), options: .atomic)
+            }
+        } catch let error as FerryError {
+            throw error
         } catch {
             throw FerryError(.cannotWriteToFile, "cannot write \(path): \(error.localizedDescription)")
         }
-    }
-
-    /// The file `path` names once its links are followed (up to 16 of them); `path` itself when it is
-    /// no link.
-    static func followingLinks(_ path: String) -> String {
-        var current = path
-        for _ in 0..<16 {
-            guard let destination = try? FileManager.default.destinationOfSymbolicLink(atPath: current) else { return current }
-            current =
-                destination.hasPrefix("/")
-                ? destination : ((current as NSString).deletingLastPathComponent as NSString).appendingPathComponent(destination)
-        }
-        return current
     }
 }

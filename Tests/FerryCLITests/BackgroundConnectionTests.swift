@@ -51,12 +51,7 @@ import Glibc
                     #expect(tasks?.first?.state != .completed, "the transfer ended before the kill; slow it down")
                     try await Task.sleep(for: .milliseconds(100))
                 }
-                let status = try await daemonCLI.run(["daemon", "status", "--json"])
-                let pid = try #require(
-                    (try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])?["pid"] as? Int
-                )
-                #expect(kill(Int32(pid), SIGKILL) == 0)
-                try await waitUntil("ferryd is gone") { kill(Int32(pid), 0) != 0 }
+                try await daemonCLI.killDaemon()
                 let tunnelsBefore = proxy.forwardedRequests()
                 #expect(try await daemonCLI.run(["daemon", "start"]).status == 0)
                 let wait = try await daemonCLI.run(["wait", identifier], timeout: 90)

@@ -2,6 +2,7 @@ import Crypto
 import FerryCore
 import FerryTestServer
 import Foundation
+import Testing
 
 #if canImport(Glibc)
 import Glibc
@@ -91,6 +92,17 @@ func makeDirectory() throws -> String {
     let path = "/tmp/ferry-cli-\(UUID().uuidString.prefix(8))"
     try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     return path
+}
+
+extension CLIRunner {
+    /// Kills this CLI's ferryd with SIGKILL (its pid from `daemon status --json`) and waits until it is
+    /// gone: a crash, for the tests that check what survives one.
+    func killDaemon() async throws {
+        let status = try await run(["daemon", "status", "--json"])
+        let pid = try #require((try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])?["pid"] as? Int)
+        #expect(kill(Int32(pid), SIGKILL) == 0)
+        try await waitUntil("ferryd is gone") { kill(Int32(pid), 0) != 0 }
+    }
 }
 
 /// Waits until `condition` holds, failing after `seconds`.

@@ -3,10 +3,6 @@ import FerryTestServer
 import Foundation
 import Testing
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// `ferry get --http3-only` against Debian's caddy (quic-go underneath): a second, independent HTTP/3
 /// implementation. Caddy serves files over h1, h2 and h3 on one port of 127.0.0.1 (issue 42).
 @Suite struct CaddyHTTP3Tests {
@@ -121,10 +117,7 @@ import Glibc
             ])
             #expect(submit.status == 0, "\(submit.stderr)")
             try await HTTP3CommandTests.waitForBytes(2_000_000, cli)
-            let status = try await cli.run(["daemon", "status", "--json"])
-            let pid = try #require((try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])?["pid"] as? Int)
-            #expect(kill(Int32(pid), SIGKILL) == 0)
-            try await waitUntil("ferryd is gone") { kill(Int32(pid), 0) != 0 }
+            try await cli.killDaemon()
             #expect(try await daemon.run(["daemon", "start"]).status == 0)
             let wait = try await cli.run(["wait", submit.output, "--timeout", "60"])
             #expect(wait.status == 0, "\(wait.stderr)")

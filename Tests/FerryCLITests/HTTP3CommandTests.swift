@@ -4,10 +4,6 @@ import FerryTestServer
 import Foundation
 import Testing
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// `ferry get --http3-only` (curl's flag) against aioquic's HTTP/3 server (Tests/Scripts/h3_peer.py)
 /// on 127.0.0.1: byte-exact files, `-w %{http_version}` says 3, the chain is judged as over TCP
 /// (`--cacert`), and what HTTP/3 cannot do is refused with the reason (issue 42).
@@ -320,10 +316,7 @@ import Glibc
             ])
             #expect(submit.status == 0, "\(submit.stderr)")
             try await Self.waitForBytes(2_500_000, cli)
-            let status = try await cli.run(["daemon", "status", "--json"])
-            let pid = try #require((try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])?["pid"] as? Int)
-            #expect(kill(Int32(pid), SIGKILL) == 0)
-            try await waitUntil("ferryd is gone") { kill(Int32(pid), 0) != 0 }
+            try await cli.killDaemon()
             #expect(try await daemon.run(["daemon", "start"]).status == 0)
             let wait = try await cli.run(["wait", submit.output, "--timeout", "60"])
             #expect(wait.status == 0, "\(wait.stderr)")
