@@ -130,7 +130,7 @@ final class DelegateBridge: DataDelegate, DownloadDelegate, WebSocketDelegate, @
         if let recorded = task.response as? HTTPURLResponse, recorded.statusCode == made.statusCode, recorded.url == made.url {
             return recorded
         }
-        return FoundationBridge.response(made, protocolName: nil)
+        return FoundationBridge.response(made)
     }
 
     /// Hands a finished task's result over, once: to its completion handler (on the delegate queue), to

@@ -11,22 +11,12 @@
 
 /// A request: FoundationNetworking's value type, sent by Ferry.
 public typealias URLRequest = FoundationNetworking.URLRequest
-/// A response's metadata.
-public typealias URLResponse = FoundationNetworking.URLResponse
-/// An HTTP response's metadata: status and header fields.
-public typealias HTTPURLResponse = FoundationNetworking.HTTPURLResponse
 /// A cookie.
 public typealias HTTPCookie = FoundationNetworking.HTTPCookie
 /// A credential for an authentication challenge.
 public typealias URLCredential = FoundationNetworking.URLCredential
 /// The server, realm and scheme a credential is for.
 public typealias URLProtectionSpace = FoundationNetworking.URLProtectionSpace
-/// A server's request for credentials, handed to the delegate.
-public typealias URLAuthenticationChallenge = FoundationNetworking.URLAuthenticationChallenge
-/// What answers a challenge on behalf of its sender.
-public typealias URLAuthenticationChallengeSender = FoundationNetworking.URLAuthenticationChallengeSender
-/// A response with its body, as a cache keeps it.
-public typealias CachedURLResponse = FoundationNetworking.CachedURLResponse
 
 /// The key of a failed download's resume data in its error's `userInfo` (Apple's
 /// `NSURLSessionDownloadTaskResumeData`; FoundationNetworking's `URLSessionDownloadTaskResumeData`).

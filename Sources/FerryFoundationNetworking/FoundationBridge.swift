@@ -83,27 +83,10 @@ enum FoundationBridge {
 
     // MARK: Responses
 
-    /// Apple's response for Ferry's: fields of one name joined with ", " (as FoundationNetworking and
-    /// Darwin do), the protocol as HTTP version.
-    static func response(_ response: Response, protocolName: String? = nil) -> HTTPURLResponse {
-        var fields: [String: String] = [:]
-        var names: [String: String] = [:]
-        for field in response.headers {
-            let key = field.name.lowercased()
-            if let name = names[key], let value = fields[name] {
-                fields[name] = value + ", " + field.value
-            } else {
-                names[key] = field.name
-                fields[field.name] = field.value
-            }
-        }
-        let version =
-            switch protocolName {
-            case "h2": "HTTP/2"
-            case "http/1.0": "HTTP/1.0"
-            default: "HTTP/1.1"
-            }
-        return HTTPURLResponse(url: response.url, statusCode: response.statusCode, httpVersion: version, headerFields: fields)!
+    /// Apple's response for Ferry's, its fields kept as they came (``HTTPURLResponse`` joins fields of
+    /// one name with ", " when asked, as FoundationNetworking and Darwin do).
+    static func response(_ response: Response) -> HTTPURLResponse {
+        HTTPURLResponse(url: response.url, statusCode: response.statusCode, fields: response.headers)
     }
 
     /// Ferry's response for Apple's (for a cached response the delegate changed).

@@ -419,18 +419,18 @@ final class URLProtocolLoader: NSObject, URLProtocolClient, @unchecked Sendable 
 #if canImport(FoundationNetworking)
 /// FoundationNetworking's client protocol: a subclass of its `URLProtocol` reports here too.
 extension URLProtocolLoader: FoundationNetworking.URLProtocolClient {
-    func urlProtocol(_ protocol: FoundationNetworking.URLProtocol, wasRedirectedTo request: URLRequest, redirectResponse: URLResponse) {
-        report(`protocol`, .redirected(request, redirectResponse))
+    func urlProtocol(_ protocol: FoundationNetworking.URLProtocol, wasRedirectedTo request: URLRequest, redirectResponse: FoundationNetworking.URLResponse) {
+        report(`protocol`, .redirected(request, .foundation(redirectResponse)))
     }
 
-    func urlProtocol(_ protocol: FoundationNetworking.URLProtocol, cachedResponseIsValid cachedResponse: CachedURLResponse) {
-        report(`protocol`, .response(cachedResponse.response))
+    func urlProtocol(_ protocol: FoundationNetworking.URLProtocol, cachedResponseIsValid cachedResponse: FoundationNetworking.CachedURLResponse) {
+        report(`protocol`, .response(.foundation(cachedResponse.response)))
         report(`protocol`, .data(cachedResponse.data))
         report(`protocol`, .finished)
     }
 
-    func urlProtocol(_ protocol: FoundationNetworking.URLProtocol, didReceive response: URLResponse, cacheStoragePolicy policy: URLCache.StoragePolicy) {
-        report(`protocol`, .response(response))
+    func urlProtocol(_ protocol: FoundationNetworking.URLProtocol, didReceive response: FoundationNetworking.URLResponse, cacheStoragePolicy policy: URLCache.StoragePolicy) {
+        report(`protocol`, .response(.foundation(response)))
     }
 
     func urlProtocol(_ protocol: FoundationNetworking.URLProtocol, didLoad data: Data) {
@@ -445,10 +445,10 @@ extension URLProtocolLoader: FoundationNetworking.URLProtocolClient {
         report(`protocol`, .failed(error))
     }
 
-    func urlProtocol(_ protocol: FoundationNetworking.URLProtocol, didReceive challenge: URLAuthenticationChallenge) {
-        report(`protocol`, .challenge(challenge))
+    func urlProtocol(_ protocol: FoundationNetworking.URLProtocol, didReceive challenge: FoundationNetworking.URLAuthenticationChallenge) {
+        report(`protocol`, .challenge(URLAuthenticationChallenge(challenge)))
     }
 
-    func urlProtocol(_ protocol: FoundationNetworking.URLProtocol, didCancel challenge: URLAuthenticationChallenge) {}
+    func urlProtocol(_ protocol: FoundationNetworking.URLProtocol, didCancel challenge: FoundationNetworking.URLAuthenticationChallenge) {}
 }
 #endif

@@ -97,7 +97,7 @@ open class URLSessionTaskTransactionMetrics: NSObject, @unchecked Sendable {
 
     init(_ metrics: TransactionMetrics) {
         request = FoundationBridge.urlRequest(metrics.request)
-        response = metrics.response.map { FoundationBridge.response($0, protocolName: metrics.networkProtocolName) }
+        response = metrics.response.map { FoundationBridge.response($0) }
         fetchStartDate = metrics.fetchStartDate
         domainLookupStartDate = metrics.domainLookupStartDate
         domainLookupEndDate = metrics.domainLookupEndDate

@@ -22,6 +22,17 @@ import Testing
     }
 
     static let documented: [String: Documented] = [
+        "value(forHTTPHeaderField:) finds a field in any case": Documented(
+            ferry: ["CACHE-CONTROL no-store, private", "x-twice a, b", "X-TOKEN t", "etag \"bytes-10-0-v0\"", "missing -", "error nil"],
+            why: "RFC 9110 §5.1: field names are case-insensitive, so Cache-Control and cache-control are one field, their values joined (as X-Twice's are); FoundationNetworking keeps one of the two, whichever its dictionary holds last"
+        ),
+        "a Content-Disposition filename is the suggested file name": Documented(
+            ferry: [
+                "attachment; filename=\"report.pdf\" → report.pdf", "attachment; filename=\"dir/name.bin\" → dir_name.bin",
+                "inline; filename=plain.txt; size=3 → plain.txt", "attachment → 10", " → 10",
+            ],
+            why: "Apple: without a filename in Content-Disposition, suggestedFilename is the URL's last path component; FoundationNetworking says Unknown"
+        ),
         "a response the delegate cancels ends with cancelled": Documented(
             ferry: [
                 "didReceiveResponse status 200 path /bytes/300000 length 300000 expected 300000",
@@ -47,7 +58,7 @@ import Testing
         ),
         "a Basic challenge answered by the delegate": Documented(
             ferry: [
-                "didReceiveChallenge NSURLAuthenticationMethodHTTPBasic realm ferry-testserver failures 0",
+                "didReceiveChallenge NSURLAuthenticationMethodHTTPBasic realm ferry-testserver failures 0 after 401",
                 "didReceiveResponse status 200 path /basic-auth/ann/s3cret length 23 expected 23",
                 "didReceiveData total data 23 bytes fnv 99a6e4857fce94f1", "didComplete error nil",
             ],

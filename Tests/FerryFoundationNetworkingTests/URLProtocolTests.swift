@@ -13,7 +13,7 @@ import Testing
         override class func canInit(with request: URLRequest) -> Bool { request.url?.host == "foundation.invalid" }
         override class func canonicalRequest(for request: URLRequest) -> URLRequest { request }
         override func startLoading() {
-            let response = HTTPURLResponse(url: request.url!, statusCode: 203, httpVersion: "HTTP/1.1", headerFields: ["X-Stub": "fn"])!
+            let response = FoundationNetworking.HTTPURLResponse(url: request.url!, statusCode: 203, httpVersion: "HTTP/1.1", headerFields: ["X-Stub": "fn"])!
             client?.urlProtocol(self, didReceive: response, cacheStoragePolicy: .notAllowed)
             client?.urlProtocol(self, didLoad: Data("from a FoundationNetworking subclass".utf8))
             client?.urlProtocolDidFinishLoading(self)

@@ -15,7 +15,7 @@ import Synchronization
 public enum SamenessPrograms {
     public typealias Program = @Sendable (_ origin: String) async -> [String]
 
-    public static let all: [(name: String, program: Program)] = core + urlProtocolPrograms + policyPrograms + matrixPrograms
+    public static let all: [(name: String, program: Program)] = core + urlProtocolPrograms + policyPrograms + matrixPrograms + responsePrograms
 
     static let core: [(name: String, program: Program)] = [
         ("a GET with a completion handler", getWithCompletionHandler),
@@ -177,7 +177,7 @@ public enum SamenessPrograms {
             completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
         ) {
             let space = challenge.protectionSpace
-            note("didReceiveChallenge \(space.authenticationMethod) realm \(space.realm ?? "-") failures \(challenge.previousFailureCount)")
+            note("didReceiveChallenge \(space.authenticationMethod) realm \(space.realm ?? "-") failures \(challenge.previousFailureCount) after \((challenge.failureResponse as? HTTPURLResponse)?.statusCode ?? 0)")
             if let credential, challenge.previousFailureCount == 0 {
                 completionHandler(.useCredential, credential)
             } else {

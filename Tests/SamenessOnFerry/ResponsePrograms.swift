@@ -1,0 +1,1 @@
+../SamenessPrograms/ResponsePrograms.swift
