@@ -29,11 +29,13 @@ TYPES = [
     "URLSessionTaskDelegate", "URLSessionDataDelegate", "URLSessionDownloadDelegate", "URLSessionStreamDelegate",
     "URLSessionWebSocketDelegate", "URLProtocol", "URLProtocolClient", "URLSessionTaskMetrics",
     "URLSessionTaskTransactionMetrics", "HTTPCookieStorage", "URLCache", "URLCredentialStorage",
+    "URLResponse", "HTTPURLResponse", "CachedURLResponse", "URLAuthenticationChallenge",
+    "URLAuthenticationChallengeSender",
 ]
 SUPERCLASSES = {
     "URLSessionDataTask": ["URLSessionTask"], "URLSessionUploadTask": ["URLSessionDataTask", "URLSessionTask"],
     "URLSessionDownloadTask": ["URLSessionTask"], "URLSessionStreamTask": ["URLSessionTask"],
-    "URLSessionWebSocketTask": ["URLSessionTask"],
+    "URLSessionWebSocketTask": ["URLSessionTask"], "HTTPURLResponse": ["URLResponse"],
 }
 
 # Apple's members that FoundationNetworking does not declare.
@@ -70,6 +72,10 @@ APPLE_ONLY = {
 
 # How a supported member differs, or why a missing one is refused. Keys: "Type.member".
 NOTES = {
+    "HTTPURLResponse.allHeaderFields": ("supported", "names capitalised as FoundationNetworking and Darwin do (X- fields as sent); fields whose names differ only in case are one field, values joined with \", \" (FoundationNetworking keeps one); built when first read"),
+    "HTTPURLResponse.value(forHTTPHeaderField:)": ("supported", "any case; fields of one name joined with \", \""),
+    "URLResponse.suggestedFilename": ("supported", "the `Content-Disposition` filename, else the URL's last path component, else its host, as Apple documents (FoundationNetworking says \"Unknown\" for every HTTP response without a filename); no extension is added by type"),
+    "URLResponse.textEncodingName": ("supported", "the `charset` parameter in any case (FoundationNetworking: lower case only)"),
     "URLSession.reset(completionHandler:)": ("differs", "empties cookies, credentials and the cache; open connections stay pooled"),
     "URLSession.flush(completionHandler:)": ("differs", "only calls the handler: Ferry's stores write each change as it happens"),
     "URLSession.bytes(for:delegate:)": ("supported", "a data task (`AsyncBytes.task`) whose task delegate hears redirects, challenges, metrics and the end; `URLProtocol` classes load it; past 4 MiB unread the task is suspended until the reader catches up; `lines` as Apple's"),

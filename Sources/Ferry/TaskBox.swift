@@ -1,18 +1,19 @@
-import Synchronization
+package import Synchronization
 
 /// Holds the task of an async call so that cancelling the caller cancels it, also when the cancel comes
 /// before the task exists (it is cancelled as soon as it is set).
 package final class TaskBox<Held: Sendable>: Sendable {
-    private let state = Mutex<(task: Held?, cancelled: Bool)>((nil, false))
-    private let cancelTask: @Sendable (Held) -> Void
+    // Inlinable, as OutcomeSlot: made for every async call of FerryFoundationNetworking.
+    @usableFromInline let state = Mutex<(task: Held?, cancelled: Bool)>((nil, false))
+    @usableFromInline let cancelTask: @Sendable (Held) -> Void
 
     /// A box whose ``cancel()`` calls `cancel` on the task it holds.
-    package init(cancel: @escaping @Sendable (Held) -> Void) {
+    @inlinable package init(cancel: @escaping @Sendable (Held) -> Void) {
         cancelTask = cancel
     }
 
     /// The task to cancel; cancelled at once when the caller was cancelled already.
-    package func set(_ newTask: Held) {
+    @inlinable package func set(_ newTask: Held) {
         let cancelled = state.withLock { state in
             state.task = newTask
             return state.cancelled
@@ -21,7 +22,7 @@ package final class TaskBox<Held: Sendable>: Sendable {
     }
 
     /// Cancels the task, now or when it is set.
-    package func cancel() {
+    @inlinable package func cancel() {
         let task = state.withLock { state in
             state.cancelled = true
             return state.task

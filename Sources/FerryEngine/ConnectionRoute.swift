@@ -93,7 +93,9 @@ struct HTTPTarget: Sendable {
         self.host = bare
         let defaultPort = secure ? 443 : 80
         self.port = url.port ?? defaultPort
-        let named = bare.contains(":") ? "[\(bare)]" : bare
+        // A byte search: String.contains(String) goes through NSString's range(of:), about 1 µs a
+        // request (perf, 20,000 sequential GETs).
+        let named = bare.utf8.contains(UInt8(ascii: ":")) ? "[\(bare)]" : bare
         self.hostHeader = port == defaultPort ? named : "\(named):\(port)"
         let path = url.path(percentEncoded: true)
         var target = path.isEmpty ? "/" : path

@@ -15,6 +15,7 @@ enum FoundationBridge {
         guard let url = request.url else {
             return .failure(URLError(.badURL, userInfo: [NSLocalizedDescriptionKey: "the request has no URL"]))
         }
+        // The host as written (no percent-decoding: only whether there is one matters here).
         guard let scheme = url.scheme?.lowercased(), ["http", "https", "ws", "wss"].contains(scheme), url.host != nil else {
             return .failure(
                 URLError(
