@@ -237,7 +237,10 @@ let package = Package(
         ),
         .testTarget(
             name: "FerryFoundationNetworkingTests",
-            dependencies: ["Ferry", "FerryFoundationNetworking", "SamenessOnFoundation", "SamenessOnFerry", "FerryTestServer"],
+            dependencies: [
+                "Ferry", "FerryFoundationNetworking", "SamenessOnFoundation", "SamenessOnFerry", "FerryTestServer",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "FerryCoreTests", dependencies: ["FerryCore"], swiftSettings: swiftSettings),

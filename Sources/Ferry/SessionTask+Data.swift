@@ -40,6 +40,11 @@ extension SessionTask {
         hooks.gate = gate
         hooks.willRedirect = redirectDecision()
         hooks.didReceiveChallenge = challengeAnswer()
+        if body != nil {
+            // Sent again (a 307 or 308 redirect, an answered 401): bytes and files are read again from
+            // the start, a stream is asked of the delegate again (URLSession's needNewBodyStream).
+            hooks.newBodyStream = { [self] in try? await uploadBody(again: true) }
+        }
         if case .handler = route { hooks.collect = true } else { hooks.collect = false }
         hooks.didReceiveResponse = { [self] status, headers, finalRequest in
             let response = received(status: status, headers: headers, request: finalRequest)
@@ -120,7 +125,8 @@ extension SessionTask {
     }
 
     /// The request body of an upload, counted for progress (didSendBodyData).
-    private func uploadBody() async throws -> TransportRequestBody? {
+    /// `again`: for sending the request again; the count of bytes sent starts over.
+    private func uploadBody(again: Bool = false) async throws -> TransportRequestBody? {
         guard case .upload(let source) = work else { return nil }
         let session = self.session
         let raw: (length: Int64?, stream: TransportBodyStream)
@@ -147,7 +153,10 @@ extension SessionTask {
             raw = (provided.length, provided.stream)
         }
         let expected = raw.length ?? Session.transferSizeUnknown
-        locked.withLock { $0.bytesExpectedToSend = expected }
+        locked.withLock { state in
+            state.bytesExpectedToSend = expected
+            if again { state.bytesSent = 0 }
+        }
         let progress = uploadProgress()
         let counted = raw.stream.map { @Sendable [self] (chunk: ByteBuffer) -> ByteBuffer in
             let delta = Int64(chunk.readableBytes)

@@ -56,6 +56,9 @@ public struct FerryError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let cannotDecodeContentData = Code(-1016, "cannotDecodeContentData")
         /// The response could not be parsed (URLError -1017).
         public static let cannotParseResponse = Code(-1017, "cannotParseResponse")
+        /// The request must be sent again (a 307 or 308 redirect, an answered 401) and its body is a
+        /// stream, which cannot be read twice, and no new one was given (URLError -1021).
+        public static let requestBodyStreamExhausted = Code(-1021, "requestBodyStreamExhausted")
         /// The network does not allow the request: offline, or a metered or constrained network the
         /// task may not use (URLError -1009).
         public static let notConnectedToInternet = Code(-1009, "notConnectedToInternet")

@@ -70,6 +70,11 @@ public struct DataLoader: Sendable {
         public var decodesContent = false
         /// Closed while the task is suspended.
         public var gate: TransferGate?
+        /// A new body when the request must be sent again (a 307 or 308 redirect, an answered 401) and
+        /// its body is a stream, which may not be readable twice. Returning nil fails the load with
+        /// ``FerryError/Code/requestBodyStreamExhausted``; without this hook the body is sent again as it
+        /// is (a sequence that starts over, such as a file's, is read again).
+        public var newBodyStream: (@Sendable () async -> TransportRequestBody?)?
 
         /// The defaults: follow redirects, allow, collect.
         public init() {}
@@ -124,7 +129,8 @@ public struct DataLoader: Sendable {
             body: body,
             deadline: deadline,
             willRedirect: hooks.willRedirect,
-            didReceiveChallenge: hooks.didReceiveChallenge
+            didReceiveChallenge: hooks.didReceiveChallenge,
+            newBodyStream: hooks.newBodyStream
         )
         let response = outcome.response
         switch try await hooks.didReceiveResponse(response.status, response.headers, outcome.request) {
@@ -279,7 +285,8 @@ public struct DataLoader: Sendable {
         body: TransportRequestBody? = nil,
         deadline: NIODeadline,
         willRedirect: @escaping @Sendable (Int, Headers, Request) async -> Request? = { _, _, proposed in proposed },
-        didReceiveChallenge: (@Sendable (AuthenticationChallenge) async -> ChallengeDisposition)? = nil
+        didReceiveChallenge: (@Sendable (AuthenticationChallenge) async -> ChallengeDisposition)? = nil,
+        newBodyStream: (@Sendable () async -> TransportRequestBody?)? = nil
     ) async throws -> (request: Request, redirects: Int, response: TransportResponse) {
         try request.validate(for: transport)
         let outcome = try await RedirectFollower(transport: transport, maximumRedirects: maximumRedirects).send(
@@ -288,7 +295,8 @@ public struct DataLoader: Sendable {
             extraHeaders: [],
             deadline: deadline,
             willRedirect: willRedirect,
-            didReceiveChallenge: didReceiveChallenge
+            didReceiveChallenge: didReceiveChallenge,
+            newBodyStream: newBodyStream
         )
         return (outcome.request, outcome.redirects, outcome.response)
     }

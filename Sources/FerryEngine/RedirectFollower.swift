@@ -45,17 +45,28 @@ struct RedirectFollower: Sendable {
         extraHeaders: [(name: String, value: String)],
         deadline: NIODeadline,
         willRedirect: Decision,
-        didReceiveChallenge: ChallengeAnswer? = nil
+        didReceiveChallenge: ChallengeAnswer? = nil,
+        newBodyStream: (@Sendable () async -> TransportRequestBody?)? = nil
     ) async throws -> Outcome {
+        // newBodyStream: a new body when the request is sent again and its body is a stream.
         var current = request
         var currentBody = body
         var redirects = 0
         var authorization: String?
         var failures = 0
+        var streamSent = false
         while true {
             var sent = current
             for header in extraHeaders { sent.headers[header.name] = header.value }
             if let authorization { sent.headers["Authorization"] = authorization }
+            if case .stream = currentBody, newBodyStream != nil {
+                // The caller's stream may be read once only: sending the request again takes a new one
+                // (URLSession's needNewBodyStream), or fails saying so rather than sending a short body.
+                // (Without a provider the body is sent again as it is: sequences that start over, such as
+                // a file's, do.)
+                if streamSent { currentBody = try await Self.replacement(for: sent, from: newBodyStream) }
+                streamSent = true
+            }
             let response = try await transport.send(TransportRequest(sent, body: currentBody), deadline: deadline)
             if response.status == 401, didReceiveChallenge != nil || Self.urlCredential(sent.url) != nil,
                 failures < Self.maximumChallenges,
@@ -105,6 +116,22 @@ struct RedirectFollower: Sendable {
             authorization = nil
             failures = 0
         }
+    }
+
+    /// A new body stream for sending `request` again.
+    /// - Throws: ``FerryError/Code/requestBodyStreamExhausted`` when there is none.
+    private static func replacement(
+        for request: Request,
+        from newBodyStream: (@Sendable () async -> TransportRequestBody?)?
+    ) async throws -> TransportRequestBody {
+        guard let body = await newBodyStream?() else {
+            throw FerryError(
+                .requestBodyStreamExhausted,
+                "the server asked for the request again (a redirect that keeps the body, or an authentication challenge), and its body is a stream that was read already: give a new stream (URLSession's needNewBodyStream, Session's needNewBodyStreamFor)",
+                failingURL: request.url.absoluteString
+            )
+        }
+        return body
     }
 
     /// The Authorization value to send again with, or nil to take the 401 as the response.
