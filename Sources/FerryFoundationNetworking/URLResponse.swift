@@ -191,7 +191,9 @@ open class HTTPURLResponse: URLResponse, @unchecked Sendable {
     /// with ", ".
     open func value(forHTTPHeaderField field: String) -> String? {
         var found: String?
-        for each in fields where Headers.sameName(each.name, field) || (!field.utf8.allSatisfy({ $0 < 0x80 }) && each.name.lowercased() == field.lowercased()) {
+        // Field names are ASCII tokens; a name given with other characters is compared as Foundation would.
+        let unicode = field.utf8.contains { $0 >= 0x80 } ? field.lowercased() : nil
+        for each in fields where Headers.sameName(each.name, field) || (unicode != nil && each.name.lowercased() == unicode) {
             found = found.map { $0 + ", " + each.value } ?? each.value
         }
         return found
