@@ -94,4 +94,47 @@ import Testing
             #expect(task.countOfBytesSent == Int64(body.count))
         }
     }
+
+    /// Answers Basic challenges with ann/s3cret and gives the body again when asked.
+    final class CredentialProvider: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
+        let body: Data
+        let lock = NSLock()
+        var asked = 0
+        init(body: Data) { self.body = body }
+
+        func urlSession(_ session: URLSession, task: URLSessionTask, needNewBodyStream completionHandler: @escaping @Sendable (InputStream?) -> Void) {
+            lock.withLock { asked += 1 }
+            completionHandler(InputStream(data: body))
+        }
+
+        func urlSession(
+            _ session: URLSession,
+            task: URLSessionTask,
+            didReceive challenge: URLAuthenticationChallenge,
+            completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
+        ) {
+            completionHandler(.useCredential, URLCredential(user: "ann", password: "s3cret", persistence: .forSession))
+        }
+    }
+
+    @Test func aStreamSentAgainWithACredentialIsAskedForAgain() async throws {
+        try await TestServer.withServer { server in
+            let body = Data((0..<30_000).map { UInt8($0 % 241) })
+            let provider = CredentialProvider(body: body)
+            let session = URLSession(configuration: .ephemeral, delegate: provider, delegateQueue: nil)
+            defer { session.finishTasksAndInvalidate() }
+            var request = URLRequest(url: URL(string: server.url("/basic-auth/ann/s3cret"))!)
+            request.httpMethod = "POST"
+            request.httpBodyStream = InputStream(data: body)
+            request.setValue("\(body.count)", forHTTPHeaderField: "Content-Length")
+            let waiter = SamenessPrograms.Waiter<(Data?, URLResponse?, (any Error)?)>()
+            session.dataTask(with: request) { waiter.finish(($0, $1, $2)) }.resume()
+            let (_, response, error) = await waiter.value()
+            #expect(error == nil)
+            #expect((response as? HTTPURLResponse)?.statusCode == 200)
+            #expect(provider.lock.withLock { provider.asked } == 1)
+            // The body arrived whole twice: with the request the 401 answered, and again with the credential.
+            #expect(server.counters.requestBodyBytes(pathPrefix: "/basic-auth/") == Int64(2 * body.count))
+        }
+    }
 }
