@@ -37,7 +37,8 @@ struct RedirectFollower: Sendable {
     }
     let maximumRedirects: Int
 
-    /// Sends `request`, adding `extraHeaders` to every hop, and follows redirects.
+    /// Sends `request`, adding `extraHeaders` to every hop, and follows redirects. `newBodyStream` gives
+    /// a stream body afresh each time the request is sent again (``DataLoader/Hooks/newBodyStream``).
     /// - Throws: ``FerryError`` (``FerryError/Code/httpTooManyRedirects`` past the limit, the transport's).
     func send(
         _ request: Request,
@@ -48,7 +49,6 @@ struct RedirectFollower: Sendable {
         didReceiveChallenge: ChallengeAnswer? = nil,
         newBodyStream: (@Sendable () async -> TransportRequestBody?)? = nil
     ) async throws -> Outcome {
-        // newBodyStream: a new body when the request is sent again and its body is a stream.
         var current = request
         var currentBody = body
         var redirects = 0
@@ -59,7 +59,7 @@ struct RedirectFollower: Sendable {
             var sent = current
             for header in extraHeaders { sent.headers[header.name] = header.value }
             if let authorization { sent.headers["Authorization"] = authorization }
-            if case .stream = currentBody, newBodyStream != nil {
+            if case .stream = currentBody, let newBodyStream {
                 // The caller's stream may be read once only: sending the request again takes a new one
                 // (URLSession's needNewBodyStream), or fails saying so rather than sending a short body.
                 // (Without a provider the body is sent again as it is: sequences that start over, such as
@@ -122,9 +122,9 @@ struct RedirectFollower: Sendable {
     /// - Throws: ``FerryError/Code/requestBodyStreamExhausted`` when there is none.
     private static func replacement(
         for request: Request,
-        from newBodyStream: (@Sendable () async -> TransportRequestBody?)?
+        from newBodyStream: @Sendable () async -> TransportRequestBody?
     ) async throws -> TransportRequestBody {
-        guard let body = await newBodyStream?() else {
+        guard let body = await newBodyStream() else {
             throw FerryError(
                 .requestBodyStreamExhausted,
                 "the server asked for the request again (a redirect that keeps the body, or an authentication challenge), and its body is a stream that was read already: give a new stream (URLSession's needNewBodyStream, Session's needNewBodyStreamFor)",

@@ -15,7 +15,6 @@ enum FoundationBridge {
         guard let url = request.url else {
             return .failure(URLError(.badURL, userInfo: [NSLocalizedDescriptionKey: "the request has no URL"]))
         }
-        // The host as written (no percent-decoding: only whether there is one matters here).
         guard let scheme = url.scheme?.lowercased(), ["http", "https", "ws", "wss"].contains(scheme), url.host != nil else {
             return .failure(
                 URLError(
@@ -93,11 +92,17 @@ enum FoundationBridge {
     /// Ferry's response for Apple's (for a cached response the delegate changed).
     static func ferryResponse(_ response: URLResponse) -> Response? {
         guard let http = response as? HTTPURLResponse, let url = http.url else { return nil }
+        return Response(url: url, statusCode: http.statusCode, headers: headers(http.allHeaderFields))
+    }
+
+    /// Ferry's fields for an `allHeaderFields` dictionary (any response's, or an archive's): the
+    /// entries whose names are strings, values as text.
+    static func headers(_ fields: [AnyHashable: Any]) -> Headers {
         var headers = Headers()
-        for (name, value) in http.allHeaderFields {
+        for (name, value) in fields {
             if let name = name as? String { headers.add(name: name, value: "\(value)") }
         }
-        return Response(url: url, statusCode: http.statusCode, headers: headers)
+        return headers
     }
 
     static func cachedResponse(_ cached: CachedResponse) -> CachedURLResponse {

@@ -117,11 +117,7 @@ extension URLResponse {
     /// This module's response for one a FoundationNetworking `URLProtocol` reported.
     static func foundation(_ theirs: FoundationNetworking.URLResponse) -> URLResponse {
         if let http = theirs as? FoundationNetworking.HTTPURLResponse, let url = http.url {
-            var fields: [String: String] = [:]
-            for (name, value) in http.allHeaderFields {
-                if let name = name as? String { fields[name] = "\(value)" }
-            }
-            return HTTPURLResponse(url: url, statusCode: http.statusCode, httpVersion: nil, headerFields: fields)!
+            return HTTPURLResponse(url: url, statusCode: http.statusCode, fields: FoundationBridge.headers(http.allHeaderFields))
         }
         return URLResponse(
             url: theirs.url ?? URL(fileURLWithPath: "/"),

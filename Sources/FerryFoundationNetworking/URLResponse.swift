@@ -147,9 +147,7 @@ open class HTTPURLResponse: URLResponse, @unchecked Sendable {
     /// initializer takes it (neither Apple's class nor FoundationNetworking's shows it). Never nil.
     public init?(url: URL, statusCode: Int, httpVersion: String?, headerFields: [String: String]?) {
         status = statusCode
-        var fields = Headers()
-        for (name, value) in headerFields ?? [:] { fields.add(name: name, value: value) }
-        self.fields = fields
+        fields = Headers((headerFields ?? [:]).map { ($0.key, $0.value) })
         super.init(derivingMetadataFor: url)
     }
 
@@ -164,13 +162,8 @@ open class HTTPURLResponse: URLResponse, @unchecked Sendable {
     public required init?(coder: NSCoder) {
         guard coder.allowsKeyedCoding else { return nil }
         status = coder.decodeInteger(forKey: "NS.statusCode")
-        var fields = Headers()
-        if let stored = coder.decodeObject(of: NSDictionary.self, forKey: "NS.allHeaderFields") {
-            for (name, value) in stored {
-                if let name = name as? String, let value = value as? String { fields.add(name: name, value: value) }
-            }
-        }
-        self.fields = fields
+        let stored = coder.decodeObject(of: NSDictionary.self, forKey: "NS.allHeaderFields") as? [AnyHashable: Any]
+        fields = FoundationBridge.headers(stored ?? [:])
         super.init(coder: coder)
     }
 
