@@ -10,16 +10,17 @@ import Testing
 /// `urlSession(_:task:needNewBodyStream:)` for the body again. FoundationNetworking does not, so this is
 /// checked against Apple's documentation, not in the sameness suite.
 @Suite struct BodyStreamRedirectTests {
-    final class Provider: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
-        let body: Data
-        let lock = NSLock()
-        var asked = 0
-        init(body: Data) { self.body = body }
-
-        func urlSession(_ session: URLSession, task: URLSessionTask, needNewBodyStream completionHandler: @escaping @Sendable (InputStream?) -> Void) {
-            lock.withLock { asked += 1 }
-            completionHandler(InputStream(data: body))
-        }
+    /// POSTs `body` to `path` as an `httpBodyStream` with its Content-Length, and waits for the end.
+    static func postStream(_ body: Data, to path: String, on server: TestServer, delegate: CredentialDelegate?) async -> (Data?, URLResponse?, (any Error)?) {
+        let session = URLSession(configuration: .ephemeral, delegate: delegate, delegateQueue: nil)
+        defer { session.finishTasksAndInvalidate() }
+        var request = URLRequest(url: URL(string: server.url(path))!)
+        request.httpMethod = "POST"
+        request.httpBodyStream = InputStream(data: body)
+        request.setValue("\(body.count)", forHTTPHeaderField: "Content-Length")
+        let waiter = SamenessPrograms.Waiter<(Data?, URLResponse?, (any Error)?)>()
+        session.dataTask(with: request) { waiter.finish(($0, $1, $2)) }.resume()
+        return await waiter.value()
     }
 
     static func sha256(_ data: Data) -> String { SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined() }
@@ -28,16 +29,8 @@ import Testing
     func aRedirectedStreamIsAskedForAgain(_ code: Int) async throws {
         try await TestServer.withServer { server in
             let body = Data((0..<100_000).map { UInt8($0 % 251) })
-            let provider = Provider(body: body)
-            let session = URLSession(configuration: .ephemeral, delegate: provider, delegateQueue: nil)
-            defer { session.finishTasksAndInvalidate() }
-            var request = URLRequest(url: URL(string: server.url("/redirect/1?code=\(code)&to=/upload"))!)
-            request.httpMethod = "POST"
-            request.httpBodyStream = InputStream(data: body)
-            request.setValue("\(body.count)", forHTTPHeaderField: "Content-Length")
-            let waiter = SamenessPrograms.Waiter<(Data?, URLResponse?, (any Error)?)>()
-            session.dataTask(with: request) { waiter.finish(($0, $1, $2)) }.resume()
-            let (data, response, error) = await waiter.value()
+            let provider = CredentialDelegate(body: body)
+            let (data, response, error) = await Self.postStream(body, to: "/redirect/1?code=\(code)&to=/upload", on: server, delegate: provider)
             #expect(error == nil)
             #expect((response as? HTTPURLResponse)?.statusCode == 200)
             #expect(response?.url?.path == "/upload")
@@ -51,15 +44,7 @@ import Testing
 
     @Test func withoutANewStreamTheTaskFailsAsApplesDoes() async throws {
         try await TestServer.withServer { server in
-            let session = URLSession(configuration: .ephemeral)
-            defer { session.finishTasksAndInvalidate() }
-            var request = URLRequest(url: URL(string: server.url("/redirect/1?code=307&to=/upload"))!)
-            request.httpMethod = "POST"
-            request.httpBodyStream = InputStream(data: Data(count: 5000))
-            request.setValue("5000", forHTTPHeaderField: "Content-Length")
-            let waiter = SamenessPrograms.Waiter<(Data?, URLResponse?, (any Error)?)>()
-            session.dataTask(with: request) { waiter.finish(($0, $1, $2)) }.resume()
-            let (_, _, error) = await waiter.value()
+            let (_, _, error) = await Self.postStream(Data(count: 5000), to: "/redirect/1?code=307&to=/upload", on: server, delegate: nil)
             let failure = try #require(error as? URLError)
             #expect(failure.code == .requestBodyStreamExhausted)
             #expect(failure.localizedDescription.contains("needNewBodyStream"))
@@ -95,41 +80,11 @@ import Testing
         }
     }
 
-    /// Answers Basic challenges with ann/s3cret and gives the body again when asked.
-    final class CredentialProvider: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
-        let body: Data
-        let lock = NSLock()
-        var asked = 0
-        init(body: Data) { self.body = body }
-
-        func urlSession(_ session: URLSession, task: URLSessionTask, needNewBodyStream completionHandler: @escaping @Sendable (InputStream?) -> Void) {
-            lock.withLock { asked += 1 }
-            completionHandler(InputStream(data: body))
-        }
-
-        func urlSession(
-            _ session: URLSession,
-            task: URLSessionTask,
-            didReceive challenge: URLAuthenticationChallenge,
-            completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
-        ) {
-            completionHandler(.useCredential, URLCredential(user: "ann", password: "s3cret", persistence: .forSession))
-        }
-    }
-
     @Test func aStreamSentAgainWithACredentialIsAskedForAgain() async throws {
         try await TestServer.withServer { server in
             let body = Data((0..<30_000).map { UInt8($0 % 241) })
-            let provider = CredentialProvider(body: body)
-            let session = URLSession(configuration: .ephemeral, delegate: provider, delegateQueue: nil)
-            defer { session.finishTasksAndInvalidate() }
-            var request = URLRequest(url: URL(string: server.url("/basic-auth/ann/s3cret"))!)
-            request.httpMethod = "POST"
-            request.httpBodyStream = InputStream(data: body)
-            request.setValue("\(body.count)", forHTTPHeaderField: "Content-Length")
-            let waiter = SamenessPrograms.Waiter<(Data?, URLResponse?, (any Error)?)>()
-            session.dataTask(with: request) { waiter.finish(($0, $1, $2)) }.resume()
-            let (_, response, error) = await waiter.value()
+            let provider = CredentialDelegate(body: body)
+            let (_, response, error) = await Self.postStream(body, to: "/basic-auth/ann/s3cret", on: server, delegate: provider)
             #expect(error == nil)
             #expect((response as? HTTPURLResponse)?.statusCode == 200)
             #expect(provider.lock.withLock { provider.asked } == 1)

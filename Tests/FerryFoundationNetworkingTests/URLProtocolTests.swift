@@ -42,17 +42,6 @@ import Testing
         func rejectProtectionSpaceAndContinue(with challenge: URLAuthenticationChallenge) { answer("rejected") }
     }
 
-    final class CredentialDelegate: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
-        func urlSession(
-            _ session: URLSession,
-            task: URLSessionTask,
-            didReceive challenge: URLAuthenticationChallenge,
-            completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
-        ) {
-            completionHandler(.useCredential, URLCredential(user: "ann", password: "s3cret", persistence: .forSession))
-        }
-    }
-
     /// Never answers: for listings.
     final class SilentStub: URLProtocol, @unchecked Sendable {
         override class func canInit(with request: URLRequest) -> Bool { request.url?.host == "silent.invalid" }

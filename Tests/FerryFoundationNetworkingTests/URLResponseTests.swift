@@ -1,4 +1,5 @@
 @testable import FerryFoundationNetworking
+import FerryTestServer
 import Foundation
 import Testing
 
@@ -6,22 +7,10 @@ import Testing
 /// FoundationNetworking's classes on the same input (the sameness programs check responses the engine
 /// made).
 @Suite struct URLResponseTests {
-    /// A deterministic generator, so a failure names a name that can be tried again.
-    struct SplitMix: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     @Test func namesAreCapitalisedAsFoundationCapitalisesThem() {
         // Every token character (RFC 9110 §5.6.2), letters of both cases and digits weighted up.
         let alphabet = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-----!#$%&'*+.^_`|~")
-        var random = SplitMix(state: 7)
+        var random = SeededGenerator(seed: 7)
         for _ in 0..<5000 {
             let name = String((0..<Int.random(in: 1...12, using: &random)).map { _ in alphabet.randomElement(using: &random)! })
             let ours = HeaderFieldName.canonical(name)

@@ -13,23 +13,11 @@ import Glibc
 /// The test command runs 20 kills; `FERRY_STRESS_KILLS=200 swift test --skip-build --filter
 /// DaemonKillStressTests` runs more (docs/RELIABILITY.md). `FERRY_STRESS_SEED` repeats a run.
 @Suite struct DaemonKillStressTests {
-    /// A small deterministic generator, so a failing run can be repeated from its printed seed.
-    struct SplitMix: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     @Test func randomKillsLoseNoTaskAndNoByte() async throws {
         let environment = ProcessInfo.processInfo.environment
         let kills = environment["FERRY_STRESS_KILLS"].flatMap(Int.init) ?? 20
         let seed = environment["FERRY_STRESS_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 1...UInt64.max / 2)
-        var random = SplitMix(state: seed)
+        var random = SeededGenerator(seed: seed)
         let checkpoint = 256 * 1024
         let smallSizes = [300_000, 700_000]
         try await TestServer.withServer { server in
