@@ -63,7 +63,15 @@ extension NetworkTransport {
             body: body
         )
         let idle = request.idleTimeout.map { TimeAmount.milliseconds(Int64($0 * 1000)) }
-        loop.execute {
+        let streamed: (length: Int64?, TransportBodyStream)?
+        if case .stream(let length, let stream) = request.body { streamed = (length, stream) } else { streamed = nil }
+        return try await response(
+            answer: answer.futureResult,
+            slot: slot,
+            id: id,
+            protocolName: "h2",
+            shared: shared
+        ) {
             handler.value.start(
                 started,
                 exchange: id,
@@ -73,17 +81,10 @@ extension NetworkTransport {
                 deadline: deadline,
                 idleTimeout: idle
             )
+            if let (length, stream) = streamed {
+                Task { await Self.pumpHTTP2(stream, length: length, handler: handler, shared: shared, id: id) }
+            }
         }
-        if case .stream(let length, let streamed) = request.body {
-            Task { await Self.pumpHTTP2(streamed, length: length, handler: handler, shared: shared, id: id) }
-        }
-        return try await response(
-            answer: answer.futureResult,
-            slot: slot,
-            id: id,
-            protocolName: "h2",
-            shared: shared
-        )
     }
 
     /// Sends a streamed request body on stream `id`, each piece once the one before is written (and the
