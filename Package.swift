@@ -50,7 +50,6 @@ let package = Package(
         .target(
             name: "FerryCore",
             dependencies: [
-                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "RawStructuredFieldValues", package: "swift-http-structured-headers"),
             ],
             swiftSettings: swiftSettings
@@ -243,7 +242,11 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "FerryCoreTests", dependencies: ["FerryCore"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "FerryCoreTests",
+            dependencies: ["FerryCore", .product(name: "HTTPTypes", package: "swift-http-types")],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "FerryQUICTests",
             dependencies: ["FerryQUIC", "FerryTestServer", .product(name: "Crypto", package: "swift-crypto")],

@@ -89,6 +89,8 @@ extension SessionTask {
 
         var loader = DataLoader(transport: session.transport)
         loader.maximumRedirects = Session.maximumRedirects
+        // transfer() checked the request before it waited for the network.
+        loader.validatesRequest = false
         switch try await loader.perform(request, body: body, deadline: deadline, hooks: hooks) {
         case .loaded(let loaded):
             return .data(loaded)

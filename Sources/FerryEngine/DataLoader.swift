@@ -85,6 +85,10 @@ public struct DataLoader: Sendable {
     /// The largest body kept; a larger one fails with ``FerryError/Code/dataLengthExceedsMaximum``.
     /// Default: no limit (as URLSession); use a download for large bodies.
     public var maximumBodyLength = Int.max
+    /// Whether the first request is checked (``FerryCore/Request/validate(for:)``) before it is sent;
+    /// false for a caller that has just checked it (a session task does, before it waits for the
+    /// network). Redirects' requests are checked whatever this says.
+    package var validatesRequest = true
 
     private let transport: any HTTPTransport
 
@@ -185,7 +189,7 @@ public struct DataLoader: Sendable {
         let endExchange = response.cancel ?? {}
         // A HEAD's answer, a 204 and a 304 have no body whatever their Content-Length says (RFC 9110
         // 6.4.1): the length describes the resource, not bytes to come.
-        let bodiless = outcome.request.method.uppercased() == "HEAD" || response.status == 204 || response.status == 304
+        let bodiless = Headers.sameName(outcome.request.method, "HEAD") || response.status == 204 || response.status == 304
         let (collected, length) = try await DeadlineRace.run(until: deadline, url: url, over: transport) {
             try await TransferContext.withCancellationHandler {
                 try await Self.read(response, hooks: hooks, limit: limit, url: url, bodiless: bodiless)
@@ -288,7 +292,7 @@ public struct DataLoader: Sendable {
         didReceiveChallenge: (@Sendable (AuthenticationChallenge) async -> ChallengeDisposition)? = nil,
         newBodyStream: (@Sendable () async -> TransportRequestBody?)? = nil
     ) async throws -> (request: Request, redirects: Int, response: TransportResponse) {
-        try request.validate(for: transport)
+        if validatesRequest { try request.validate(for: transport) }
         let outcome = try await RedirectFollower(transport: transport, maximumRedirects: maximumRedirects).send(
             request,
             body: body,

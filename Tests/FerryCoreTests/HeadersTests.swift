@@ -1,5 +1,6 @@
 import FerryCore
 import Foundation
+import HTTPTypes
 import Testing
 
 @Suite struct HeadersTests {
@@ -30,6 +31,28 @@ import Testing
         headers["accept"] = nil
         #expect(!headers.contains("Accept"))
         #expect(headers.fields.map(\.name) == ["X-One"])
+    }
+
+    /// Ferry's token rule is swift-http-types' (`HTTPField.Name`): on every byte alone, after a letter,
+    /// and on random names over all of ASCII and some bytes beyond.
+    @Test func tokensAreTheTokensOfHTTPTypes() {
+        for byte in UInt8(0)...UInt8(255) {
+            for text in [String(decoding: [byte], as: UTF8.self), String(decoding: [UInt8(ascii: "a"), byte], as: UTF8.self)] {
+                #expect(Headers.isToken(text) == (HTTPField.Name(text) != nil), "\(Array(text.utf8))")
+            }
+        }
+        var generator = SystemRandomNumberGenerator()
+        let alphabet = Array(UInt8(0)...UInt8(127)) + [0xc3, 0xa9, 0xff]
+        for _ in 0..<20_000 {
+            let length = Int.random(in: 0...12, using: &generator)
+            // Mostly token bytes, so that long valid names come up as well as invalid ones.
+            let bytes = (0..<length).map { _ in
+                Bool.random(using: &generator) ? Array("aZ09-_.~!|`^".utf8).randomElement(using: &generator)! : alphabet.randomElement(using: &generator)!
+            }
+            let text = String(decoding: bytes, as: UTF8.self)
+            #expect(Headers.isToken(text) == (HTTPField.Name(text) != nil), "\(Array(text.utf8))")
+        }
+        #expect(Headers.isToken("User-Agent") && Headers.isToken("GET") && !Headers.isToken("") && !Headers.isToken("a b"))
     }
 
     @Test(arguments: [
