@@ -14,6 +14,12 @@ final class ExchangeContext: Sendable {
     private let informationalResponses: TransferContext.InformationalResponses?
     var isFinished: Bool { done.load(ordering: .acquiring) }
     func finished() { done.store(true, ordering: .releasing) }
+    private let cancelled = Atomic<Bool>(false)
+    /// The caller cancelled the exchange (``NetworkTransport/response(answer:slot:id:protocolName:shared:start:)``):
+    /// set before the exchange is failed on its loop, so that a cancel that reaches the loop before the
+    /// exchange has begun is applied again once it has.
+    var isCancelled: Bool { cancelled.load(ordering: .acquiring) }
+    func cancel() { cancelled.store(true, ordering: .releasing) }
 
     /// - Parameters:
     ///   - url: the request's URL, which the informational answers are for.

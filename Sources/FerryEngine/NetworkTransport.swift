@@ -284,8 +284,12 @@ public final class NetworkTransport: HTTPTransport {
         shared: ExchangeContext,
         start: @escaping @Sendable () -> Void
     ) async throws -> TransportResponse {
-        let cancel: @Sendable () -> Void = {
+        let failCancelled: @Sendable () -> Void = {
             slot.onLoop { $0.fail(id: id, FerryError(.cancelled, "the transfer was cancelled")) }
+        }
+        let cancel: @Sendable () -> Void = {
+            shared.cancel()
+            failCancelled()
         }
         let answer = try await TransferContext.withCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<ExchangeAnswer, any Error>) in
@@ -293,6 +297,9 @@ public final class NetworkTransport: HTTPTransport {
                     // On the loop: the callback is added directly, and runs once, when the answer comes.
                     answer.whenComplete { continuation.resume(with: $0) }
                     start()
+                    // A cancel can come first (the handler runs at once for a transfer cancelled
+                    // already): its failure reached the loop before the exchange began, and is sent again.
+                    if shared.isCancelled { failCancelled() }
                 }
             }
         } onCancel: {

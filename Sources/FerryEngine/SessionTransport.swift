@@ -101,10 +101,12 @@ public final class SessionTransport: HTTPTransport {
             ? HostConnectionLimiter.Permit.unlimited(origin: origin)
             : try await limiter.acquire(origin: origin, priority: context?.priority ?? 0.5)
         var outgoing = request
-        let sent = counters.sent
-        outgoing.body = Self.counting(request.body, throttle: context?.throttle) { count in
-            sent.increment(by: count)
-            if let context, let index { context.update(index) { $0.countOfRequestBodyBytesSent += count } }
+        if request.body != nil {
+            let sent = counters.sent
+            outgoing.body = Self.counting(request.body, throttle: context?.throttle) { count in
+                sent.increment(by: count)
+                if let context, let index { context.update(index) { $0.countOfRequestBodyBytesSent += count } }
+            }
         }
         let response: TransportResponse
         do {
@@ -130,8 +132,8 @@ public final class SessionTransport: HTTPTransport {
             logger.debug("\(line)")
         }
         cookies(for: context)?.receive(response.headers, from: request.url)
-        let head = Response(url: request.url, statusCode: response.status, headers: response.headers)
         if let context, let index {
+            let head = Response(url: request.url, statusCode: response.status, headers: response.headers)
             context.update(index) { metrics in
                 metrics.response = head
                 metrics.networkProtocolName = response.protocolName

@@ -10,7 +10,20 @@ public final class TransferCancellation: Sendable {
     private struct State {
         var cancelled = false
         var nextKey = 0
-        var handlers: [Int: @Sendable () -> Void] = [:]
+        /// The handler registered when none other was: a transfer's waits come one at a time, so this
+        /// is almost always the only one, kept without a dictionary (whose storage each request's
+        /// waits allocated and freed again).
+        var only: (key: Int, handler: @Sendable () -> Void)?
+        /// Handlers registered while `only` was taken.
+        var others: [Int: @Sendable () -> Void] = [:]
+
+        mutating func takeAll() -> [@Sendable () -> Void] {
+            var all = Array(others.values)
+            if let only { all.append(only.handler) }
+            only = nil
+            others = [:]
+            return all
+        }
     }
 
     private let state = Mutex(State())
@@ -26,8 +39,7 @@ public final class TransferCancellation: Sendable {
         let handlers = state.withLock { state -> [@Sendable () -> Void] in
             guard !state.cancelled else { return [] }
             state.cancelled = true
-            defer { state.handlers = [:] }
-            return Array(state.handlers.values)
+            return state.takeAll()
         }
         for handler in handlers { handler() }
     }
@@ -55,7 +67,11 @@ public final class TransferCancellation: Sendable {
         let key = state.withLock { state -> Int? in
             guard !state.cancelled else { return nil }
             state.nextKey += 1
-            state.handlers[state.nextKey] = handler
+            if state.only == nil {
+                state.only = (state.nextKey, handler)
+            } else {
+                state.others[state.nextKey] = handler
+            }
             return state.nextKey
         }
         if key == nil { handler() }
@@ -63,7 +79,13 @@ public final class TransferCancellation: Sendable {
     }
 
     func remove(_ key: Int) {
-        _ = state.withLock { $0.handlers.removeValue(forKey: key) }
+        state.withLock { state in
+            if state.only?.key == key {
+                state.only = nil
+            } else {
+                state.others.removeValue(forKey: key)
+            }
+        }
     }
 }
 
