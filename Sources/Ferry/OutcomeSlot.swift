@@ -5,14 +5,14 @@ package import Synchronization
 package final class OutcomeSlot<Value: Sendable>: Sendable {
     // Inlinable, with its storage usable from inlined code: FerryFoundationNetworking makes one for
     // every async call, and unspecialised generic code looked its metadata up each time (perf).
-    @usableFromInline let state = Mutex<(value: Value?, waiter: CheckedContinuation<Value, Never>?)>((nil, nil))
+    @usableFromInline let state = Mutex<(value: Value?, waiter: UnsafeContinuation<Value, Never>?)>((nil, nil))
 
     /// An empty slot.
     @inlinable package init() {}
 
     /// Sets the value and wakes the waiter, if any. Only the first value counts: a later one is dropped.
     @inlinable package func set(_ value: Value) {
-        let waiter = state.withLock { state -> CheckedContinuation<Value, Never>? in
+        let waiter = state.withLock { state -> UnsafeContinuation<Value, Never>? in
             guard state.value == nil else { return nil }
             state.value = value
             defer { state.waiter = nil }
@@ -23,7 +23,11 @@ package final class OutcomeSlot<Value: Sendable>: Sendable {
 
     /// The value, once set.
     @inlinable package func value() async -> Value {
-        await withCheckedContinuation { continuation in
+        // Set already (an async call whose transfer ran in the calling task): no continuation at all.
+        if let ready = state.withLock({ $0.value }) { return ready }
+        // Unsafe, not checked: resumed exactly once, by whichever of set and this finds the other (the
+        // checked one allocated a canary for every call).
+        return await withUnsafeContinuation { continuation in
             let ready = state.withLock { state -> Value? in
                 if let value = state.value { return value }
                 state.waiter = continuation

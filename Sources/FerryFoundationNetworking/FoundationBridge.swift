@@ -15,7 +15,11 @@ enum FoundationBridge {
         guard let url = request.url else {
             return .failure(URLError(.badURL, userInfo: [NSLocalizedDescriptionKey: "the request has no URL"]))
         }
-        guard let scheme = url.scheme?.lowercased(), ["http", "https", "ws", "wss"].contains(scheme), url.host != nil else {
+        // (ASCII case and the host as written: whether there is one is all that matters here, and
+        // neither a lower-cased copy nor a percent-decoded host is made for every request.)
+        let scheme = url.scheme?.asciiLowercased
+        let known = scheme == "http" || scheme == "https" || scheme == "ws" || scheme == "wss"
+        guard known, url.host(percentEncoded: true) != nil else {
             return .failure(
                 URLError(
                     .unsupportedURL,

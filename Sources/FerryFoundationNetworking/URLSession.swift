@@ -554,16 +554,27 @@ open class URLSession: NSObject, @unchecked Sendable {
         body: Body,
         delegate: (any URLSessionTaskDelegate)?
     ) async throws -> DelegateBridge.Delivered {
-        let box = TaskBox<URLSessionTask> { $0.cancel() }
-        let outcome = OutcomeSlot<Result<DelegateBridge.Delivered, any Error>>()
+        try await runMade(delegate: delegate) { completion in
+            self.make(kind, request, body: body, completion: completion)
+        }
+    }
+
+    /// ``run(_:_:body:delegate:)`` for the task `make` makes with the completion it is given. Not
+    /// generic, as ``AsyncTaskCall`` is not: closures made inside a generic method are compiled for
+    /// every kind of task.
+    private func runMade(
+        delegate: (any URLSessionTaskDelegate)?,
+        _ make: (Completion) -> URLSessionTask
+    ) async throws -> DelegateBridge.Delivered {
+        let call = AsyncTaskCall()
         return try await withTaskCancellationHandler {
-            let task = make(kind, request, body: body, completion: .async({ outcome.set($0) }))
+            let task = make(.async({ call.finish($0) }))
             task.delegate = delegate
-            box.set(task)
+            call.set(task)
             await task.runForAsyncCaller()
-            return try await outcome.value().get()
+            return try await call.result().get()
         } onCancel: {
-            box.cancel()
+            call.cancel()
         }
     }
 }

@@ -34,4 +34,31 @@ import Testing
             #expect(session.state.withLock { $0.tasks.isEmpty })
         }
     }
+
+    /// Hears of the task an async method makes (didCreateTask), keeping it only weakly.
+    final class Creation: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
+        let weak = Weak()
+        let seen = SamenessOnFerry.SamenessPrograms.Waiter<Bool>()
+        func urlSession(_ session: URLSession, didCreateTask task: URLSessionTask) {
+            weak.task = task
+            seen.finish(true)
+        }
+    }
+
+    /// An async call's task holds its completion, which holds the call's state; that state lets go of
+    /// the task when the result comes (a cycle there kept every task of `data(for:)`).
+    @Test func anAsyncCallsTaskIsFreedOnceItHasEnded() async throws {
+        try await FerryTestServer.TestServer.withServer { server in
+            let creation = Creation()
+            let session = URLSession(configuration: .ephemeral, delegate: creation, delegateQueue: nil)
+            defer { session.finishTasksAndInvalidate() }
+            let (data, _) = try await session.data(from: URL(string: server.url("/bytes/1000"))!)
+            #expect(data.count == 1000)
+            #expect(await creation.seen.value())
+            let deadline = ContinuousClock.now + .seconds(60)
+            while creation.weak.task != nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+            #expect(creation.weak.task == nil, "the finished task is still alive")
+            #expect(session.state.withLock { $0.tasks.isEmpty })
+        }
+    }
 }
