@@ -74,12 +74,20 @@ public struct Request: Sendable, Hashable, Codable {
     /// - Throws: ``FerryError`` (``FerryError/Code/badURL``, ``FerryError/Code/unsupportedURL`` or
     ///   ``FerryError/Code/invalidHeader``) saying what to change.
     public func validate() throws {
-        try validate(schemes: ["http", "https"])
+        try validate(scheme: url.scheme?.asciiLowercased, among: Self.httpSchemes)
     }
+
+    /// The schemes ``validate()`` takes (one array, not one made for every request).
+    package static let httpSchemes = ["http", "https"]
 
     /// ``validate()`` for a URL whose scheme is one of `schemes` (`ws` and `wss` for a WebSocket).
     public func validate(schemes: [String]) throws {
-        guard let scheme = url.scheme?.asciiLowercased else {
+        try validate(scheme: url.scheme?.asciiLowercased, among: schemes)
+    }
+
+    /// ``validate(schemes:)`` given the URL's scheme, lower-cased, as the caller found it already.
+    package func validate(scheme: String?, among schemes: [String]) throws {
+        guard let scheme else {
             throw FerryError(
                 .badURL,
                 "the URL has no scheme: write it as http://host/path",

@@ -181,13 +181,14 @@ extension Request {
     /// ``validate()``, allowing also a scheme of the program's own that one of `transport`'s protocol
     /// handlers loads (``SessionTransport/protocolHandlers``).
     public func validate(for transport: any HTTPTransport) throws {
-        if let session = transport as? SessionTransport, !session.protocolHandlers.isEmpty,
-            let scheme = url.scheme?.asciiLowercased, scheme != "http", scheme != "https",
-            session.protocolHandlers.handler(for: self) != nil
+        // The scheme first: an http or https URL (nearly every request) needs no look at the transport.
+        let scheme = url.scheme?.asciiLowercased
+        if let scheme, scheme != "http", scheme != "https", let session = transport as? SessionTransport,
+            !session.protocolHandlers.isEmpty, session.protocolHandlers.handler(for: self) != nil
         {
-            try validate(schemes: [scheme])
+            try validate(scheme: scheme, among: [scheme])
         } else {
-            try validate()
+            try validate(scheme: scheme, among: Request.httpSchemes)
         }
     }
 }

@@ -155,13 +155,15 @@ public final class SessionTransport: HTTPTransport {
         if let whole = response.body.completeBody, context?.throttle == nil {
             // The whole body is here: counted, timed and its slot given back now, and handed on as it is.
             counters.received.increment(by: Int64(whole.readableBytes))
-            Self.record(
-                received: Int64(whole.readableBytes),
-                end: response.timing.responseStart ?? Date(),
-                latestTiming: response.latestTiming,
-                in: context,
-                at: index
-            )
+            if index != nil {
+                Self.record(
+                    received: Int64(whole.readableBytes),
+                    end: response.timing.responseStart ?? Date(),
+                    latestTiming: response.latestTiming,
+                    in: context,
+                    at: index
+                )
+            }
             permit.release()
             return (measured, index)
         }
