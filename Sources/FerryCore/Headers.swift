@@ -124,7 +124,9 @@ public struct Headers: Sendable, Hashable, Codable, Sequence, ExpressibleByDicti
                 "header name \(String(reflecting: name)) is not a valid token (RFC 9110 §5.1): use letters, digits and !#$%&'*+-.^_`|~"
             )
         }
-        if let bad = value.utf8.first(where: { $0 == 0x0d || $0 == 0x0a || $0 == 0x00 }) {
+        var value = value
+        // (Over the contiguous bytes: String.UTF8View's own iteration cost more than the check.)
+        if let bad = value.withUTF8({ $0.first(where: { $0 == 0x0d || $0 == 0x0a || $0 == 0x00 }) }) {
             let character = bad == 0x0d ? "CR" : bad == 0x0a ? "LF" : "NUL"
             throw FerryError(
                 .invalidHeader,
@@ -141,9 +143,12 @@ public struct Headers: Sendable, Hashable, Codable, Sequence, ExpressibleByDicti
     /// a new string for every name with a capital (`User-Agent`, `GET`), and every request checked its
     /// method and each field that way.
     public static func isToken(_ text: String) -> Bool {
-        guard !text.isEmpty else { return false }
-        return text.utf8.allSatisfy { byte in
-            byte < 64 ? tokenBitsBelow64 & (1 << UInt64(byte)) != 0 : byte < 128 && tokenBitsFrom64 & (1 << UInt64(byte - 64)) != 0
+        var text = text
+        return text.withUTF8 { bytes in
+            !bytes.isEmpty
+                && bytes.allSatisfy { byte in
+                    byte < 64 ? tokenBitsBelow64 & (1 << UInt64(byte)) != 0 : byte < 128 && tokenBitsFrom64 & (1 << UInt64(byte - 64)) != 0
+                }
         }
     }
 

@@ -313,6 +313,9 @@ public struct SessionConfiguration: Sendable, Hashable, Codable {
         // (Names compared in place: a set of lowercased names cost a small request several strings.)
         let given = request.headers
         var request = request
+        // Room for every field added here, and the one a data task adds after (Accept-Encoding): the
+        // fields grew twice for a plain GET.
+        request.headers.reserveCapacity(given.fields.count + httpAdditionalHeaders.fields.count + Self.defaultHeaders.fields.count + 1)
         for field in httpAdditionalHeaders where !given.contains(field.name) {
             request.headers.add(name: field.name, value: field.value)
         }
