@@ -203,7 +203,7 @@ let package = Package(
         // FerryFoundationNetworking instead of FoundationNetworking (only the import differs).
         .executableTarget(
             name: "urlsession-bench-ferry",
-            dependencies: ["FerryFoundationNetworking"],
+            dependencies: ["FerryEngine", "FerryFoundationNetworking"],
             path: "Benchmarks/URLSessionOnFerry",
             swiftSettings: [.define("FERRY"), .swiftLanguageMode(.v5)]
         ),

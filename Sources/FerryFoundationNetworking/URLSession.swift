@@ -1,5 +1,5 @@
 package import Ferry
-import FerryEngine
+package import FerryEngine
 public import Foundation
 #if canImport(FoundationNetworking)
 public import FoundationNetworking
@@ -57,12 +57,14 @@ open class URLSession: NSObject, @unchecked Sendable {
     }
 
     /// A session whose background tasks go to `daemon` instead of this user's ferryd (tests, and
-    /// programs that run a daemon of their own).
+    /// programs that run a daemon of their own), and whose others go through `transport` when given
+    /// one (instead of the configuration's stores and Ferry's network transport).
     package init(
         configuration: URLSessionConfiguration,
         delegate: (any URLSessionDelegate)?,
         delegateQueue queue: OperationQueue?,
-        daemon: DaemonClient?
+        daemon: DaemonClient?,
+        transport: (any HTTPTransport)? = nil
     ) {
         self.configurationCopy = configuration.copy() as! URLSessionConfiguration
         self.delegateQueue = queue ?? Self.serialQueue()
@@ -79,7 +81,10 @@ open class URLSession: NSObject, @unchecked Sendable {
         self.refusal = refusal
         super.init()
         bridge = DelegateBridge(session: self)
-        if let daemon, configurationCopy.kind == .background, refusal == nil {
+        if let transport, refusal == nil, configurationCopy.kind != .background {
+            // A transport of the caller's (`urlsession-bench-ferry layers`: this module's CPU alone).
+            ferry = Session(configuration: ferryConfiguration, delegate: bridge, transport: transport)
+        } else if let daemon, configurationCopy.kind == .background, refusal == nil {
             ferry = Session(configuration: ferryConfiguration, delegate: bridge, daemon: daemon)
         } else if refusal == nil, configurationCopy.kind != .background {
             // The configuration's own stores (an ephemeral one's cookies and credentials, a URLCache

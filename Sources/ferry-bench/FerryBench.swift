@@ -172,7 +172,7 @@ struct FerryBench {
     /// alone (DataLoader), over a transport that answers at once from memory with a whole 1 KiB body.
     static func layers(count: Int) async throws {
         let request = Request(url: try url("http://127.0.0.1:9/small.bin"))
-        let transport = MemoryTransport()
+        let transport = InstantTransport()
         let session = Session(configuration: Self.configuration(), delegate: nil, transport: transport)
         defer { session.invalidateAndCancel() }
         var start = ContinuousClock.now
@@ -332,22 +332,3 @@ final class MovingDelegate: DownloadDelegate, Sendable {
     }
 }
 
-/// Answers every request at once with 200 and a whole 1 KiB body, as a connection's handler does when
-/// the answer came in one read (for `ferry-bench layers`).
-struct MemoryTransport: HTTPTransport {
-    let body = ByteBuffer(repeating: 0x61, count: 1024)
-
-    func send(_ request: TransportRequest, deadline: NIODeadline) async throws -> TransportResponse {
-        TransportResponse(
-            status: 200,
-            headers: ["Content-Length": "1024", "Content-Type": "application/octet-stream"],
-            protocolName: "http/1.1",
-            body: TransportBodyStream(buffer: body)
-        )
-    }
-
-    func shutdown() async throws {}
-
-    /// As ``NetworkTransport``: no timer task per body.
-    var enforcesDeadlineOverBody: Bool { true }
-}

@@ -3,6 +3,7 @@
 // FerryFoundationNetworking as `urlsession-bench-ferry` (Benchmarks/URLSessionOnFerry, -D FERRY).
 import Foundation
 #if FERRY
+import FerryEngine
 import FerryFoundationNetworking
 #elseif canImport(FoundationNetworking)
 import FoundationNetworking
@@ -91,6 +92,16 @@ do {
         try await parallelGets(session, url, count, width)
         let time = seconds(since: start)
         print("requests=\(count) seconds=\(time) rps=\(Double(count) / time)")
+    #if FERRY
+    case ("layers", 2):
+        // This module's CPU a request without a network: N sequential requests over a transport that
+        // answers at once (as `ferry-bench layers` measures Session's).
+        let count = Int(arguments[1])!
+        let instant = URLSession(configuration: configuration, delegate: nil, delegateQueue: nil, daemon: nil, transport: InstantTransport())
+        let start = ContinuousClock.now
+        try await sequentialGets(instant, URL(string: "http://127.0.0.1:9/small.bin")!, count)
+        print("requests=\(count) urlsession_us=\(seconds(since: start) / Double(count) * 1e6)")
+    #endif
     default:
         FileHandle.standardError.write(Data("usage: urlsession-bench download URL PATH | discard URL | gets URL N | gets-parallel URL N W\n".utf8))
         exit(2)
