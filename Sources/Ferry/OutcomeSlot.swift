@@ -3,8 +3,9 @@ package import Synchronization
 /// One value handed from one side to one waiter: the outcome of a task an async method runs. The value
 /// may come before the wait (a transfer run in the waiting task itself) or after it.
 package final class OutcomeSlot<Value: Sendable>: Sendable {
-    // Inlinable, with its storage usable from inlined code: FerryFoundationNetworking makes one for
-    // every async call, and unspecialised generic code looked its metadata up each time (perf).
+    // Inlinable, with its storage usable from inlined code, for FerryFoundationNetworking's `bytes`
+    // calls. Its async calls, one for every request, have their own slot that is not generic
+    // (`AsyncTaskCall`): from there these methods still ran unspecialised (perf).
     @usableFromInline let state = Mutex<(value: Value?, waiter: UnsafeContinuation<Value, Never>?)>((nil, nil))
 
     /// An empty slot.
