@@ -4,7 +4,7 @@ public import Foundation
 ///
 /// Bodies are given to the task that sends the request (data, a file, or a stream), as with
 /// URLSession's upload tasks, so a request is a small value that can be stored and sent to the daemon.
-public struct Request: Sendable, Hashable, Codable {
+public struct Request: Sendable, Hashable, Codable, CustomReflectable {
     /// How a request may use the HTTP cache (Foundation's `URLRequest.CachePolicy`).
     public enum CachePolicy: String, Sendable, Hashable, Codable, CaseIterable {
         /// Follow the response's cache headers (the default).
@@ -17,48 +17,116 @@ public struct Request: Sendable, Hashable, Codable {
         case returnCacheDataDontLoad
     }
 
+    /// The fields, in one copy-on-write box (``CopyOnWrite``): a request is copied many times on its way
+    /// through the layers (task, redirects, transport, metrics).
+    private var box: CopyOnWrite<Fields>
+
+    private struct Fields: Hashable {
+        var url: URL
+        var method: String = "GET"
+        var headers: Headers = Headers()
+        var timeoutInterval: Double = 60
+        var cachePolicy: CachePolicy = .useProtocolCachePolicy
+        var httpShouldHandleCookies: Bool = true
+        var allowsCellularAccess: Bool = true
+        var allowsExpensiveNetworkAccess: Bool = true
+        var allowsConstrainedNetworkAccess: Bool = true
+        var connections: Int = 1
+        var minimumSegmentSize: Int64 = 1 << 20
+        var expectedDigest: ContentDigest?
+        var resumableUpload: Bool = false
+        var assumesHTTP3Capable: Bool = false
+    }
+
+    /// Printed and dumped as its fields, as before they were boxed.
+    public var customMirror: Mirror {
+        Mirror(self, children: Mirror(reflecting: box.value).children, displayStyle: .struct)
+    }
+
     /// The URL: http or https for the network (other schemes need a registered protocol handler).
-    public var url: URL
+    public var url: URL {
+        get { box.value.url }
+        _modify { yield &box.value.url }
+    }
     /// The method, upper case by convention; default `GET`.
-    public var method: String = "GET"
+    public var method: String {
+        get { box.value.method }
+        _modify { yield &box.value.method }
+    }
     /// Header fields; the session adds its configuration's additional headers where these lack them.
-    public var headers = Headers()
+    public var headers: Headers {
+        get { box.value.headers }
+        _modify { yield &box.value.headers }
+    }
     /// Seconds without any data before the request fails with ``FerryError/Code/timedOut``; default 60.
-    public var timeoutInterval: Double = 60
+    public var timeoutInterval: Double {
+        get { box.value.timeoutInterval }
+        _modify { yield &box.value.timeoutInterval }
+    }
     /// How the HTTP cache may be used; default ``CachePolicy/useProtocolCachePolicy``.
-    public var cachePolicy: CachePolicy = .useProtocolCachePolicy
+    public var cachePolicy: CachePolicy {
+        get { box.value.cachePolicy }
+        _modify { yield &box.value.cachePolicy }
+    }
     /// Whether cookies are sent and stored for this request; default true.
-    public var httpShouldHandleCookies = true
+    public var httpShouldHandleCookies: Bool {
+        get { box.value.httpShouldHandleCookies }
+        _modify { yield &box.value.httpShouldHandleCookies }
+    }
     /// May use a metered ("cellular") connection; default true. The stricter of this and the session's wins.
-    public var allowsCellularAccess = true
+    public var allowsCellularAccess: Bool {
+        get { box.value.allowsCellularAccess }
+        _modify { yield &box.value.allowsCellularAccess }
+    }
     /// May use an expensive connection; default true.
-    public var allowsExpensiveNetworkAccess = true
+    public var allowsExpensiveNetworkAccess: Bool {
+        get { box.value.allowsExpensiveNetworkAccess }
+        _modify { yield &box.value.allowsExpensiveNetworkAccess }
+    }
     /// May use a constrained (low-data) connection; default true.
-    public var allowsConstrainedNetworkAccess = true
+    public var allowsConstrainedNetworkAccess: Bool {
+        get { box.value.allowsConstrainedNetworkAccess }
+        _modify { yield &box.value.allowsConstrainedNetworkAccess }
+    }
     /// Connections a download may use for this one resource (segmented download, SPEC S10.2): 1 to
     /// ``maximumConnections``; default 1. With more than one, a download asks for byte ranges over up
     /// to this many connections at once (still capped by the session's httpMaximumConnectionsPerHost),
     /// falling back to one connection when the server does not serve ranges or names no version
     /// (ETag or Last-Modified). Data and upload tasks ignore it.
-    public var connections = 1
+    public var connections: Int {
+        get { box.value.connections }
+        _modify { yield &box.value.connections }
+    }
     /// The fewest bytes a segment of a segmented download is given (default 1 MiB, at least
     /// ``smallestSegmentSize``): smaller resources use fewer connections.
-    public var minimumSegmentSize: Int64 = 1 << 20
+    public var minimumSegmentSize: Int64 {
+        get { box.value.minimumSegmentSize }
+        _modify { yield &box.value.minimumSegmentSize }
+    }
     /// The digest a download's body must have (SPEC S10.3); checked before success is reported. A
     /// mismatch fails the task with ``FerryError/Code/checksumMismatch`` and keeps the file for
     /// inspection (its path is in the message). Data and upload tasks ignore it.
-    public var expectedDigest: ContentDigest?
+    public var expectedDigest: ContentDigest? {
+        get { box.value.expectedDigest }
+        _modify { yield &box.value.expectedDigest }
+    }
     /// Send an upload with the IETF resumable-upload protocol when the server supports it (SPEC S4.6,
     /// ``ResumableUploadProtocol``; detected with OPTIONS, else a plain upload): an interrupted upload
     /// continues from the server's offset, by itself after a network error, or later from resume data.
     /// Default false. Download and data tasks ignore it.
-    public var resumableUpload = false
+    public var resumableUpload: Bool {
+        get { box.value.resumableUpload }
+        _modify { yield &box.value.resumableUpload }
+    }
     /// Try HTTP/3 for this request without waiting for the server to advertise it (URLSession's
     /// `assumesHTTP3Capable`): with the session's ``SessionConfiguration/HTTPVersionPreference/automatic``
     /// preference, an https request races QUIC against TCP as ``SessionConfiguration/HTTPVersionPreference/http3``
     /// does (TCP answers when QUIC cannot). Ignored through a proxy (QUIC does not go through one) and
     /// with `.http1Only`. Default false.
-    public var assumesHTTP3Capable = false
+    public var assumesHTTP3Capable: Bool {
+        get { box.value.assumesHTTP3Capable }
+        _modify { yield &box.value.assumesHTTP3Capable }
+    }
 
     /// The most connections one download may use.
     public static let maximumConnections = 32
@@ -67,7 +135,7 @@ public struct Request: Sendable, Hashable, Codable {
 
     /// A GET request for `url`.
     public init(url: URL) {
-        self.url = url
+        box = CopyOnWrite(Fields(url: url))
     }
 
     /// Checks what would put bad bytes on the wire: the URL's scheme and host, the method, the headers.

@@ -4,7 +4,7 @@
 /// as with URLSession. Codable, so a background session's configuration can be stored by the daemon.
 ///
 /// Which values are honoured today is listed in docs/CONFIGURATION.md; the engine issue fills them in.
-public struct SessionConfiguration: Sendable, Hashable, Codable {
+public struct SessionConfiguration: Sendable, Hashable, Codable, CustomReflectable {
     /// The three kinds of session (SPEC S1.1).
     public enum Kind: Sendable, Hashable, Codable {
         /// Persistent cache, cookies and credentials on disk, shared with the shared session.
@@ -138,8 +138,74 @@ public struct SessionConfiguration: Sendable, Hashable, Codable {
         }
     }
 
+    /// The settings, in one copy-on-write box (``CopyOnWrite``): a task reads its session's
+    /// configuration for every request. Encoded as the settings themselves (the same keys as before the
+    /// box: stored background sessions read back).
+    private var box: CopyOnWrite<Fields>
+
+    private struct Fields: Sendable, Hashable, Codable {
+        var kind: Kind
+        var requestCachePolicy: Request.CachePolicy = .useProtocolCachePolicy
+        var timeoutIntervalForRequest: Double = 60
+        var timeoutIntervalForResource: Double = 7 * 24 * 3600
+        var allowsCellularAccess: Bool = true
+        var allowsExpensiveNetworkAccess: Bool = true
+        var allowsConstrainedNetworkAccess: Bool = true
+        var waitsForConnectivity: Bool = false
+        var isDiscretionary: Bool = false
+        var bandwidthLimit: Int64?
+        var sessionSendsLaunchEvents: Bool = true
+        var proxy: Proxy?
+        var protocolHandlers: ProtocolHandlerList = []
+        var tlsMinimumSupportedProtocolVersion: TLSVersion = .tlsv12
+        var tlsMaximumSupportedProtocolVersion: TLSVersion = .tlsv13
+        var tls: TLSSettings = TLSSettings()
+        var httpVersionPreference: HTTPVersionPreference = .automatic
+        var httpShouldUsePipelining: Bool = false
+        var httpShouldSetCookies: Bool = true
+        var httpCookieAcceptPolicy: CookieAcceptPolicy = .onlyFromMainDocumentDomain
+        var httpAdditionalHeaders: Headers = Headers()
+        var httpMaximumConnectionsPerHost: Int = 6
+        var httpCookieStorage: CookieStorage
+        var urlCredentialStorage: CredentialStorage
+        var urlCache: Cache?
+
+        init(kind: Kind) {
+            self.kind = kind
+            switch kind {
+            case .default, .background:
+                httpCookieStorage = .shared
+                urlCredentialStorage = .shared
+                urlCache = Cache(memoryCapacity: 512 * 1024, diskCapacity: 10_000_000)
+            case .ephemeral:
+                httpCookieStorage = .sessionPrivate
+                urlCredentialStorage = .sessionPrivate
+                urlCache = Cache(memoryCapacity: 512 * 1024, diskCapacity: 0)
+            }
+            if case .background = kind {
+                waitsForConnectivity = true
+            }
+        }
+    }
+
+    /// Printed and dumped as its fields, as before they were boxed.
+    public var customMirror: Mirror {
+        Mirror(self, children: Mirror(reflecting: box.value).children, displayStyle: .struct)
+    }
+
+    public init(from decoder: any Decoder) throws {
+        box = CopyOnWrite(try Fields(from: decoder))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        try box.value.encode(to: encoder)
+    }
+
     /// The kind of session.
-    public private(set) var kind: Kind
+    public private(set) var kind: Kind {
+        get { box.value.kind }
+        _modify { yield &box.value.kind }
+    }
     /// The background identifier, for background sessions.
     public var identifier: String? {
         if case .background(let identifier) = kind { return identifier }
@@ -147,59 +213,122 @@ public struct SessionConfiguration: Sendable, Hashable, Codable {
     }
 
     /// The cache policy of requests that do not set one; default `.useProtocolCachePolicy`.
-    public var requestCachePolicy: Request.CachePolicy = .useProtocolCachePolicy
+    public var requestCachePolicy: Request.CachePolicy {
+        get { box.value.requestCachePolicy }
+        _modify { yield &box.value.requestCachePolicy }
+    }
     /// Seconds without data before a request fails (idle timeout); default 60.
-    public var timeoutIntervalForRequest: Double = 60
+    public var timeoutIntervalForRequest: Double {
+        get { box.value.timeoutIntervalForRequest }
+        _modify { yield &box.value.timeoutIntervalForRequest }
+    }
     /// Seconds a whole transfer may take, retries included; default 7 days.
-    public var timeoutIntervalForResource: Double = 7 * 24 * 3600
+    public var timeoutIntervalForResource: Double {
+        get { box.value.timeoutIntervalForResource }
+        _modify { yield &box.value.timeoutIntervalForResource }
+    }
     /// May use a metered network, Linux's stand-in for cellular (NetworkManager's metered value, or
     /// `ferry daemon network --metered yes`); default true. False: a task waits while the network is
     /// metered (background sessions, and in-process ones with ``waitsForConnectivity``) or fails at once
     /// with ``FerryError/Code/notConnectedToInternet``. The request's own value is combined with this
     /// one: false on either side wins.
-    public var allowsCellularAccess = true
+    public var allowsCellularAccess: Bool {
+        get { box.value.allowsCellularAccess }
+        _modify { yield &box.value.allowsCellularAccess }
+    }
     /// May use an expensive network; on Linux the same as ``allowsCellularAccess`` (metered).
-    public var allowsExpensiveNetworkAccess = true
+    public var allowsExpensiveNetworkAccess: Bool {
+        get { box.value.allowsExpensiveNetworkAccess }
+        _modify { yield &box.value.allowsExpensiveNetworkAccess }
+    }
     /// May use a constrained (low-data) network. Linux has no such notion: only
     /// `ferry daemon network --constrained yes` makes the network constrained.
-    public var allowsConstrainedNetworkAccess = true
+    public var allowsConstrainedNetworkAccess: Bool {
+        get { box.value.allowsConstrainedNetworkAccess }
+        _modify { yield &box.value.allowsConstrainedNetworkAccess }
+    }
     /// In-process sessions: a task the network does not allow now (offline, or metered or constrained
     /// against its policy) waits, and its delegate hears taskIsWaitingForConnectivity once, instead of
     /// failing at once. Default false; background sessions always wait.
-    public var waitsForConnectivity = false
+    public var waitsForConnectivity: Bool {
+        get { box.value.waitsForConnectivity }
+        _modify { yield &box.value.waitsForConnectivity }
+    }
     /// Background sessions: let ferryd defer the tasks: they start after the others, and only on an
     /// unmetered network and, where power is known, on mains power (S6.10). Default false.
-    public var isDiscretionary = false
+    public var isDiscretionary: Bool {
+        get { box.value.isDiscretionary }
+        _modify { yield &box.value.isDiscretionary }
+    }
     /// All the session's transfers together at most this many bytes a second, shared by priority; nil
     /// (the default): unlimited. In a background session each task gets it as its own limit (ferryd's
     /// daemon-wide limit is `ferry limit --global`).
-    public var bandwidthLimit: Int64?
+    public var bandwidthLimit: Int64? {
+        get { box.value.bandwidthLimit }
+        _modify { yield &box.value.bandwidthLimit }
+    }
     /// Launch the client when a background session has events and no client is attached; default true.
-    public var sessionSendsLaunchEvents = true
+    public var sessionSendsLaunchEvents: Bool {
+        get { box.value.sessionSendsLaunchEvents }
+        _modify { yield &box.value.sessionSendsLaunchEvents }
+    }
     /// An explicit proxy; default nil (the environment's).
-    public var proxy: Proxy?
+    public var proxy: Proxy? {
+        get { box.value.proxy }
+        _modify { yield &box.value.proxy }
+    }
     /// Loaders for requests the program handles itself, consulted in order before the network
     /// (URLSessionConfiguration.protocolClasses; ``ProtocolHandler``). In-process sessions only: a
     /// background configuration with handlers fails ``validate()``.
-    public var protocolHandlers: ProtocolHandlerList = []
+    public var protocolHandlers: ProtocolHandlerList {
+        get { box.value.protocolHandlers }
+        _modify { yield &box.value.protocolHandlers }
+    }
     /// The lowest TLS version accepted; default TLS 1.2.
-    public var tlsMinimumSupportedProtocolVersion: TLSVersion = .tlsv12
+    public var tlsMinimumSupportedProtocolVersion: TLSVersion {
+        get { box.value.tlsMinimumSupportedProtocolVersion }
+        _modify { yield &box.value.tlsMinimumSupportedProtocolVersion }
+    }
     /// The highest TLS version offered; default TLS 1.3.
-    public var tlsMaximumSupportedProtocolVersion: TLSVersion = .tlsv13
+    public var tlsMaximumSupportedProtocolVersion: TLSVersion {
+        get { box.value.tlsMaximumSupportedProtocolVersion }
+        _modify { yield &box.value.tlsMaximumSupportedProtocolVersion }
+    }
     /// Extra trust roots, a client identity, public-key pins, or (explicitly) no verification.
-    public var tls = TLSSettings()
+    public var tls: TLSSettings {
+        get { box.value.tls }
+        _modify { yield &box.value.tls }
+    }
     /// Which HTTP versions to use over TLS; default: what the server offers (ALPN).
-    public var httpVersionPreference: HTTPVersionPreference = .automatic
+    public var httpVersionPreference: HTTPVersionPreference {
+        get { box.value.httpVersionPreference }
+        _modify { yield &box.value.httpVersionPreference }
+    }
     /// Send HTTP/1.1 requests pipelined; default false.
-    public var httpShouldUsePipelining = false
+    public var httpShouldUsePipelining: Bool {
+        get { box.value.httpShouldUsePipelining }
+        _modify { yield &box.value.httpShouldUsePipelining }
+    }
     /// Send and store cookies; default true.
-    public var httpShouldSetCookies = true
+    public var httpShouldSetCookies: Bool {
+        get { box.value.httpShouldSetCookies }
+        _modify { yield &box.value.httpShouldSetCookies }
+    }
     /// Which cookies to accept; default `.onlyFromMainDocumentDomain`.
-    public var httpCookieAcceptPolicy: CookieAcceptPolicy = .onlyFromMainDocumentDomain
+    public var httpCookieAcceptPolicy: CookieAcceptPolicy {
+        get { box.value.httpCookieAcceptPolicy }
+        _modify { yield &box.value.httpCookieAcceptPolicy }
+    }
     /// Headers added to every request that does not already have a field of the same name.
-    public var httpAdditionalHeaders = Headers()
+    public var httpAdditionalHeaders: Headers {
+        get { box.value.httpAdditionalHeaders }
+        _modify { yield &box.value.httpAdditionalHeaders }
+    }
     /// Connections to one host at a time; default 6.
-    public var httpMaximumConnectionsPerHost = 6
+    public var httpMaximumConnectionsPerHost: Int {
+        get { box.value.httpMaximumConnectionsPerHost }
+        _modify { yield &box.value.httpMaximumConnectionsPerHost }
+    }
     /// ``httpCookieAcceptPolicy`` as a cookie jar takes it.
     public var cookieJarAcceptPolicy: CookieJar.AcceptPolicy {
         switch httpCookieAcceptPolicy {
@@ -209,27 +338,23 @@ public struct SessionConfiguration: Sendable, Hashable, Codable {
         }
     }
     /// Where cookies live: shared for default sessions, private for ephemeral ones.
-    public var httpCookieStorage: CookieStorage
+    public var httpCookieStorage: CookieStorage {
+        get { box.value.httpCookieStorage }
+        _modify { yield &box.value.httpCookieStorage }
+    }
     /// Where credentials live: shared for default sessions, private for ephemeral ones.
-    public var urlCredentialStorage: CredentialStorage
+    public var urlCredentialStorage: CredentialStorage {
+        get { box.value.urlCredentialStorage }
+        _modify { yield &box.value.urlCredentialStorage }
+    }
     /// The HTTP cache: memory and disk for default sessions, memory only for ephemeral ones; nil: none.
-    public var urlCache: Cache?
+    public var urlCache: Cache? {
+        get { box.value.urlCache }
+        _modify { yield &box.value.urlCache }
+    }
 
     private init(kind: Kind) {
-        self.kind = kind
-        switch kind {
-        case .default, .background:
-            httpCookieStorage = .shared
-            urlCredentialStorage = .shared
-            urlCache = Cache(memoryCapacity: 512 * 1024, diskCapacity: 10_000_000)
-        case .ephemeral:
-            httpCookieStorage = .sessionPrivate
-            urlCredentialStorage = .sessionPrivate
-            urlCache = Cache(memoryCapacity: 512 * 1024, diskCapacity: 0)
-        }
-        if case .background = kind {
-            waitsForConnectivity = true
-        }
+        box = CopyOnWrite(Fields(kind: kind))
     }
 
     /// Persistent cache, cookies and credentials.
@@ -304,7 +429,6 @@ public struct SessionConfiguration: Sendable, Hashable, Codable {
             )
         }
     }
-
 
     /// The headers of `request` completed with ``httpAdditionalHeaders`` where the request lacks a field
     /// of the same name (the request's own fields win), then with ``defaultHeaders`` where neither has

@@ -82,29 +82,88 @@ public enum TransportRequestBody: Sendable {
 }
 
 /// The head of a response and its body, to be read once.
-public struct TransportResponse: Sendable {
+public struct TransportResponse: Sendable, CustomReflectable {
+    /// The fields, in one copy-on-write box, as FerryCore's `CopyOnWrite` keeps a request's: a response
+    /// is copied on its way up through the layers (transport, session transport, redirects, loader), and
+    /// holds references in most fields (headers, body, timing's strings, three closures). A box of its
+    /// own, not `CopyOnWrite<Fields>`: that generic type's methods ran unspecialised from this module
+    /// (perf: `isKnownUniquelyReferenced<A>` and generic metadata look-ups for every response).
+    private var box: Box
+
+    private final class Box: @unchecked Sendable {
+        // Changed only through `modify(_:)`, once the box is one response's alone.
+        @exclusivity(unchecked) var fields: Fields
+        init(_ fields: Fields) { self.fields = fields }
+
+        /// `box`, copied first when it is shared: the one to change the fields in.
+        static func modify(_ box: inout Box) -> Box {
+            if !isKnownUniquelyReferenced(&box) { box = Box(box.fields) }
+            return box
+        }
+    }
+
+    private struct Fields {
+        var status: Int
+        var headers: Headers
+        var protocolName: String
+        var body: TransportBodyStream
+        var timing: TransportTiming
+        var latestTiming: (@Sendable () -> TransportTiming)?
+        var cancel: (@Sendable () -> Void)?
+        var detach: (@Sendable () async throws -> ByteStreamConnection)?
+    }
+
+    /// Printed and dumped as its fields, as before they were boxed.
+    public var customMirror: Mirror {
+        Mirror(self, children: Mirror(reflecting: box.fields).children, displayStyle: .struct)
+    }
+
     /// The status code.
-    public var status: Int
+    public var status: Int {
+        get { box.fields.status }
+        _modify { yield &Box.modify(&box).fields.status }
+    }
     /// The header fields.
-    public var headers: Headers
+    public var headers: Headers {
+        get { box.fields.headers }
+        _modify { yield &Box.modify(&box).fields.headers }
+    }
     /// The protocol, `http/1.1` or `h2`.
-    public var protocolName: String
+    public var protocolName: String {
+        get { box.fields.protocolName }
+        _modify { yield &Box.modify(&box).fields.protocolName }
+    }
     /// The body, as it arrives, with backpressure: the next chunk is read when this one is taken.
-    public var body: TransportBodyStream
+    public var body: TransportBodyStream {
+        get { box.fields.body }
+        _modify { yield &Box.modify(&box).fields.body }
+    }
     /// When the phases of the exchange happened, as far as the transport saw them when the head arrived.
-    public var timing: TransportTiming
+    public var timing: TransportTiming {
+        get { box.fields.timing }
+        _modify { yield &Box.modify(&box).fields.timing }
+    }
     /// The timing as it is now (the request may finish being written after the head arrived), if the
     /// transport keeps it up to date.
-    public var latestTiming: (@Sendable () -> TransportTiming)?
+    public var latestTiming: (@Sendable () -> TransportTiming)? {
+        get { box.fields.latestTiming }
+        _modify { yield &Box.modify(&box).fields.latestTiming }
+    }
     /// Ends the exchange from outside (its body reader then fails with ``FerryError/Code/cancelled``), if
     /// the transport can: for a transfer cancelled on its own (``TransferCancellation``).
-    public var cancel: (@Sendable () -> Void)?
+    public var cancel: (@Sendable () -> Void)? {
+        get { box.fields.cancel }
+        _modify { yield &Box.modify(&box).fields.cancel }
+    }
     /// Takes the connection the response came on as a byte stream (a data task that becomes a stream
     /// task): its first bytes are the body's still unread ones, then whatever the server sends. Nil
     /// where the transport cannot hand a connection over (HTTP/2 streams, a protocol handler's answer).
     /// The body is not read after it. Throws ``FerryError/Code/invalidOperation`` saying why when this
     /// response's connection cannot be handed over (a chunked body, or one already complete).
-    public var detach: (@Sendable () async throws -> ByteStreamConnection)?
+    public var detach: (@Sendable () async throws -> ByteStreamConnection)? {
+        get { box.fields.detach }
+        _modify { yield &Box.modify(&box).fields.detach }
+    }
 
     /// Creates a response.
     public init(
@@ -116,13 +175,18 @@ public struct TransportResponse: Sendable {
         latestTiming: (@Sendable () -> TransportTiming)? = nil,
         cancel: (@Sendable () -> Void)? = nil
     ) {
-        self.cancel = cancel
-        self.status = status
-        self.headers = headers
-        self.protocolName = protocolName
-        self.body = body
-        self.timing = timing
-        self.latestTiming = latestTiming
+        box = Box(
+            Fields(
+                status: status,
+                headers: headers,
+                protocolName: protocolName,
+                body: body,
+                timing: timing,
+                latestTiming: latestTiming,
+                cancel: cancel,
+                detach: nil
+            )
+        )
     }
 }
 

@@ -82,7 +82,9 @@ struct RedirectFollower: Sendable {
                 failures += 1
                 continue
             }
-            guard
+            // (Only a redirect's status looks further: the Location lookup and the targets' check, which
+            // casts the transport, cost every plain response a little.)
+            guard Redirect.statuses.contains(response.status),
                 let proposed = Redirect.follow(
                     current,
                     status: response.status,

@@ -83,39 +83,6 @@ import Testing
     }
 }
 
-@Suite struct RequestTests {
-    @Test func refusesBadURLsAndHeaders() {
-        func code(_ request: Request) -> FerryError.Code? {
-            do {
-                try request.validate()
-                return nil
-            } catch let error as FerryError {
-                return error.code
-            } catch {
-                return nil
-            }
-        }
-        #expect(code(Request(url: URL(string: "http://127.0.0.1/ok")!)) == nil)
-        #expect(code(Request(url: URL(string: "ftp://127.0.0.1/x")!)) == .unsupportedURL)
-        #expect(code(Request(url: URL(string: "relative/path")!)) == .badURL)
-        var injected = Request(url: URL(string: "https://example.invalid/")!)
-        injected.headers["X-Evil"] = "1\r\nHost: other"
-        #expect(code(injected) == .invalidHeader)
-        var method = Request(url: URL(string: "https://example.invalid/")!)
-        method.method = "GET /x HTTP/1.1\r\n"
-        #expect(code(method) == .invalidOperation)
-    }
-
-    @Test func hasAppleDefaults() {
-        let request = Request(url: URL(string: "http://127.0.0.1/")!)
-        #expect(request.method == "GET")
-        #expect(request.timeoutInterval == 60)
-        #expect(request.cachePolicy == .useProtocolCachePolicy)
-        #expect(request.httpShouldHandleCookies)
-        #expect(request.allowsCellularAccess)
-    }
-}
-
 @Suite struct ResumeDataTests {
     @Test func roundTripsThroughItsEncoding() throws {
         var request = Request(url: URL(string: "http://127.0.0.1:8080/bytes/100?seed=1")!)

@@ -98,4 +98,45 @@ import Testing
         )
         #expect(decoded == configuration)
     }
+
+    /// The settings sit in one copy-on-write box (a copy is one retain): a copy changed apart leaves the
+    /// original as it was, and equal settings in two boxes are equal, with one hash.
+    @Test func aCopyChangesApart() {
+        var original = SessionConfiguration.ephemeral
+        original.httpAdditionalHeaders["X-A"] = "1"
+        var copy = original
+        #expect(copy == original)
+        copy.httpAdditionalHeaders["X-A"] = "2"
+        copy.timeoutIntervalForRequest = 5
+        copy.proxy = .init(kind: .http, host: "proxy.example", port: 3128)
+        #expect(original.httpAdditionalHeaders["X-A"] == "1")
+        #expect(original.timeoutIntervalForRequest == 60)
+        #expect(original.proxy == nil)
+        #expect(copy != original)
+        var same = SessionConfiguration.ephemeral
+        same.httpAdditionalHeaders["X-A"] = "1"
+        #expect(same == original)
+        #expect(same.hashValue == original.hashValue)
+    }
+
+    /// ferryd stores a background session's configuration: the encoding has one key per setting, as
+    /// before the settings were boxed (a stored configuration written then reads back now).
+    @Test func encodesOneKeyPerSetting() throws {
+        let configuration = SessionConfiguration.background(identifier: "id")
+        let object = try JSONSerialization.jsonObject(with: try JSONEncoder().encode(configuration)) as? [String: Any]
+        let keys = Set(object?.keys.map { $0 } ?? [])
+        #expect(
+            keys == [
+                "kind", "requestCachePolicy", "timeoutIntervalForRequest", "timeoutIntervalForResource",
+                "allowsCellularAccess", "allowsExpensiveNetworkAccess", "allowsConstrainedNetworkAccess",
+                "waitsForConnectivity", "isDiscretionary", "sessionSendsLaunchEvents", "protocolHandlers",
+                "tlsMinimumSupportedProtocolVersion", "tlsMaximumSupportedProtocolVersion", "tls",
+                "httpVersionPreference", "httpShouldUsePipelining", "httpShouldSetCookies", "httpCookieAcceptPolicy",
+                "httpAdditionalHeaders", "httpMaximumConnectionsPerHost", "httpCookieStorage", "urlCredentialStorage",
+                "urlCache",
+            ]
+        )
+        #expect(object?["timeoutIntervalForRequest"] as? Double == 60)
+        #expect(object?["waitsForConnectivity"] as? Bool == true)
+    }
 }
