@@ -22,14 +22,10 @@ extension SessionTask {
     }
 
     /// A data or upload task's transfer: the body is sent, the response goes to the delegate (or is
-    /// collected for an async call), and the delegate may turn it into a download.
+    /// collected for an async call), and the delegate may turn it into a download. `request` asks for
+    /// compressed bodies already (``transfer()`` adds Accept-Encoding).
     func transferData(_ request: Request, deadline: NIODeadline) async throws -> TransferResult {
         let session = self.session
-        var request = request
-        // Compressed bodies are welcome and decoded, as URLSession's data tasks do.
-        if request.headers["accept-encoding"] == nil {
-            request.headers.add(name: "Accept-Encoding", value: ContentDecoder.acceptEncoding)
-        }
         if let resumable = try await transferResumableUpload(request, deadline: deadline) { return resumable }
         let body = try await uploadBody()
         let dataDelegate = dataDelegate()

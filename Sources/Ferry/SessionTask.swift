@@ -349,6 +349,17 @@ public class SessionTask: @unchecked Sendable, CustomStringConvertible {
             throw FerryError(.invalidOperation, "the task has no request")
         }
         request = session.configuration.applyingAdditionalHeaders(to: request)
+        switch work {
+        case .data, .upload:
+            // Compressed bodies are welcome and decoded, as URLSession's data tasks do. Added here, where
+            // the request's fields are this task's alone (and have room for it): added in transferData,
+            // to a copy, it made a new array of fields for every request.
+            if request.headers["accept-encoding"] == nil {
+                request.headers.add(name: "Accept-Encoding", value: ContentDecoder.acceptEncoding)
+            }
+        default:
+            break
+        }
         if case .webSocket = work {
             try request.validate(schemes: ["ws", "wss"])
         } else {

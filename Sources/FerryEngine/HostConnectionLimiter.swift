@@ -1,4 +1,5 @@
 import FerryCore
+import Foundation
 import Synchronization
 
 /// HTTPMaximumConnectionsPerHost as a hard limit (SPEC S8.1): at most `limit` exchanges per origin at
@@ -7,6 +8,22 @@ import Synchronization
 /// AsyncHTTPClient's per-host setting is a soft limit (it opens more connections under load), so the
 /// session enforces its own here, counting exchanges from request to the end of the response body.
 final class HostConnectionLimiter: Sendable {
+    /// An origin as the limit counts it: the parts of `URL.httpOrigin` (scheme and host lower-cased, the
+    /// scheme's default port filled in), kept apart rather than joined into a new string for every
+    /// exchange.
+    struct Key: Hashable, Sendable {
+        let scheme: String
+        let host: String
+        let port: Int
+
+        init(_ url: URL) {
+            let scheme = url.scheme?.asciiLowercased ?? "http"
+            self.scheme = scheme
+            host = url.host?.asciiLowercased ?? ""
+            port = url.port ?? (scheme == "https" ? 443 : 80)
+        }
+    }
+
     private struct Waiter {
         var id: UInt64
         var priority: Float
@@ -19,7 +36,7 @@ final class HostConnectionLimiter: Sendable {
     }
 
     private struct State {
-        var origins: [String: Origin] = [:]
+        var origins: [Key: Origin] = [:]
         var nextID: UInt64 = 0
     }
 
@@ -31,13 +48,13 @@ final class HostConnectionLimiter: Sendable {
     }
 
     /// Exchanges running for `origin` now (for tests and diagnostics).
-    func active(for origin: String) -> Int {
+    func active(for origin: Key) -> Int {
         state.withLock { $0.origins[origin]?.active ?? 0 }
     }
 
     /// Waits for a slot for `origin`.
     /// - Throws: a cancelled ``FerryError`` when the calling task is cancelled while waiting.
-    func acquire(origin: String, priority: Float) async throws -> Permit {
+    func acquire(origin: Key, priority: Float) async throws -> Permit {
         // A free slot is taken at once, without suspending: a suspension, even one resumed at once,
         // puts the task back on the executor's queue (a hop per exchange for small requests).
         let id = state.withLock { state -> UInt64? in
@@ -84,7 +101,7 @@ final class HostConnectionLimiter: Sendable {
 
     private static let cancelled = FerryError(.cancelled, "the task was cancelled while waiting for a connection")
 
-    fileprivate func release(origin: String) {
+    fileprivate func release(origin: Key) {
         let next = state.withLock { state -> Waiter? in
             guard var entry = state.origins[origin] else { return nil }
             defer { state.origins[origin] = entry.active == 0 && entry.waiters.isEmpty ? nil : entry }
@@ -106,17 +123,17 @@ final class HostConnectionLimiter: Sendable {
     /// One slot; released once, explicitly or when the last reference goes.
     final class Permit: Sendable {
         private let limiter: HostConnectionLimiter?
-        private let origin: String
+        private let origin: Key
         private let released = Atomic<Bool>(false)
 
-        fileprivate init(limiter: HostConnectionLimiter?, origin: String) {
+        fileprivate init(limiter: HostConnectionLimiter?, origin: Key) {
             self.limiter = limiter
             self.origin = origin
         }
 
         /// A permit that holds no slot: for an exchange on a shared HTTP/2 connection, where the limit
         /// on connections does not apply to streams.
-        static func unlimited(origin: String) -> Permit { Permit(limiter: nil, origin: origin) }
+        static func unlimited(origin: Key) -> Permit { Permit(limiter: nil, origin: origin) }
 
         func release() {
             guard !released.exchange(true, ordering: .acquiringAndReleasing) else { return }

@@ -61,7 +61,7 @@ public final class SessionTransport: HTTPTransport {
 
     /// Exchanges in progress for the origin of `url` (scheme, host and port).
     public func activeExchanges(for url: URL) -> Int {
-        limiter.active(for: url.httpOrigin)
+        limiter.active(for: HostConnectionLimiter.Key(url))
     }
 
     public func send(_ request: TransportRequest, deadline: NIODeadline) async throws -> TransportResponse {
@@ -91,7 +91,7 @@ public final class SessionTransport: HTTPTransport {
             metrics.fetchStartDate = now()
             return context.begin(metrics)
         }
-        let origin = request.url.httpOrigin
+        let origin = HostConnectionLimiter.Key(request.url)
         // A protocol handler's request uses no connection.
         let handler = protocolHandlers.isEmpty ? nil : protocolHandlers.handler(for: request.sentRequest)
         // HTTPMaximumConnectionsPerHost limits connections: streams of one shared HTTP/2 connection
