@@ -15,7 +15,7 @@ final class ExchangeContext: Sendable {
     var isFinished: Bool { done.load(ordering: .acquiring) }
     func finished() { done.store(true, ordering: .releasing) }
     private let cancelled = Atomic<Bool>(false)
-    /// The caller cancelled the exchange (``NetworkTransport/response(answer:slot:id:protocolName:shared:start:)``):
+    /// The caller cancelled the exchange (``NetworkTransport/response(answer:on:slot:id:protocolName:shared:start:)``):
     /// set before the exchange is failed on its loop, so that a cancel that reaches the loop before the
     /// exchange has begun is applied again once it has.
     var isCancelled: Bool { cancelled.load(ordering: .acquiring) }

@@ -33,7 +33,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
         /// What has been sent and received, and what comes next.
         var machine: ExchangeStateMachine
         /// Completed with the answer; nil once it has been.
-        var answer: EventLoopPromise<ExchangeAnswer>?
+        var answer: AnswerPromise?
         /// Body that came in the same read as the head.
         var early: ByteBuffer?
         /// Where the body streams once the answer went without it.
@@ -87,7 +87,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandle
     /// `slot`. The caller writes the request after this.
     func begin(
         id: Int,
-        answer: EventLoopPromise<ExchangeAnswer>,
+        answer: AnswerPromise,
         slot: HandlerSlot,
         shared: ExchangeContext,
         keepAlive: Bool,

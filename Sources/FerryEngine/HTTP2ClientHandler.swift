@@ -219,7 +219,7 @@ final class HTTP2ClientHandler: ChannelDuplexHandler, ExchangeDriver {
     func start(
         _ request: Request,
         exchange: Int,
-        answer: EventLoopPromise<ExchangeAnswer>,
+        answer: AnswerPromise,
         slot: HandlerSlot,
         shared: ExchangeContext,
         deadline: NIODeadline,

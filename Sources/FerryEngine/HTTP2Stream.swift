@@ -12,7 +12,7 @@ final class HTTP2Stream {
     var machine: ExchangeStateMachine
     /// Completed with the answer once the read that brought the response head is done (with the whole
     /// content when the stream ended in that read); nil once it has been.
-    var answer: EventLoopPromise<ExchangeAnswer>?
+    var answer: AnswerPromise?
     /// Where the content streams once the answer went without it.
     var source: ResponseBody.Producer.Source?
     /// The body reader's way back to the handler.
@@ -43,7 +43,7 @@ final class HTTP2Stream {
     init(
         exchange: Int,
         id: UInt32,
-        answer: EventLoopPromise<ExchangeAnswer>,
+        answer: AnswerPromise,
         slot: HandlerSlot,
         shared: ExchangeContext,
         isHead: Bool,

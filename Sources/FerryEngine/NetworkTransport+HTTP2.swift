@@ -50,7 +50,7 @@ extension NetworkTransport {
         let id = connection.nextExchangeID()
         let slot = HandlerSlot(handler)
         let shared = ExchangeContext(timing: timing, url: request.url, informational: TransferContext.current?.informationalResponses)
-        let answer = loop.makePromise(of: ExchangeAnswer.self)
+        let answer = AnswerPromise()
         let body: HTTP2ClientHandler.Request.Body
         switch request.body {
         case nil: body = .none
@@ -66,7 +66,8 @@ extension NetworkTransport {
         let streamed: (length: Int64?, TransportBodyStream)?
         if case .stream(let length, let stream) = request.body { streamed = (length, stream) } else { streamed = nil }
         return try await response(
-            answer: answer.futureResult,
+            answer: answer,
+            on: loop,
             slot: slot,
             id: id,
             protocolName: "h2",

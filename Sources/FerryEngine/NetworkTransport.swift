@@ -219,7 +219,7 @@ public final class NetworkTransport: HTTPTransport {
         let id = connection.nextExchangeID()
         let slot = HandlerSlot(connection.handler)
         let shared = ExchangeContext(timing: timing, url: request.url, informational: TransferContext.current?.informationalResponses)
-        let answer = loop.makePromise(of: ExchangeAnswer.self)
+        let answer = AnswerPromise()
         let (head, keepAlive) = Self.requestHead(request, route: route)
         let isHeadRequest = request.method == "HEAD"
         let body = request.body
@@ -256,7 +256,8 @@ public final class NetworkTransport: HTTPTransport {
             }
         }
         var response = try await response(
-            answer: answer.futureResult,
+            answer: answer,
+            on: loop,
             slot: slot,
             id: id,
             protocolName: "http/1.1",
@@ -269,15 +270,16 @@ public final class NetworkTransport: HTTPTransport {
         return response
     }
 
-    /// Runs `start` on the answer's loop, waits there for exchange `id`'s answer (a cancelled task cancels
-    /// the exchange) and returns the response.
+    /// Runs `start` on `loop` (the connection's), waits there for exchange `id`'s answer (a cancelled
+    /// task cancels the exchange) and returns the response.
     ///
     /// `start` and the wait go to the loop together, as one task: `answer.get()` after a separate
     /// `execute` was a second hand-over to the loop per exchange, and it woke the loop again (an eventfd
     /// write and an epoll round) whenever the loop had gone back to sleep between the two — about one
     /// exchange in five in a sequential run.
     func response(
-        answer: EventLoopFuture<ExchangeAnswer>,
+        answer: AnswerPromise,
+        on loop: any EventLoop,
         slot: HandlerSlot,
         id: Int,
         protocolName: String,
@@ -293,7 +295,7 @@ public final class NetworkTransport: HTTPTransport {
         }
         let answer = try await TransferContext.withCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<ExchangeAnswer, any Error>) in
-                answer.eventLoop.execute {
+                loop.execute {
                     // On the loop: the callback is added directly, and runs once, when the answer comes.
                     answer.whenComplete { continuation.resume(with: $0) }
                     start()

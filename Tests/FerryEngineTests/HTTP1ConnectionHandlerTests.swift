@@ -39,7 +39,7 @@ import Testing
         method: HTTPMethod = .GET
     ) throws -> EventLoopFuture<ExchangeAnswer> {
         let loop = connection.channel.embeddedEventLoop
-        let answer = loop.makePromise(of: ExchangeAnswer.self)
+        let answer = AnswerPromise()
         let slot = HandlerSlot(run: { _ in })
         let began = connection.handler.begin(
             id: id,
@@ -56,7 +56,7 @@ import Testing
         )
         try connection.channel.writeOutbound(HTTPClientRequestPart.end(nil))
         connection.handler.requestWritten(id: id)
-        return answer.futureResult
+        return answer.future(on: loop)
     }
 
     private func serve(_ connection: Connection, _ text: String) throws {
@@ -175,5 +175,14 @@ import Testing
         loop.advanceTime(by: .seconds(2))
         #expect(!connection.channel.isActive)
         #expect(connection.outcomes.seen == [.reusable, .reusable, .closed])
+    }
+}
+
+extension AnswerPromise {
+    /// The answer as a future of `loop` (the tests' embedded loop), for tests written against futures.
+    func future(on loop: any EventLoop) -> EventLoopFuture<ExchangeAnswer> {
+        let promise = loop.makePromise(of: ExchangeAnswer.self)
+        whenComplete { promise.completeWith($0) }
+        return promise.futureResult
     }
 }

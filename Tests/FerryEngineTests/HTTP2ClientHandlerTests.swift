@@ -160,7 +160,7 @@ import Testing
         let loop = channel.embeddedEventLoop
         let shared = ExchangeContext()
         let demands = Demands()
-        let answer = loop.makePromise(of: ExchangeAnswer.self)
+        let answer = AnswerPromise()
         let fields = [(":method", method), (":scheme", "https"), (":authority", "example.test"), (":path", "/")]
         handler.start(
             .init(headers: HPACKHeaders(fields), isHead: method == "HEAD", body: body),
@@ -171,7 +171,7 @@ import Testing
             deadline: .distantFuture,
             idleTimeout: nil
         )
-        return Exchange(answer: answer.futureResult, shared: shared, demands: demands)
+        return Exchange(answer: answer.future(on: loop), shared: shared, demands: demands)
     }
 
     /// How a head that has completed failed (nil: it succeeded).
