@@ -79,21 +79,28 @@ public struct Headers: Sendable, Hashable, Codable, Sequence, ExpressibleByDicti
     /// byte by byte: lowercasing both names allocated two strings per field looked at, which was a
     /// tenth of the header work of a small request.
     public static func sameName(_ a: String, _ b: String) -> Bool {
+        // Over the bytes in place (no copy of either string: `withUTF8` needs a `var`, a retained copy);
+        // a string without contiguous UTF-8 (bridged) is made native first.
+        if let same = a.utf8.withContiguousStorageIfAvailable({ x in
+            b.utf8.withContiguousStorageIfAvailable { y in sameName(x, y) }
+        }), let same {
+            return same
+        }
         var a = a
         var b = b
-        return a.withUTF8 { x in
-            b.withUTF8 { y in
-                guard x.count == y.count else { return false }
-                for index in 0..<x.count where x[index] != y[index] {
-                    // ASCII letters differ by 0x20 between cases; anything else must match exactly.
-                    let lower = x[index] | 0x20
-                    guard lower == y[index] | 0x20, lower >= UInt8(ascii: "a"), lower <= UInt8(ascii: "z") else {
-                        return false
-                    }
-                }
-                return true
+        return a.withUTF8 { x in b.withUTF8 { y in sameName(x, y) } }
+    }
+
+    private static func sameName(_ x: UnsafeBufferPointer<UInt8>, _ y: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard x.count == y.count else { return false }
+        for index in 0..<x.count where x[index] != y[index] {
+            // ASCII letters differ by 0x20 between cases; anything else must match exactly.
+            let lower = x[index] | 0x20
+            guard lower == y[index] | 0x20, lower >= UInt8(ascii: "a"), lower <= UInt8(ascii: "z") else {
+                return false
             }
         }
+        return true
     }
 
     /// The Content-Length as a number; nil when absent or not a non-negative integer.

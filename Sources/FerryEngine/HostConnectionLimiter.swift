@@ -52,16 +52,24 @@ final class HostConnectionLimiter: Sendable {
         state.withLock { $0.origins[origin]?.active ?? 0 }
     }
 
+    /// Exchanges waiting for a slot for `origin` now (for tests).
+    func waiting(for origin: Key) -> Int {
+        state.withLock { $0.origins[origin]?.waiters.count ?? 0 }
+    }
+
+    /// Origins the limiter keeps an entry for (for tests).
+    var trackedOrigins: Int {
+        state.withLock { $0.origins.count }
+    }
+
     /// Waits for a slot for `origin`.
     /// - Throws: a cancelled ``FerryError`` when the calling task is cancelled while waiting.
     func acquire(origin: Key, priority: Float) async throws -> Permit {
         // A free slot is taken at once, without suspending: a suspension, even one resumed at once,
         // puts the task back on the executor's queue (a hop per exchange for small requests).
         let id = state.withLock { state -> UInt64? in
-            if state.origins[origin, default: Origin()].active < limit, !Task.isCancelled {
-                state.origins[origin, default: Origin()].active += 1
-                return nil
-            }
+            // (One look-up: the entry is changed in place.)
+            if !Task.isCancelled, Self.take(&state.origins[origin, default: Origin()], limit: limit) { return nil }
             state.nextID += 1
             return state.nextID
         }
@@ -103,21 +111,42 @@ final class HostConnectionLimiter: Sendable {
 
     fileprivate func release(origin: Key) {
         let next = state.withLock { state -> Waiter? in
-            guard var entry = state.origins[origin] else { return nil }
-            defer { state.origins[origin] = entry.active == 0 && entry.waiters.isEmpty ? nil : entry }
-            guard
-                let best = entry.waiters.indices.max(by: { a, b in
-                    // max: highest priority; among equals, the earliest (lowest id).
-                    let (x, y) = (entry.waiters[a], entry.waiters[b])
-                    return x.priority != y.priority ? x.priority < y.priority : x.id > y.id
-                })
-            else {
-                entry.active -= 1
-                return nil
+            guard let index = state.origins.index(forKey: origin) else { return nil }
+            let next = Self.passOn(&state.origins.values[index])
+            // An idle origin keeps its entry (the next exchange finds it without an insertion, where
+            // removing and adding it again hashed it twice more for every exchange) until there are many.
+            if next == nil, state.origins.count > Self.idleOriginsKept {
+                state.origins = state.origins.filter { $0.value.active > 0 || !$0.value.waiters.isEmpty }
             }
-            return entry.waiters.remove(at: best)  // the slot passes on: active stays the same
+            return next
         }
         next?.continuation.resume()
+    }
+
+    /// How many origins the limiter keeps entries for before it drops the idle ones.
+    static let idleOriginsKept = 64
+
+    /// Takes a slot of `entry` if one is free.
+    private static func take(_ entry: inout Origin, limit: Int) -> Bool {
+        guard entry.active < limit else { return false }
+        entry.active += 1
+        return true
+    }
+
+    /// Gives a slot of `entry` back: to the waiter of highest priority (the earliest among equals), who
+    /// is returned, or to no one.
+    private static func passOn(_ entry: inout Origin) -> Waiter? {
+        guard
+            let best = entry.waiters.indices.max(by: { a, b in
+                // max: highest priority; among equals, the earliest (lowest id).
+                let (x, y) = (entry.waiters[a], entry.waiters[b])
+                return x.priority != y.priority ? x.priority < y.priority : x.id > y.id
+            })
+        else {
+            entry.active -= 1
+            return nil
+        }
+        return entry.waiters.remove(at: best)  // the slot passes on: active stays the same
     }
 
     /// One slot; released once, explicitly or when the last reference goes.
