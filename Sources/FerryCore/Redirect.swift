@@ -59,7 +59,13 @@ extension URL {
     /// scheme's default port filled in (443 for https, else 80; no scheme counts as http): equal for
     /// the same origin (RFC 6454).
     public var httpOrigin: String {
+        let origin = httpOriginParts
+        return "\(origin.scheme)://\(origin.host):\(origin.port)"
+    }
+
+    /// ``httpOrigin``'s parts, apart (for a key that need not be one new string per request).
+    package var httpOriginParts: (scheme: String, host: String, port: Int) {
         let scheme = self.scheme?.asciiLowercased ?? "http"
-        return "\(scheme)://\(host?.asciiLowercased ?? ""):\(port ?? (scheme == "https" ? 443 : 80))"
+        return (scheme, host?.asciiLowercased ?? "", port ?? (scheme == "https" ? 443 : 80))
     }
 }

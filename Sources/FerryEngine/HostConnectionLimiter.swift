@@ -8,19 +8,15 @@ import Synchronization
 /// AsyncHTTPClient's per-host setting is a soft limit (it opens more connections under load), so the
 /// session enforces its own here, counting exchanges from request to the end of the response body.
 final class HostConnectionLimiter: Sendable {
-    /// An origin as the limit counts it: the parts of `URL.httpOrigin` (scheme and host lower-cased, the
-    /// scheme's default port filled in), kept apart rather than joined into a new string for every
-    /// exchange.
+    /// An origin as the limit counts it: the parts of `URL.httpOrigin` (`URL.httpOriginParts`), kept
+    /// apart rather than joined into a new string for every exchange.
     struct Key: Hashable, Sendable {
         let scheme: String
         let host: String
         let port: Int
 
         init(_ url: URL) {
-            let scheme = url.scheme?.asciiLowercased ?? "http"
-            self.scheme = scheme
-            host = url.host?.asciiLowercased ?? ""
-            port = url.port ?? (scheme == "https" ? 443 : 80)
+            (scheme, host, port) = url.httpOriginParts
         }
     }
 
