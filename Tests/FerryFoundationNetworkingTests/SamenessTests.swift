@@ -22,6 +22,13 @@ import Testing
     }
 
     static let documented: [String: Documented] = [
+        "a download with a completion handler": Documented(
+            ferry: [
+                "data 77777 bytes fnv 816b43c2a4886abc", "status 200 path /bytes/77777 length 77777 expected 77777", "error nil",
+                "the file after the handler: removed",
+            ],
+            why: "Apple: the file at the location given is removed once the handler returns (move it to keep it); FoundationNetworking leaves it in the temporary directory, a file per download"
+        ),
         "value(forHTTPHeaderField:) finds a field in any case": Documented(
             ferry: ["CACHE-CONTROL no-store, private", "x-twice a, b", "X-TOKEN t", "etag \"bytes-10-0-v0\"", "missing -", "error nil"],
             why: "RFC 9110 §5.1: field names are case-insensitive, so Cache-Control and cache-control are one field, their values joined (as X-Twice's are); FoundationNetworking keeps one of the two, whichever its dictionary holds last"

@@ -30,6 +30,7 @@ extension SamenessPrograms {
             case .download:
                 return session.downloadTask(with: request) { location, response, error in
                     done([describe(location.flatMap { try? Data(contentsOf: $0) }), describe(response), describe(error)])
+                    removeIfKept(location, after: session)
                 }
             case .upload:
                 var post = request

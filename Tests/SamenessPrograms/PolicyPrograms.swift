@@ -114,6 +114,7 @@ extension SamenessPrograms {
         session.downloadTask(with: URL(string: "\(origin)/bytes/0")!) { url, response, error in
             let contents = url.flatMap { try? Data(contentsOf: $0) }
             waiter.finish(["file \(url != nil)", describe(contents), describe(response), describe(error)])
+            removeIfKept(url, after: session)
         }.resume()
         return await waiter.value()
     }

@@ -126,6 +126,19 @@ public enum SamenessPrograms {
         URLSession(configuration: .ephemeral, delegate: delegate, delegateQueue: queue)
     }
 
+    /// Whether the file a download handed over at `location` is still there once the handler that got
+    /// it has returned: checked in the next operation of the session's (serial) delegate queue, and
+    /// removed if it is. Apple removes it as the handler returns; FoundationNetworking leaves it in the
+    /// temporary directory, a file per download (a test run left 52 there before this cleaned up).
+    static func removeIfKept(_ location: URL?, after session: URLSession, _ kept: (@Sendable (Bool) -> Void)? = nil) {
+        guard let location else { return }
+        session.delegateQueue.addOperation {
+            let there = FileManager.default.fileExists(atPath: location.path)
+            if there { try? FileManager.default.removeItem(at: location) }
+            kept?(there)
+        }
+    }
+
     static func dataTask(_ session: URLSession, _ request: URLRequest) async -> (Data?, URLResponse?, (any Error)?) {
         let waiter = Waiter<(Data?, URLResponse?, (any Error)?)>()
         session.dataTask(with: request) { waiter.finish(($0, $1, $2)) }.resume()
@@ -211,6 +224,7 @@ public enum SamenessPrograms {
 
         func urlSession(_ session: URLSession, downloadTask: URLSessionDownloadTask, didFinishDownloadingTo location: URL) {
             note("didFinishDownloading \(SamenessPrograms.describe(try? Data(contentsOf: location)))")
+            SamenessPrograms.removeIfKept(location, after: session)
         }
 
         let reachedTotal = Mutex(false)
@@ -369,8 +383,11 @@ public enum SamenessPrograms {
         defer { session.finishTasksAndInvalidate() }
         let waiter = Waiter<[String]>()
         session.downloadTask(with: URL(string: "\(origin)/bytes/77777?seed=6")!) { location, response, error in
-            // The file is there while the handler runs.
-            waiter.finish([describe(location.flatMap { try? Data(contentsOf: $0) }), describe(response), describe(error)])
+            // The file is there while the handler runs, and gone once it returned.
+            let lines = [describe(location.flatMap { try? Data(contentsOf: $0) }), describe(response), describe(error)]
+            removeIfKept(location, after: session) { kept in
+                waiter.finish(lines + ["the file after the handler: \(kept ? "kept" : "removed")"])
+            }
         }.resume()
         return await waiter.value()
     }
@@ -602,6 +619,7 @@ public enum SamenessPrograms {
         let finished = Waiter<[String]>()
         session.downloadTask(withResumeData: data) { location, response, error in
             finished.finish([describe(location.flatMap { try? Data(contentsOf: $0) }), describe(error)])
+            removeIfKept(location, after: session)
         }.resume()
         return [describe(error), "resume data given"] + (await finished.value())
     }
