@@ -161,7 +161,9 @@ import Testing
             #expect(task.countOfBytesReceived == paused)
             #expect(paused < 4_000_000)
             task.resume()
-            #expect(task.state == .running)
+            // The rest may all be buffered already: on a loaded machine the task can have completed
+            // by the time its state is read, but it is not suspended any more.
+            #expect(task.state == .running || task.state == .completed)
             await task.waitUntilFinished()
             #expect(task.error == nil)
             #expect(task.countOfBytesReceived == 4_000_000)
