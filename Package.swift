@@ -299,6 +299,7 @@ let package = Package(
                 "FerryStore",
                 "FerryTestServer",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -73,14 +73,14 @@ extension SessionTask {
         }
         let coalescer = dataDelegate.flatMap { delegate in
             (self as? DataTask).map { dataTask in
-                DataCoalescer(queue: session.queue) { bytes in
-                    await delegate.session(session, dataTask: dataTask, didReceive: Data(bytes))
+                DataCoalescer(queue: session.queue) { data in
+                    await delegate.session(session, dataTask: dataTask, didReceive: data)
                 }
             }
         }
         hooks.didReceive = { [self] chunk in
             locked.withLock { $0.bytesReceived += Int64(chunk.readableBytes) }
-            await coalescer?.append(chunk.readableBytesView)
+            await coalescer?.append(chunk)
         }
 
         var loader = DataLoader(transport: session.transport)

@@ -122,18 +122,22 @@ import Testing
             let wait = try await cli.run(["wait", submit.output, "--timeout", "60"])
             #expect(wait.status == 0, "\(wait.stderr)")
             #expect(try Data(contentsOf: URL(fileURLWithPath: directory + "/bg.bin")) == big)
-            // Caddy's log: two requests over HTTP/3, one for the rest from a checkpoint. Caddy logs a
-            // request when it ends: the one cut by the kill only once quic-go gives up on the dead
-            // connection (its idle timeout, 30 s), which may be after the second (seen in CI).
+            // Caddy's log: the request for the rest, from a checkpoint, over HTTP/3. Caddy logs a request
+            // when it ends: the one cut by the kill only once quic-go gives up on the dead connection
+            // (its idle timeout, 30 s), which may be long after the second (a loaded run waited over
+            // 60 s for it): so only the ranged one is waited for, and at most the two are there.
             func logged() -> [[String: Any]] {
                 ((try? String(contentsOfFile: caddy.directory + "/access.log", encoding: .utf8)) ?? "").split(separator: "\n").compactMap {
                     (try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])?["request"] as? [String: Any]
                 }
             }
-            try await waitUntil("caddy logged both requests", within: 60) { logged().count >= 2 }
+            func rangeHeader(of request: [String: Any]) -> String? {
+                ((request["headers"] as? [String: Any])?["Range"] as? [String])?.first
+            }
+            try await waitUntil("caddy logged the request for the rest", within: 60) { logged().contains { rangeHeader(of: $0) != nil } }
             let requests = logged()
-            #expect(requests.count == 2 && requests.allSatisfy { $0["proto"] as? String == "HTTP/3.0" }, "\(requests)")
-            let range = requests.compactMap { (($0["headers"] as? [String: Any])?["Range"] as? [String])?.first }.first ?? ""
+            #expect(requests.count <= 2 && requests.allSatisfy { $0["proto"] as? String == "HTTP/3.0" }, "\(requests)")
+            let range = requests.compactMap(rangeHeader(of:)).first ?? ""
             let from = Int(range.dropFirst("bytes=".count).dropLast()) ?? 0
             // (From a checkpoint of at least 500 kB, short of the end: how far past 2 MB the kill came
             // depends on the machine's load.)
