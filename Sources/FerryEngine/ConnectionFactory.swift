@@ -224,7 +224,6 @@ struct ConnectionFactory: Sendable {
     ) async throws {
         guard let handshake = attempt.handshake, let tls = attempt.tls else { return }
         let host = attempt.route.target.host
-        details.secureConnectionStart = Date()
         let scheduled = channel.eventLoop.scheduleTask(in: timeout) {
             handshake.fail(FerryError(.timedOut, "the TLS handshake with \(host) took too long"))
             channel.close(promise: nil)
@@ -232,6 +231,7 @@ struct ConnectionFactory: Sendable {
         do {
             let outcome = try await handshake.futureResult.get()
             scheduled.cancel()
+            details.secureConnectionStart = outcome.start
             details.secureConnectionEnd = outcome.end
             details.tlsVersion = outcome.version
         } catch {

@@ -14,22 +14,38 @@ final class TLSHandshakeHandler: ChannelInboundHandler, RemovableChannelHandler 
         var applicationProtocol: String?
         /// `TLSv1.3`, ...
         var version: String?
+        /// When it began: when the connection was up with the TLS handler in place (NIO's TLS handler,
+        /// before this one, sends the ClientHello then).
+        var start: Date
         /// When it ended.
         var end: Date
     }
 
     private let promise: EventLoopPromise<Outcome>
     private var done = false
+    /// Recorded on the loop as the handshake begins: the caller's task may only get to wait for it after
+    /// it ended (under load it did, and the metrics said the handshake began after it ended).
+    private var start: Date?
 
     init(promise: EventLoopPromise<Outcome>) {
         self.promise = promise
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { start = Date() }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        if start == nil { start = Date() }
+        context.fireChannelActive()
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let event = event as? TLSUserEvent, case .handshakeCompleted(let negotiated) = event, !done {
             done = true
             let version = try? context.pipeline.syncOperations.nioSSL_tlsVersion()
-            promise.succeed(Outcome(applicationProtocol: negotiated, version: TLSClient.name(version), end: Date()))
+            let end = Date()
+            promise.succeed(Outcome(applicationProtocol: negotiated, version: TLSClient.name(version), start: start ?? end, end: end))
             // Passed on before leaving: ALPN's handler behind this one acts on it.
             context.fireUserInboundEventTriggered(event)
             context.pipeline.syncOperations.removeHandler(self, promise: nil)
