@@ -51,20 +51,10 @@ func request(_ url: String) -> Request {
     Request(url: URL(string: url)!)
 }
 
-/// A fresh file path in a fresh temporary directory, inside one directory for this test process that
-/// is removed when the process exits (each run left a few hundred directories in /tmp before).
+/// A fresh file path in a fresh temporary directory (``TestDirectory``: removed when the process exits).
 func temporaryPath(_ name: String = "download") throws -> String {
-    let directory = URL(fileURLWithPath: testProcessDirectory).appendingPathComponent(UUID().uuidString)
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    return directory.appendingPathComponent(name).path
+    try TestDirectory.make().appendingPathComponent(name).path
 }
-
-/// This test process's temporary directory (`ferry-engine-PID`), removed at exit.
-let testProcessDirectory: String = {
-    let path = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-engine-\(getpid())").path
-    atexit { try? FileManager.default.removeItem(atPath: testProcessDirectory) }
-    return path
-}()
 
 /// The SHA-256 of a file, in hex.
 func sha256(ofFile path: String) throws -> String {

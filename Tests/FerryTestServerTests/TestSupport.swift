@@ -93,21 +93,10 @@ func expectedBytes(_ count: Int, seed: UInt64, version: Int = 0, offset: Int64 =
     DeterministicBytes(seed: seed, version: version).bytes(offset: offset, count: count)
 }
 
-/// A fresh empty directory, inside one directory for this test process that is removed when the
-/// process exits.
+/// A fresh empty directory (``TestDirectory``: removed when the process exits).
 func makeTemporaryDirectory() throws -> URL {
-    let url = URL(fileURLWithPath: serverTestsDirectory).appendingPathComponent(UUID().uuidString)
-    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    return url
+    try TestDirectory.make()
 }
-
-/// This test process's temporary directory for the test server's tests (`ferry-server-tests-PID`),
-/// removed at exit.
-let serverTestsDirectory: String = {
-    let path = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-server-tests-\(getpid())").path
-    atexit { try? FileManager.default.removeItem(atPath: serverTestsDirectory) }
-    return path
-}()
 
 /// Bytes compared in a test: equal when the bytes are, described by length and SHA-256 so a failure
 /// message stays short.

@@ -75,20 +75,10 @@ func expectedSHA256(_ count: Int, seed: UInt64, version: Int = 0) -> String {
     sha256(DeterministicBytes(seed: seed, version: version).bytes(offset: 0, count: count))
 }
 
-/// A fresh directory, inside one directory for this test process that is removed when the process
-/// exits (each run left dozens of `ferry-tests-UUID` directories in /tmp before).
+/// A fresh directory (``TestDirectory``: removed when the process exits).
 func temporaryDirectory() throws -> URL {
-    let directory = URL(fileURLWithPath: testProcessDirectory).appendingPathComponent(UUID().uuidString)
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    return directory
+    try TestDirectory.make()
 }
-
-/// This test process's temporary directory (`ferry-tests-PID`), removed at exit.
-let testProcessDirectory: String = {
-    let path = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-tests-\(getpid())").path
-    atexit { try? FileManager.default.removeItem(atPath: testProcessDirectory) }
-    return path
-}()
 
 /// Waits until `condition` holds (polling), failing after `seconds`.
 func eventually(_ what: String, within seconds: Double = 60, _ condition: () async throws -> Bool) async throws {
