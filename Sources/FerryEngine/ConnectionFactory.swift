@@ -215,7 +215,8 @@ struct ConnectionFactory: Sendable {
 
     // MARK: Stage 3: TLS
 
-    /// Waits for the TLS handshake, when there is one, and records its version and end in `details`.
+    /// Waits for the TLS handshake, when there is one, and records its start and end (both taken on the
+    /// loop by ``TLSHandshakeHandler``) and its version in `details`.
     func finishHandshake(
         _ attempt: Attempt,
         on channel: any Channel,
